@@ -1,0 +1,41 @@
+#pragma once
+
+// What an evaluation returns: a flat row of named metrics whose names and units are fixed by
+// the experiment (the schema), so the result store, the Pareto front and the report treat all
+// metrics alike.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace prism {
+
+struct MetricInfo {
+    std::string name;         ///< snake_case, unit-suffixed: "step_time_p95_s"
+    std::string unit;         ///< "s", "tokens/s", "GiB", "1" (dimensionless), ...
+    std::string description;
+};
+
+using MetricSchema = std::vector<MetricInfo>;
+
+/// Index of `name` in `schema`, or -1.
+int find_metric(const MetricSchema& schema, const std::string& name);
+
+enum class PointStatus : std::uint8_t {
+    ok = 0,          ///< evaluated; all metrics valid
+    infeasible = 1,  ///< does not fit (memory, ...); metrics that exist are filled, others NaN
+    failed = 2,      ///< evaluation threw; `reason` holds the message
+};
+
+/// Result of evaluating one design point. `values` follows the schema; NaN where undefined.
+struct PointResult {
+    std::uint64_t index = 0;
+    PointStatus status = PointStatus::ok;
+    std::string reason;          ///< empty when ok
+    std::vector<double> values;  ///< schema.size() entries
+};
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace prism

@@ -1,0 +1,83 @@
+#pragma once
+
+// The seam between the deterministic model and the stochastic evaluators: the structure of one
+// training step with deterministic base durations. The deterministic model builds it; the
+// deterministic step time, Monte Carlo and the analytic evaluator all compose the same profile.
+//
+// Structure (DESIGN.md section 3), for ONE data-parallel replica, with the TP x CP group of each
+// pipeline stage acting as one rank:
+//   - the pipeline: `stages` (p) ranks, each holding `chunks` (v) model chunks of
+//     `layers_per_chunk` layers; `microbatches` (m) per replica; Megatron's 1F1B schedule
+//     (interleaved when v > 1; see timing/pipeline.hpp);
+//   - a chunk's forward = its layers' `layer_forward` in series (plus `embedding_forward` before
+//     the first chunk of stage 0 and `head_forward` after the last chunk of the last stage);
+//     backward likewise with `layer_backward`, `head_backward` first and `embedding_backward` last;
+//   - between consecutive virtual stages, one `p2p` transfer per microbatch and direction;
+//   - after its last backward, each stage synchronizes gradients over DP (`dp_sync`), of which
+//     a window of `dp_overlap_s` overlaps the preceding backward work, then runs `optimizer`.
+//     Step time = max over stages of that finish.
+//   - with ZeRO-3/FSDP the layer segments include the per-layer AllGather/ReduceScatter over
+//     the DP group, and `dp_lockstep` says every layer synchronizes all replicas.
+
+#include <cstdint>
+#include <vector>
+
+#include "src/model/spec.hpp"
+
+namespace prism {
+
+/// Which level of the network a collective's slowest link is on.
+enum class LinkLevel : std::uint8_t { local, nvlink, nic, rack, pod };
+
+/// One kernel (or collective) with its deterministic duration.
+struct Op {
+    KernelClass cls = KernelClass::gemm;
+    double time_s = 0;
+    /// Number of GPUs that each run this op and must all finish before the segment ends
+    /// (the TP x CP group for compute; 1 for a collective, whose one duration is shared).
+    int sync_size = 1;
+    LinkLevel link = LinkLevel::local;  ///< for collectives
+};
+
+/// Ops that run concurrently (e.g. a GEMM and a prefetched AllGather on another stream); the
+/// segment ends when the last of them ends. Segments of a list run in series.
+struct Segment {
+    std::vector<Op> ops;
+};
+
+using SegmentList = std::vector<Segment>;
+
+/// Duration of a segment list with every op at its base time.
+double deterministic_time(const SegmentList& segments);
+
+struct StepProfile {
+    int stages = 1;            ///< p
+    int chunks = 1;            ///< v (virtual stages per rank)
+    int microbatches = 1;      ///< m per replica per step
+    int layers_per_chunk = 1;  ///< L / (p v); uneven splits are rejected before this point
+    int dp = 1;                ///< replicas
+    int tp = 1;
+    int cp = 1;
+    bool dp_lockstep = false;  ///< FSDP / ZeRO-3: the DP group syncs every layer
+
+    SegmentList layer_forward;
+    SegmentList layer_backward;  ///< includes recomputed forward work
+    SegmentList embedding_forward;
+    SegmentList embedding_backward;
+    SegmentList head_forward;    ///< final norm, logits, loss
+    SegmentList head_backward;
+    Op p2p;                      ///< one activation (or gradient) transfer between stages
+    SegmentList dp_sync;         ///< gradient AllReduce / ReduceScatter (+ AllGather of params)
+    double dp_overlap_s = 0;     ///< part of dp_sync hidden behind backward compute
+    SegmentList optimizer;
+    SegmentList dataloader;      ///< before the first forward (usually tiny)
+
+    /// Deterministic durations of one chunk's forward / backward on `stage`, chunk `chunk`.
+    double chunk_forward_s(int stage, int chunk) const;
+    double chunk_backward_s(int stage, int chunk) const;
+};
+
+/// Deterministic step time: the pipeline schedule of `profile` evaluated with base durations.
+double deterministic_step_time(const StepProfile& profile);
+
+}  // namespace prism
