@@ -35,6 +35,11 @@ struct TrainingSpec {
     Precision precision = Precision::bf16;
     Optimizer optimizer = Optimizer::adam;
     double total_tokens = 0;             ///< tokens of the whole run (0 = not given)
+    /// Fused flash-style attention (no materialized s x s scores; causal half skipped). false =
+    /// Megatron's unfused core (QK^T, softmax, dropout, PV), as in the published A100 runs.
+    bool flash_attention = false;
+    /// DP gradient reduction in buckets overlapped with backward (Megatron --overlap-grad-reduce).
+    bool overlap_grad_reduce = true;
 };
 
 /// Size-dependent GEMM efficiency, eff(F) = eff_max * F / (F + flops_half), F = FLOPs of one
@@ -65,6 +70,9 @@ struct HardwareSpec {
     double nic_bytes_per_s = 0;          ///< per GPU (each GPU has its own NIC share), one direction
     double nic_latency_s = 0;
     double collective_efficiency = 0.8;  ///< achieved fraction of link bandwidth by NCCL rings
+    /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
+    /// times this (launch-bound small models). Fitted; see configs/presets/gpus.
+    double kernel_launch_s = 0;
 };
 
 /// Network topology above the node: nodes grouped in racks (one leaf switch), racks in pods.
