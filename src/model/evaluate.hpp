@@ -9,13 +9,27 @@
 
 namespace prism {
 
-/// The metrics `evaluate` fills for this experiment, in order (depends on the evaluation
-/// settings: slow-step deltas, run deadlines, sensitivity on/off).
+/// The metrics `Evaluator::evaluate` fills for this experiment, in order (depends on the
+/// evaluation settings: slow-step deltas, run deadlines, sensitivity on/off).
 MetricSchema metric_schema(const Experiment& experiment);
 
-/// Evaluates `point` (design-space index `index`, which keys its random streams).
-/// Infeasible points come back with status infeasible and a reason; a point the model cannot
-/// evaluate throws ModelError. Deterministic for a given (experiment seed, index).
-PointResult evaluate(const Experiment& experiment, const DesignPoint& point, std::uint64_t index);
+/// Evaluates design points of one experiment. Construction evaluates the baseline point (if
+/// any) once, for the speedup metric. Thread-compatible: `evaluate` is const.
+class Evaluator {
+public:
+    explicit Evaluator(const Experiment& experiment);
+
+    const MetricSchema& schema() const noexcept { return schema_; }
+
+    /// Evaluates `point` (design-space index `index`, which keys its random streams).
+    /// Infeasible points come back with status infeasible and a reason; a point the model cannot
+    /// evaluate throws ModelError. Deterministic for a given (experiment seed, index).
+    PointResult evaluate(const DesignPoint& point, std::uint64_t index) const;
+
+private:
+    const Experiment* experiment_;
+    MetricSchema schema_;
+    double baseline_step_s_ = 0;  ///< 0 = no baseline
+};
 
 }  // namespace prism

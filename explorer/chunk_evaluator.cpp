@@ -1,0 +1,54 @@
+#include "explorer/chunk_evaluator.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "src/common/error.hpp"
+
+namespace prism::explorer {
+
+ChunkEvaluator::ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator)
+    : space_(&space), evaluator_(&evaluator) {
+    if (const char* env = std::getenv("PRISM_FAULT_INJECT_INDICES")) {
+        std::stringstream in(env);
+        std::string item;
+        while (std::getline(in, item, ',')) {
+            if (!item.empty()) inject_failures_.insert(std::stoull(item));
+        }
+    }
+}
+
+ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
+    ChunkResult out;
+    out.chunk_id = order.chunk_id;
+    out.begin = order.begin;
+    out.end = order.end;
+    std::map<std::string, std::uint64_t> filtered;
+    for (std::uint64_t index = order.begin; index < order.end; ++index) {
+        const auto decoded = space_->decode(index);
+        if (decoded.filtered) {
+            ++filtered[*decoded.filtered];
+            continue;
+        }
+        try {
+            if (inject_failures_.count(index) != 0) {
+                throw ModelError("injected failure at index " + std::to_string(index) +
+                                 " (PRISM_FAULT_INJECT_INDICES)");
+            }
+            out.rows.push_back(evaluator_->evaluate(decoded.point, index));
+        } catch (const std::exception& e) {
+            PointResult failed;
+            failed.index = index;
+            failed.status = PointStatus::failed;
+            failed.reason = e.what();
+            failed.values.assign(evaluator_->schema().size(), kNaN);
+            out.rows.push_back(std::move(failed));
+        }
+    }
+    out.filtered.assign(filtered.begin(), filtered.end());
+    return out;
+}
+
+}  // namespace prism::explorer

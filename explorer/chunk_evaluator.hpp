@@ -1,0 +1,28 @@
+#pragma once
+
+#include <cstdint>
+#include <set>
+
+#include "explorer/design_space.hpp"
+#include "explorer/messages.hpp"
+#include "src/model/evaluate.hpp"
+
+namespace prism::explorer {
+
+/// Decodes, filters and evaluates the indices of one work order. A point whose evaluation
+/// throws becomes a `failed` row carrying the message; it never escapes.
+class ChunkEvaluator {
+public:
+    ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator);
+
+    ChunkResult operator()(const WorkOrder& order) const;
+
+private:
+    const DesignSpace* space_;
+    const Evaluator* evaluator_;
+    /// Fault injection for tests of the failure policy: indices listed in the environment
+    /// variable PRISM_FAULT_INJECT_INDICES ("3,17,...") throw as if the model had failed.
+    std::set<std::uint64_t> inject_failures_;
+};
+
+}  // namespace prism::explorer

@@ -1,0 +1,204 @@
+#include "explorer/cli.hpp"
+
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "explorer/design_space.hpp"
+#include "explorer/mpi_context.hpp"
+#include "explorer/report.hpp"
+#include "explorer/sweep_command.hpp"
+#include "explorer/table.hpp"
+#include "io/experiment_loader.hpp"
+#include "src/common/error.hpp"
+#include "src/model/deterministic.hpp"
+#include "src/model/design_space.hpp"
+#include "src/model/evaluate.hpp"
+
+namespace prism::explorer {
+
+namespace {
+
+/// "tp=8,pp=2,recompute=full" -> the experiment's defaults with these values applied (a `gpus`
+/// value sets dp after tp, pp and cp are known, as in a sweep).
+DesignPoint parse_point(const Experiment& experiment, const std::string& text) {
+    Experiment scratch = experiment;
+    scratch.space.dimensions.clear();
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (item.empty()) continue;
+        const auto eq = item.find('=');
+        if (eq == std::string::npos) {
+            throw ConfigError("--point: '" + item + "' is not key=value");
+        }
+        const std::string key = item.substr(0, eq);
+        const std::string value = item.substr(eq + 1);
+        const DimensionInfo* info = find_dimension(key);
+        if (!info) {
+            std::string names;
+            for (const auto& d : design_dimensions()) names += (names.empty() ? "" : ", ") + d.name;
+            throw ConfigError("--point: unknown dimension '" + key + "' (one of: " + names + ")");
+        }
+        DimensionValue v;
+        v.type = info->type;
+        try {
+            switch (info->type) {
+                case DimensionValue::Type::integer: v.i = std::stoll(value); break;
+                case DimensionValue::Type::number: v.d = std::stod(value); break;
+                case DimensionValue::Type::boolean:
+                    if (value != "true" && value != "false") throw std::invalid_argument(value);
+                    v.b = value == "true";
+                    break;
+                case DimensionValue::Type::string: v.s = value; break;
+            }
+        } catch (const std::exception&) {
+            throw ConfigError("--point: " + key + ": '" + value + "' is not a valid value");
+        }
+        scratch.space.dimensions.push_back(Dimension{key, {v}});
+    }
+    bool not_divisible = false;
+    DesignPoint p = decode_point(
+        scratch, std::vector<std::size_t>(scratch.space.dimensions.size(), 0), &not_divisible);
+    if (not_divisible) throw ConfigError("--point: gpus is not a multiple of tp * pp * cp");
+    return p;
+}
+
+int validate_command(const std::string& path) {
+    const Experiment e = io::load_experiment(path);
+    const DesignSpace space(e);
+    const MetricSchema schema = metric_schema(e);
+    std::cout << fmt::format("{}: ok\n", path);
+    std::cout << fmt::format("experiment  {} (seed {})\n", e.name, e.seed);
+    std::cout << fmt::format(
+        "model       {}: {} layers, hidden {}, heads {} (kv {}), ffn {}{}, vocab {}, seq {}\n",
+        e.model.name, e.model.layers, e.model.hidden, e.model.heads, e.model.kv_heads,
+        e.model.ffn, e.model.gated_mlp ? " gated" : "", e.model.vocab, e.model.seq);
+    for (const auto& h : e.hardware) {
+        std::cout << fmt::format("hardware    {}: {} ({} per node)\n", h.name, h.gpu.name,
+                                 h.gpus_per_node);
+    }
+    std::cout << fmt::format("space       {} points:", space.size());
+    for (const auto& d : e.space.dimensions) std::cout << " " << d.name << "[" << d.values.size() << "]";
+    std::cout << "\n";
+    std::string objectives;
+    for (const auto& o : e.objectives) {
+        objectives += fmt::format("{}{} {}", objectives.empty() ? "" : ", ",
+                                  o.maximize ? "max" : "min", o.metric);
+    }
+    std::cout << fmt::format("objectives  {}\n", objectives.empty() ? "(none)" : objectives);
+    std::cout << fmt::format("metrics     {} per point\n", schema.size());
+    return kExitOk;
+}
+
+int eval_command(const std::string& path, const std::string& point_text) {
+    const Experiment e = io::load_experiment(path);
+    const DesignPoint p = parse_point(e, point_text);
+    std::cout << fmt::format("point: {} ({} GPUs)\n", describe_point(e, p), p.gpus());
+    if (auto why = filter_reason(e, p)) {
+        std::cout << fmt::format("filtered before evaluation: {}\n", *why);
+        return kExitBadInput;
+    }
+    const DeterministicResult det = evaluate_deterministic(e, p);
+    std::cout << format_breakdown(det) << "\n";
+    const Evaluator evaluator(e);
+    const PointResult r = evaluator.evaluate(p, 0);
+    if (r.status != PointStatus::ok) std::cout << fmt::format("status: {}\n", r.reason);
+    std::vector<std::vector<Cell>> rows;
+    for (std::size_t k = 0; k < r.values.size(); ++k) {
+        rows.push_back({evaluator.schema()[k].name, r.values[k], evaluator.schema()[k].unit});
+    }
+    std::cout << format_table({{"metric", "", Align::left, 5},
+                               {"value", "", Align::right, 5},
+                               {"unit", "", Align::left, 5}},
+                              rows);
+    return kExitOk;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+    CLI::App app{"PRISM explorer: step-time distributions of LLM training configurations"};
+    app.set_version_flag("--version", std::string("prism ") + PRISM_VERSION);
+    app.require_subcommand(1);
+
+    SweepOptions sweep;
+    std::string time_limit;
+    auto* sweep_cmd = app.add_subcommand("sweep", "evaluate every point of an experiment's space");
+    sweep_cmd->add_option("experiment", sweep.experiment_path, "experiment TOML file")->required();
+    sweep_cmd->add_option("-o,--output", sweep.output_path, "result file (HDF5)");
+    sweep_cmd->add_flag("--overwrite", sweep.overwrite, "replace an existing result file");
+    sweep_cmd->add_flag("--resume", sweep.resume, "continue an interrupted sweep in --output");
+    sweep_cmd->add_flag("--dry-run", sweep.dry_run,
+                        "print the space size, the points left after filtering and an estimate");
+    sweep_cmd->add_option("--time-limit", time_limit,
+                          "stop cleanly (exit 3, resumable) after this long: 3600, 45m, 3h50m");
+    sweep_cmd->add_option("--progress-interval", sweep.progress_interval_s,
+                          "seconds between progress lines when not on a terminal");
+    sweep_cmd->add_option("--flush-interval", sweep.flush_interval_s,
+                          "seconds between commits of rows to the file");
+    sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "no progress and no report at the end");
+
+    std::string validate_path;
+    auto* validate_cmd = app.add_subcommand("validate", "check an experiment file without running");
+    validate_cmd->add_option("experiment", validate_path, "experiment TOML file")->required();
+
+    std::string eval_path;
+    std::string eval_point;
+    auto* eval_cmd = app.add_subcommand("eval", "evaluate one point with a time/memory breakdown");
+    eval_cmd->add_option("experiment", eval_path, "experiment TOML file")->required();
+    eval_cmd->add_option("--point", eval_point, "dimension values: tp=8,pp=2,gpus=64,...");
+
+    std::string report_path;
+    ReportOptions report;
+    std::string report_metrics;
+    auto* report_cmd = app.add_subcommand("report", "print the Pareto front and top points");
+    report_cmd->add_option("results", report_path, "result file (HDF5)")->required();
+    report_cmd->add_option("--top", report.top, "rows in the ranking");
+    report_cmd->add_option("--sort", report.sort_metric, "metric to rank by");
+    report_cmd->add_flag("--desc", report.descending, "largest first");
+    report_cmd->add_option("--metrics", report_metrics, "metrics to show, comma-separated");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? kExitOk : kExitBadInput;
+    }
+
+    try {
+        if (*sweep_cmd) {
+            if (!sweep.dry_run && sweep.output_path.empty()) {
+                throw ConfigError("sweep: --output is required (or use --dry-run)");
+            }
+            if (!time_limit.empty()) sweep.time_limit_s = parse_duration_s(time_limit);
+            MpiEnvironment mpi(&argc, &argv);
+            return sweep_command(sweep, mpi);
+        }
+        if (*validate_cmd) return validate_command(validate_path);
+        if (*eval_cmd) return eval_command(eval_path, eval_point);
+        if (*report_cmd) {
+            std::stringstream in(report_metrics);
+            std::string m;
+            while (std::getline(in, m, ',')) {
+                if (!m.empty()) report.metrics.push_back(m);
+            }
+            print_report(report_path, report, std::cout);
+            return kExitOk;
+        }
+    } catch (const ConfigError& e) {
+        std::cerr << "prism: error: " << e.what() << "\n";
+        return kExitBadInput;
+    } catch (const Error& e) {
+        std::cerr << "prism: error: " << e.what() << "\n";
+        return kExitError;
+    } catch (const std::exception& e) {
+        std::cerr << "prism: internal error: " << e.what() << "\n";
+        return kExitError;
+    }
+    return kExitOk;
+}
+
+}  // namespace prism::explorer

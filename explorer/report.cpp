@@ -1,0 +1,198 @@
+#include "explorer/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "explorer/table.hpp"
+#include "io/experiment_loader.hpp"
+#include "io/result_store.hpp"
+#include "src/common/error.hpp"
+
+namespace prism::explorer {
+
+namespace {
+
+/// Result-file column shown for a [space] dimension.
+std::string column_of_dimension(const std::string& dim) {
+    if (dim == "checkpoint_interval") return "checkpoint_interval_s";
+    return dim;
+}
+
+struct Loaded {
+    std::vector<std::string> design;  ///< point columns to show
+    std::vector<std::uint64_t> index;
+    std::vector<PointStatus> status;
+    std::map<std::string, std::vector<Cell>> design_cells;
+    std::map<std::string, std::vector<double>> metric;
+    std::map<std::string, std::string> metric_unit;
+};
+
+std::vector<Cell> cells_of(const io::ResultReader& reader, const io::ColumnSpec& c) {
+    std::vector<Cell> cells;
+    if (c.type == io::ColumnSpec::Type::float64) {
+        for (double v : reader.float_column(c.name)) cells.emplace_back(v);
+    } else if (c.type == io::ColumnSpec::Type::enumeration) {
+        for (auto v : reader.int_column(c.name)) {
+            cells.emplace_back(v >= 0 && static_cast<std::size_t>(v) < c.labels.size()
+                                   ? c.labels[v]
+                                   : std::string("?"));
+        }
+    } else {
+        for (auto v : reader.int_column(c.name)) cells.emplace_back(v);
+    }
+    return cells;
+}
+
+std::vector<std::vector<Cell>> table_rows(const Loaded& data,
+                                          const std::vector<std::string>& metrics,
+                                          const std::vector<std::size_t>& rows) {
+    std::vector<std::vector<Cell>> out;
+    for (std::size_t r : rows) {
+        std::vector<Cell> line{Cell(data.index[r])};
+        for (const auto& d : data.design) line.push_back(data.design_cells.at(d)[r]);
+        for (const auto& m : metrics) line.emplace_back(data.metric.at(m)[r]);
+        out.push_back(std::move(line));
+    }
+    return out;
+}
+
+std::vector<TableColumn> table_columns(const Loaded& data, const std::vector<std::string>& metrics) {
+    std::vector<TableColumn> cols{{"index", "", Align::right, 4}};
+    for (const auto& d : data.design) cols.push_back({d, "", Align::automatic, 4});
+    for (const auto& m : metrics) cols.push_back({m, data.metric_unit.at(m), Align::right, 4});
+    return cols;
+}
+
+}  // namespace
+
+void print_report(const std::string& path, const ReportOptions& options, std::ostream& out) {
+    io::ResultReader reader(path);
+    const auto& h = reader.header();
+    const Experiment experiment = io::parse_experiment(h.experiment_toml, path + ":experiment_toml");
+
+    Loaded data;
+    data.index = reader.index();
+    data.status = reader.status();
+    for (const auto& dim : experiment.space.dimensions) {
+        data.design.push_back(column_of_dimension(dim.name));
+        if (dim.name == "dp") data.design.push_back("gpus");
+    }
+    if (data.design.empty()) data.design = {"tp", "pp", "dp"};
+    for (const auto& c : reader.point_columns()) {
+        if (std::find(data.design.begin(), data.design.end(), c.name) != data.design.end()) {
+            data.design_cells[c.name] = cells_of(reader, c);
+        }
+    }
+    data.design.erase(std::remove_if(data.design.begin(), data.design.end(),
+                                     [&](const std::string& d) {
+                                         return data.design_cells.count(d) == 0;
+                                     }),
+                      data.design.end());
+
+    std::vector<std::string> metrics = options.metrics;
+    if (metrics.empty()) {
+        for (const auto& o : experiment.objectives) metrics.push_back(o.metric);
+        for (const char* m : {"step_time_s", "step_time_p99_s", "tokens_per_s", "mfu",
+                              "memory_per_gpu_gib"}) {
+            if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
+        }
+    }
+    const MetricSchema& schema = reader.metric_schema();
+    std::vector<std::string> shown;
+    for (const auto& m : metrics) {
+        const int k = find_metric(schema, m);
+        if (k < 0) {
+            if (!options.metrics.empty()) {
+                throw ConfigError("report: unknown metric '" + m + "' in " + path);
+            }
+            continue;
+        }
+        shown.push_back(m);
+        data.metric[m] = reader.metric(m);
+        data.metric_unit[m] = schema[k].unit;
+    }
+
+    std::size_t ok = 0;
+    std::size_t infeasible = 0;
+    std::size_t failed = 0;
+    for (auto s : data.status) {
+        (s == PointStatus::ok ? ok : s == PointStatus::infeasible ? infeasible : failed)++;
+    }
+    std::uint64_t filtered = 0;
+    const auto filtered_by = reader.filtered();
+    for (const auto& [reason, count] : filtered_by) filtered += count;
+
+    out << fmt::format("file        {}\n", path);
+    out << fmt::format("experiment  {} (sha256 {}..., seed {})\n", h.experiment_name,
+                       h.experiment_sha256.substr(0, 12), h.seed);
+    out << fmt::format("status      {} ({} of {} indices processed; prism {})\n", h.status,
+                       h.next_index, h.space_size, h.program_version);
+    out << fmt::format("points      {} evaluated: {} ok, {} infeasible, {} failed; {} filtered\n",
+                       data.index.size(), ok, infeasible, failed, filtered);
+    for (const auto& [reason, count] : filtered_by) {
+        out << fmt::format("  filtered  {:>10}  {}\n", count, reason);
+    }
+    const auto failures = reader.failures();
+    for (std::size_t i = 0; i < failures.size() && i < 10; ++i) {
+        out << fmt::format("  failed    index {}: {}\n", failures[i].index, failures[i].message);
+    }
+    if (failures.size() > 10) out << fmt::format("  ... {} more failures\n", failures.size() - 10);
+
+    std::map<std::uint64_t, std::size_t> row_of;
+    for (std::size_t r = 0; r < data.index.size(); ++r) row_of[data.index[r]] = r;
+
+    if (options.show_front) {
+        for (const auto& name : reader.pareto_names()) {
+            const auto set = reader.pareto(name);
+            std::vector<std::size_t> rows;
+            for (auto i : set.indices) {
+                if (auto it = row_of.find(i); it != row_of.end()) rows.push_back(it->second);
+            }
+            // Sort the front along its first objective so it reads as a trade-off curve.
+            if (!set.objectives.empty() && data.metric.count(set.objectives[0])) {
+                const auto& v = data.metric.at(set.objectives[0]);
+                std::stable_sort(rows.begin(), rows.end(),
+                                 [&](auto a, auto b) { return v[a] < v[b]; });
+            }
+            std::string objectives;
+            for (std::size_t k = 0; k < set.objectives.size(); ++k) {
+                objectives += fmt::format("{}{} {}", k ? ", " : "", set.senses[k],
+                                          set.objectives[k]);
+            }
+            out << fmt::format("\nPareto front '{}' ({}): {} points\n", name, objectives,
+                               rows.size());
+            out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
+        }
+    }
+
+    std::string sort = options.sort_metric;
+    bool descending = options.descending;
+    if (sort.empty() && !experiment.objectives.empty()) {
+        sort = experiment.objectives[0].metric;
+        descending = experiment.objectives[0].maximize;
+    }
+    if (sort.empty() && !shown.empty()) sort = shown[0];
+    if (sort.empty() || options.top == 0) return;
+    if (find_metric(schema, sort) < 0) {
+        throw ConfigError("report: unknown metric '" + sort + "' in " + path);
+    }
+    if (!data.metric.count(sort)) data.metric[sort] = reader.metric(sort);
+    const auto& key = data.metric.at(sort);
+    std::vector<std::size_t> rows;
+    for (std::size_t r = 0; r < key.size(); ++r) {
+        if (data.status[r] == PointStatus::ok && !std::isnan(key[r])) rows.push_back(r);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [&](auto a, auto b) {
+        return descending ? key[a] > key[b] : key[a] < key[b];
+    });
+    if (rows.size() > options.top) rows.resize(options.top);
+    out << fmt::format("\nTop {} by {} ({})\n", rows.size(), sort,
+                       descending ? "largest first" : "smallest first");
+    out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
+}
+
+}  // namespace prism::explorer

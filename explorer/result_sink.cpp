@@ -1,0 +1,201 @@
+#include "explorer/result_sink.hpp"
+
+#include <algorithm>
+
+#include "src/common/error.hpp"
+#include "src/model/design_space.hpp"
+#include "src/model/evaluate.hpp"
+
+namespace prism::explorer {
+
+namespace {
+
+using Type = io::ColumnSpec::Type;
+
+std::vector<std::string> placement_labels_of(const Experiment& e) {
+    std::vector<std::string> labels{placement_name(e.defaults.placement)};
+    for (const auto& dim : e.space.dimensions) {
+        if (dim.name != "placement") continue;
+        for (const auto& v : dim.values) {
+            const std::string name = placement_name(parse_placement(v.s));
+            if (std::find(labels.begin(), labels.end(), name) == labels.end()) {
+                labels.push_back(name);
+            }
+        }
+    }
+    return labels;
+}
+
+}  // namespace
+
+std::vector<bool> objective_senses(const Experiment& experiment) {
+    std::vector<bool> maximize;
+    for (const auto& o : experiment.objectives) maximize.push_back(o.maximize);
+    if (maximize.empty()) maximize.push_back(false);  // archive needs one; unused without objectives
+    return maximize;
+}
+
+std::vector<io::ColumnSpec> point_columns(const Experiment& e) {
+    std::vector<std::string> hardware;
+    for (const auto& h : e.hardware) hardware.push_back(h.name);
+    return {
+        {"tp", Type::int64, "1", "tensor-parallel degree", {}},
+        {"pp", Type::int64, "1", "pipeline-parallel degree", {}},
+        {"dp", Type::int64, "1", "data-parallel degree", {}},
+        {"cp", Type::int64, "1", "context-parallel degree", {}},
+        {"gpus", Type::int64, "1", "total GPUs tp*pp*dp*cp", {}},
+        {"microbatch", Type::int64, "sequences", "microbatch size", {}},
+        {"zero_stage", Type::int64, "1", "ZeRO stage (3 = FSDP)", {}},
+        {"recompute", Type::enumeration, "1", "activation recomputation",
+         {"none", "selective", "full"}},
+        {"sequence_parallel", Type::enumeration, "1", "Megatron sequence parallelism",
+         {"false", "true"}},
+        {"interleave", Type::int64, "1", "virtual pipeline stages per rank", {}},
+        {"hardware", Type::enumeration, "1", "hardware table name", hardware},
+        {"placement", Type::enumeration, "1", "rank placement (innermost first)",
+         placement_labels_of(e)},
+        {"global_batch", Type::int64, "sequences", "global batch", {}},
+        {"checkpoint_interval_s", Type::float64, "s", "checkpoint interval (0 = policy)", {}},
+        {"learning_rate", Type::float64, "1", "peak learning rate (0 = not studied)", {}},
+    };
+}
+
+ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
+                       io::ResultWriter writer, bool resumed, const std::string& path)
+    : experiment_(&experiment),
+      space_(&space),
+      writer_(std::move(writer)),
+      columns_(point_columns(experiment)),
+      placement_labels_(placement_labels_of(experiment)),
+      archive_(objective_senses(experiment)) {
+    const MetricSchema& schema = writer_.metric_schema();
+    for (const auto& o : experiment.objectives) {
+        const int k = find_metric(schema, o.metric);
+        if (k < 0) throw ConfigError("objectives: unknown metric '" + o.metric + "'");
+        objective_metric_.push_back(k);
+    }
+    if (!resumed) return;
+    // Rebuild the state a resumed sweep needs from the committed rows of the file.
+    io::ResultReader reader(path);
+    filtered_ = reader.filtered();
+    rows_written_ = reader.rows();
+    for (const auto& f : reader.failures()) (void)f, ++failures_;
+    if (objective_metric_.empty()) return;
+    const auto index = reader.index();
+    std::vector<std::vector<double>> columns;
+    for (const auto& o : experiment.objectives) columns.push_back(reader.metric(o.metric));
+    std::vector<double> row(columns.size());
+    for (std::size_t r = 0; r < index.size(); ++r) {
+        for (std::size_t k = 0; k < columns.size(); ++k) row[k] = columns[k][r];
+        archive_.insert(index[r], row);
+    }
+}
+
+void ResultSink::append_rows(const std::vector<PointResult>& rows) {
+    if (rows.empty()) return;
+    const std::size_t n = rows.size();
+    const std::size_t metrics = writer_.metric_schema().size();
+    io::RowBatch batch;
+    batch.index.reserve(n);
+    batch.status.reserve(n);
+    batch.reason.reserve(n);
+    std::size_t ints = 0;
+    std::size_t floats = 0;
+    for (const auto& c : columns_) (c.type == Type::float64 ? floats : ints)++;
+    batch.int_columns.assign(ints, std::vector<std::int64_t>(n));
+    batch.float_columns.assign(floats, std::vector<double>(n));
+    batch.metrics.assign(metrics, std::vector<double>(n));
+    for (std::size_t r = 0; r < n; ++r) {
+        const PointResult& row = rows[r];
+        batch.index.push_back(row.index);
+        batch.status.push_back(row.status);
+        batch.reason.push_back(row.reason);
+        const DesignPoint p = space_->decode(row.index).point;
+        const auto placement = std::find(placement_labels_.begin(), placement_labels_.end(),
+                                         placement_name(p.placement)) -
+                               placement_labels_.begin();
+        const std::int64_t batch_seqs = p.global_batch_seqs > 0
+                                            ? p.global_batch_seqs
+                                            : experiment_->training.global_batch_seqs;
+        const std::int64_t int_values[] = {p.tp,
+                                           p.pp,
+                                           p.dp,
+                                           p.cp,
+                                           p.gpus(),
+                                           p.microbatch,
+                                           p.zero_stage,
+                                           static_cast<std::int64_t>(p.recompute),
+                                           p.sequence_parallel ? 1 : 0,
+                                           p.interleave,
+                                           p.hardware,
+                                           placement,
+                                           batch_seqs};
+        for (std::size_t k = 0; k < ints; ++k) batch.int_columns[k][r] = int_values[k];
+        batch.float_columns[0][r] = p.checkpoint_interval_s;
+        batch.float_columns[1][r] = p.learning_rate;
+        for (std::size_t m = 0; m < metrics; ++m) {
+            batch.metrics[m][r] = m < row.values.size() ? row.values[m] : kNaN;
+        }
+        if (row.status == PointStatus::failed) {
+            writer_.add_failure(row.index, row.reason);
+            ++failures_;
+        }
+        if (row.status == PointStatus::ok && !objective_metric_.empty()) {
+            std::vector<double> objectives;
+            for (int k : objective_metric_) objectives.push_back(row.values[k]);
+            archive_.insert(row.index, objectives);
+        }
+    }
+    writer_.append(batch);
+    rows_written_ += n;
+}
+
+void ResultSink::consume(ChunkResult&& chunk) {
+    if (abort_failure_) return;  // nothing after the failing point is recorded
+    for (const auto& [reason, count] : chunk.filtered) filtered_[reason] += count;
+    if (experiment_->on_error == Experiment::OnError::abort) {
+        const auto bad = std::find_if(chunk.rows.begin(), chunk.rows.end(), [](const auto& r) {
+            return r.status == PointStatus::failed;
+        });
+        if (bad != chunk.rows.end()) {
+            abort_failure_.emplace(bad->index, bad->reason);
+            // Keep the rows before the failure; the resumable prefix ends at the failing index.
+            // Filtered counts of this chunk past the failure are recounted on resume, so drop
+            // the whole chunk's counts and recount the part before the failure.
+            for (const auto& [reason, count] : chunk.filtered) filtered_[reason] -= count;
+            for (std::uint64_t i = chunk.begin; i < bad->index; ++i) {
+                if (auto why = space_->decode(i).filtered) ++filtered_[*why];
+            }
+            chunk.rows.erase(bad, chunk.rows.end());
+            append_rows(chunk.rows);
+            return;
+        }
+    }
+    append_rows(chunk.rows);
+}
+
+void ResultSink::checkpoint(std::uint64_t next_index) {
+    if (abort_failure_) next_index = std::min(next_index, abort_failure_->first);
+    writer_.set_filtered(filtered_);
+    writer_.flush(next_index);
+}
+
+std::vector<std::uint64_t> ResultSink::finish(const std::string& status) {
+    std::vector<std::uint64_t> front;
+    if (!objective_metric_.empty()) {
+        front = archive_.indices();
+        std::vector<std::string> names;
+        std::vector<std::string> senses;
+        for (const auto& o : experiment_->objectives) {
+            names.push_back(o.metric);
+            senses.push_back(o.maximize ? "max" : "min");
+        }
+        writer_.write_pareto("objectives", names, senses, front);
+    }
+    writer_.set_filtered(filtered_);
+    writer_.set_status(status);
+    writer_.close();
+    return front;
+}
+
+}  // namespace prism::explorer

@@ -1,0 +1,66 @@
+#pragma once
+
+// The master's side of a sweep: ordered chunks -> rows of the HDF5 result file, the failure
+// list, the filtered counts and the streaming Pareto archive.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "explorer/design_space.hpp"
+#include "explorer/pareto.hpp"
+#include "explorer/sweep_engine.hpp"
+#include "io/result_store.hpp"
+#include "src/model/spec.hpp"
+
+namespace prism::explorer {
+
+/// The /points columns every result file has (after index, status, reason_id).
+std::vector<io::ColumnSpec> point_columns(const Experiment& experiment);
+
+class ResultSink : public ResultConsumer {
+public:
+    /// `writer` is fresh or resumed; on resume, the filtered counts and the Pareto archive are
+    /// rebuilt from what the file already holds.
+    ResultSink(const Experiment& experiment, const DesignSpace& space, io::ResultWriter writer,
+               bool resumed, const std::string& path);
+
+    void consume(ChunkResult&& chunk) override;
+    void checkpoint(std::uint64_t next_index) override;
+    bool abort_requested() const override { return abort_failure_.has_value(); }
+
+    /// Under the abort policy: the first failing point (index, message).
+    const std::optional<std::pair<std::uint64_t, std::string>>& abort_failure() const {
+        return abort_failure_;
+    }
+
+    /// Writes the Pareto front and filtered counts, sets the status and closes the file.
+    /// Returns the front's indices.
+    std::vector<std::uint64_t> finish(const std::string& status);
+
+    std::uint64_t rows_written() const noexcept { return rows_written_; }
+    std::uint64_t failures() const noexcept { return failures_; }
+    const std::map<std::string, std::uint64_t>& filtered() const noexcept { return filtered_; }
+
+private:
+    void append_rows(const std::vector<PointResult>& rows);
+
+    const Experiment* experiment_;
+    const DesignSpace* space_;
+    io::ResultWriter writer_;
+    std::vector<io::ColumnSpec> columns_;
+    std::vector<std::string> placement_labels_;
+    std::vector<int> objective_metric_;  ///< schema index per objective
+    ParetoArchive archive_;
+    std::map<std::string, std::uint64_t> filtered_;
+    std::optional<std::pair<std::uint64_t, std::string>> abort_failure_;
+    std::uint64_t rows_written_ = 0;
+    std::uint64_t failures_ = 0;
+};
+
+/// Objectives as Pareto `maximize` flags.
+std::vector<bool> objective_senses(const Experiment& experiment);
+
+}  // namespace prism::explorer

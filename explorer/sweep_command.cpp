@@ -1,0 +1,367 @@
+#include "explorer/sweep_command.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "explorer/chunk_evaluator.hpp"
+#include "explorer/cli.hpp"
+#include "explorer/design_space.hpp"
+#include "explorer/progress.hpp"
+#include "explorer/report.hpp"
+#include "explorer/result_sink.hpp"
+#include "explorer/sweep_engine.hpp"
+#include "io/experiment_loader.hpp"
+#include "io/result_store.hpp"
+#include "src/common/error.hpp"
+#include "src/model/evaluate.hpp"
+
+namespace prism::explorer {
+
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+void install_master_signals() {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+}
+
+/// Workers leave stopping to the master, which collects their chunks in flight first.
+void ignore_stop_signals() {
+    std::signal(SIGTERM, SIG_IGN);
+    std::signal(SIGINT, SIG_IGN);
+}
+
+int broadcast_int(int value) {
+    PRISM_MPI_CHECK(MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    return value;
+}
+
+io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
+    io::ResultHeader h;
+    h.program_version = PRISM_VERSION;
+    h.experiment_name = e.name;
+    h.experiment_toml = e.text;
+    h.seed = e.seed;
+    h.space_size = space.size();
+    h.histogram_bins = e.evaluation.histogram ? static_cast<std::size_t>(
+                                                    e.evaluation.histogram_bins)
+                                              : 0;
+    return h;
+}
+
+/// `--dry-run`: space size, what the filters keep, and an estimate of the run time from a
+/// short sample of evaluations.
+int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& evaluator,
+            int workers) {
+    const std::uint64_t n = space.size();
+    constexpr std::uint64_t kExact = 2'000'000;
+    const bool exact = n <= kExact;
+    const std::uint64_t probes = exact ? n : 200'000;
+    std::mt19937_64 rng(e.seed);
+    std::map<std::string, std::uint64_t> filtered;
+    std::vector<std::uint64_t> feasible_sample;
+    std::uint64_t kept = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint64_t k = 0; k < probes; ++k) {
+        const std::uint64_t index = exact ? k : rng() % n;
+        const auto d = space.decode(index);
+        if (d.filtered) {
+            ++filtered[*d.filtered];
+        } else {
+            ++kept;
+            if (feasible_sample.size() < 400) feasible_sample.push_back(index);
+        }
+    }
+    const double filter_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double fraction = probes ? static_cast<double>(kept) / probes : 0;
+    const double kept_total = fraction * static_cast<double>(n);
+
+    // Time a sample spread over the space (evaluation cost varies across it).
+    std::vector<std::uint64_t> sample;
+    const std::size_t step = std::max<std::size_t>(1, feasible_sample.size() / 100);
+    for (std::size_t i = 0; i < feasible_sample.size(); i += step) sample.push_back(feasible_sample[i]);
+    const auto t1 = std::chrono::steady_clock::now();
+    std::size_t evaluated = 0;
+    for (auto index : sample) {
+        try {
+            evaluator.evaluate(space.decode(index).point, index);
+        } catch (const std::exception&) {
+        }
+        ++evaluated;
+    }
+    const double eval_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    const double per_point = evaluated ? eval_s / evaluated : 0;
+    const double filter_per_point = probes ? filter_s / probes : 0;
+    const double total_s =
+        (kept_total * per_point + static_cast<double>(n) * filter_per_point) / std::max(1, workers);
+
+    std::cout << fmt::format("experiment     {}\n", e.name);
+    std::cout << fmt::format("space size     {} points ({} dimensions)\n", n,
+                             space.dimension_count());
+    if (exact) {
+        std::cout << fmt::format("to evaluate    {} points; filtered {}\n", kept, n - kept);
+    } else {
+        const double se = std::sqrt(fraction * (1 - fraction) / probes) * static_cast<double>(n);
+        std::cout << fmt::format(
+            "to evaluate    ~{:.0f} points (+-{:.0f}, from {} random probes); filtered ~{:.0f}\n",
+            kept_total, 2 * se, probes, static_cast<double>(n) - kept_total);
+    }
+    for (const auto& [reason, count] : filtered) {
+        std::cout << fmt::format("  filtered: {:<55} {}{}\n", reason, exact ? "" : "~",
+                                 exact ? count
+                                       : static_cast<std::uint64_t>(
+                                             static_cast<double>(count) / probes * n));
+    }
+    std::cout << fmt::format("evaluation     {:.3g} ms per point (sample of {})\n", per_point * 1e3,
+                             evaluated);
+    std::cout << fmt::format("estimated run  {:.1f} s with {} worker{}\n", total_s, workers,
+                             workers == 1 ? "" : "s");
+    return kExitOk;
+}
+
+void print_summary(const EngineReport& report, const ResultSink& sink, std::uint64_t begin,
+                   std::uint64_t workers) {
+    const double points = static_cast<double>(report.next_index - begin);
+    std::uint64_t filtered = 0;
+    for (const auto& [reason, count] : sink.filtered()) filtered += count;
+    std::cout << fmt::format(
+        "processed {} points in {:.2f} s ({:.0f} points/s, {} worker{}); rows {}, filtered {}, "
+        "failed {}\n",
+        report.next_index - begin, report.wall_s, points / std::max(report.wall_s, 1e-9), workers,
+        workers == 1 ? "" : "s", sink.rows_written(), filtered, sink.failures());
+    if (workers > 1 || report.wall_s > 0) {
+        std::cout << fmt::format("master cpu {:.3f} s over {:.2f} s wall ({:.1f}% of a core)\n",
+                                 report.master_cpu_s, report.wall_s,
+                                 100.0 * report.master_cpu_s / std::max(report.wall_s, 1e-9));
+    }
+}
+
+}  // namespace
+
+double parse_duration_s(const std::string& text) {
+    double total = 0;
+    std::size_t i = 0;
+    bool any = false;
+    while (i < text.size()) {
+        std::size_t used = 0;
+        double value = 0;
+        try {
+            value = std::stod(text.substr(i), &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || value < 0) {
+            throw ConfigError("--time-limit: '" + text +
+                              "' is not a duration (e.g. 3600, 90s, 15m, 3h50m, 1d)");
+        }
+        i += used;
+        double unit = 1;
+        if (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) {
+            const char u = text[i++];
+            if (u == 's') {
+                unit = 1;
+            } else if (u == 'm') {
+                unit = 60;
+            } else if (u == 'h') {
+                unit = 3600;
+            } else if (u == 'd') {
+                unit = 86400;
+            } else {
+                throw ConfigError("--time-limit: unknown unit '" + std::string(1, u) + "' in '" +
+                                  text + "' (use s, m, h, d)");
+            }
+        }
+        total += value * unit;
+        any = true;
+    }
+    if (!any) throw ConfigError("--time-limit: empty duration");
+    return total;
+}
+
+int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
+    const bool master = mpi.rank() == 0;
+    const int workers = std::max(1, mpi.size() - 1);
+    Experiment experiment;
+    std::string text;
+    int status = kExitOk;
+    if (master) {
+        try {
+            experiment = io::load_experiment(options.experiment_path);
+            text = experiment.text;
+            DesignSpace probe(experiment);  // an empty or too large space is bad input
+            if (!options.dry_run) {
+                const bool exists = std::filesystem::exists(options.output_path);
+                if (options.resume && !exists) {
+                    throw ConfigError(options.output_path +
+                                      ": cannot resume: the file does not exist");
+                }
+                if (exists && !options.resume && !options.overwrite) {
+                    throw ConfigError(options.output_path +
+                                      ": file exists (use --overwrite to replace it, or --resume "
+                                      "to continue it)");
+                }
+            }
+        } catch (const ConfigError& e) {
+            std::cerr << "prism: error: " << e.what() << "\n";
+            status = kExitBadInput;
+        }
+    }
+    if (mpi.size() > 1) {
+        status = broadcast_int(status);
+        if (status != kExitOk) return status;
+        broadcast_string(text);
+    } else if (status != kExitOk) {
+        return status;
+    }
+    if (!master) {
+        ignore_stop_signals();
+        experiment = io::parse_experiment(text, options.experiment_path);
+    }
+
+    const DesignSpace space(experiment);
+    const Evaluator evaluator(experiment);
+    const ChunkEvaluator chunk_evaluator(space, evaluator);
+    const ChunkFunction evaluate = [&](const WorkOrder& order) { return chunk_evaluator(order); };
+
+    if (options.dry_run) {
+        if (!master) return kExitOk;
+        return dry_run(experiment, space, evaluator, workers);
+    }
+
+    // The master opens the file before any work is handed out; workers learn whether it could.
+    std::optional<io::ResultWriter> writer;
+    if (master) {
+        try {
+            const io::ResultHeader header = header_of(experiment, space);
+            if (options.resume) {
+                writer.emplace(io::ResultWriter::open_resume(options.output_path, header));
+            } else {
+                writer.emplace(io::ResultWriter::create(options.output_path, header,
+                                                        point_columns(experiment),
+                                                        evaluator.schema(), options.overwrite));
+            }
+        } catch (const Error& e) {
+            std::cerr << "prism: error: " << e.what() << "\n";
+            status = dynamic_cast<const IoError*>(&e) && options.resume ? kExitBadInput
+                                                                        : kExitError;
+        }
+    }
+    if (mpi.size() > 1) {
+        status = broadcast_int(status);
+        if (status != kExitOk) return status;
+    } else if (status != kExitOk) {
+        return status;
+    }
+    if (!master) {
+        run_worker(evaluate);
+        return kExitOk;
+    }
+
+    install_master_signals();
+    const std::uint64_t begin = writer->next_index();
+    const bool resumed = options.resume;
+    std::optional<ResultSink> sink;
+    try {
+        sink.emplace(experiment, space, std::move(*writer), resumed, options.output_path);
+    } catch (const Error& e) {
+        std::cerr << "prism: error: " << e.what() << "\n";
+        if (mpi.size() > 1) mpi.abort(kExitError);
+        return kExitError;
+    }
+
+    const bool terminal = !options.quiet && isatty(STDERR_FILENO) == 1;
+    const auto clock0 = std::chrono::steady_clock::now();
+    Progress progress(space.size() - begin, std::cerr, terminal, [clock0] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count();
+    }, options.progress_interval_s);
+
+    EngineOptions engine;
+    engine.begin = begin;
+    engine.end = space.size();
+    engine.time_limit_s = options.time_limit_s;
+    engine.flush_interval_s = options.flush_interval_s;
+    engine.stop_signal = &g_stop_signal;
+    if (!options.quiet) engine.progress = [&](std::uint64_t done) { progress.update(done); };
+
+    if (resumed && begin > 0 && !options.quiet) {
+        std::cerr << fmt::format("resuming {} at index {} of {}\n", options.output_path, begin,
+                                 space.size());
+    }
+    EngineReport report;
+    try {
+        report = mpi.size() > 1 ? run_master(engine, workers, *sink)
+                                : run_serial(engine, evaluate, *sink);
+    } catch (const Error& e) {
+        std::cerr << "prism: error: " << e.what() << "\n";
+        try {
+            sink->finish("failed");
+        } catch (const Error& e2) {
+            std::cerr << "prism: error: " << e2.what() << "\n";
+        }
+        std::cerr << "prism: the file keeps every point committed before the error; continue "
+                     "with --resume\n";
+        if (mpi.size() > 1) mpi.abort(kExitError);
+        return kExitError;
+    }
+    if (!options.quiet) progress.finish();
+
+    int code = kExitOk;
+    std::string file_status = "complete";
+    if (report.outcome == EngineOutcome::aborted) {
+        const auto& [index, message] = *sink->abort_failure();
+        std::cerr << fmt::format(
+            "prism: error: point {} ({}) failed and on_error = \"abort\": {}\n", index,
+            describe_point(experiment, space.decode(index).point), message);
+        file_status = "failed";
+        code = kExitError;
+    } else if (report.outcome == EngineOutcome::interrupted) {
+        file_status = "interrupted";
+        code = kExitInterrupted;
+        std::cerr << fmt::format("prism: {} at index {} of {}; continue with --resume\n",
+                                 report.stop_signal != 0
+                                     ? fmt::format("stopped by signal {}", report.stop_signal)
+                                     : std::string("stopped by --time-limit"),
+                                 report.next_index, space.size());
+    }
+    std::vector<std::uint64_t> front;
+    try {
+        front = sink->finish(file_status);
+    } catch (const Error& e) {
+        std::cerr << "prism: error: " << e.what() << "\n";
+        if (report.workers_still_busy) mpi.abort(kExitError);
+        return kExitError;
+    }
+    if (report.workers_still_busy) {
+        std::cerr << "prism: workers did not finish their chunks in time; ending them\n";
+        mpi.abort(code);
+    }
+    if (!options.quiet) {
+        print_summary(report, *sink, begin, static_cast<std::uint64_t>(workers));
+        if (code == kExitOk) {
+            ReportOptions ropt;
+            ropt.top = 5;
+            print_report(options.output_path, ropt, std::cout);
+        }
+    }
+    return code;
+}
+
+}  // namespace prism::explorer

@@ -1,0 +1,212 @@
+#include "explorer/sweep_engine.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "explorer/mpi_context.hpp"
+#include "src/common/error.hpp"
+
+namespace prism::explorer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// Stop conditions shared by both loops.
+struct StopWatch {
+    const EngineOptions& options;
+    Clock::time_point start = Clock::now();
+
+    int signal() const { return options.stop_signal ? options.stop_signal->load() : 0; }
+    bool time_up() const {
+        return options.time_limit_s > 0 && seconds_since(start) >= options.time_limit_s;
+    }
+};
+
+/// Releases chunks to the consumer in index order and checkpoints on a timer.
+class OrderedSink {
+public:
+    OrderedSink(const EngineOptions& options, ResultConsumer& consumer)
+        : options_(options), consumer_(consumer), buffer_(options.begin) {}
+
+    void add(ChunkResult&& chunk) {
+        const auto begin = chunk.begin;
+        const auto end = chunk.end;
+        buffer_.add(begin, end, std::move(chunk));
+        while (auto ready = buffer_.pop()) consumer_.consume(std::move(ready->second));
+        if (seconds_since(last_flush_) >= options_.flush_interval_s) checkpoint();
+        if (options_.progress) options_.progress(buffer_.next_index() - options_.begin);
+    }
+
+    void checkpoint() {
+        consumer_.checkpoint(buffer_.next_index());
+        last_flush_ = Clock::now();
+    }
+
+    std::uint64_t next_index() const { return buffer_.next_index(); }
+
+private:
+    const EngineOptions& options_;
+    ResultConsumer& consumer_;
+    ReorderBuffer<ChunkResult> buffer_;
+    Clock::time_point last_flush_ = Clock::now();
+};
+
+EngineOutcome outcome_of(const StopWatch& watch, const ResultConsumer& consumer,
+                         std::uint64_t next, std::uint64_t end) {
+    if (consumer.abort_requested()) return EngineOutcome::aborted;
+    if (next >= end) return EngineOutcome::complete;
+    (void)watch;
+    return EngineOutcome::interrupted;
+}
+
+}  // namespace
+
+double process_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+EngineReport run_serial(const EngineOptions& options, const ChunkFunction& evaluate,
+                        ResultConsumer& consumer) {
+    StopWatch watch{options};
+    const double cpu0 = process_cpu_seconds();
+    ChunkScheduler scheduler(options.begin, options.end, 1, options.scheduler);
+    OrderedSink sink(options, consumer);
+    EngineReport report;
+    while (true) {
+        if (watch.signal() != 0 || watch.time_up() || consumer.abort_requested()) break;
+        const auto chunk = scheduler.next();
+        if (!chunk) break;
+        const auto t0 = Clock::now();
+        ChunkResult result = evaluate(WorkOrder{chunk->id, chunk->begin, chunk->end});
+        scheduler.record(*chunk, seconds_since(t0));
+        sink.add(std::move(result));
+    }
+    sink.checkpoint();
+    report.next_index = sink.next_index();
+    report.outcome = outcome_of(watch, consumer, report.next_index, options.end);
+    report.wall_s = seconds_since(watch.start);
+    report.master_cpu_s = process_cpu_seconds() - cpu0;
+    report.stop_signal = watch.signal();
+    return report;
+}
+
+EngineReport run_master(const EngineOptions& options, int workers, ResultConsumer& consumer) {
+    StopWatch watch{options};
+    const double cpu0 = process_cpu_seconds();
+    ChunkScheduler scheduler(options.begin, options.end, workers, options.scheduler);
+    OrderedSink sink(options, consumer);
+    std::vector<bool> busy(static_cast<std::size_t>(workers) + 1, false);
+    int active = workers;  // workers not yet sent `stop`
+    int in_flight = 0;
+    bool stopping = false;
+    Clock::time_point stop_time{};
+    std::string fatal;
+
+    auto assign = [&](int worker) {
+        std::optional<Chunk> chunk;
+        if (!stopping) chunk = scheduler.next();
+        if (chunk) {
+            send_bytes(worker, static_cast<int>(Tag::work),
+                       serialize_message(WorkOrder{chunk->id, chunk->begin, chunk->end}));
+            busy[worker] = true;
+            ++in_flight;
+        } else {
+            send_bytes(worker, static_cast<int>(Tag::stop), std::string());
+            busy[worker] = false;
+            --active;
+        }
+    };
+
+    std::chrono::microseconds sleep(20);
+    while (active > 0) {
+        if (!stopping && (watch.signal() != 0 || watch.time_up() || consumer.abort_requested())) {
+            stopping = true;
+            stop_time = Clock::now();
+            scheduler.stop();
+        }
+        if (stopping && in_flight > 0 && seconds_since(stop_time) > options.grace_s) break;
+
+        auto message = try_receive();
+        if (!message) {
+            // Sleep between probes: MPICH's blocking receive would spin on this core.
+            std::this_thread::sleep_for(sleep);
+            sleep = std::min(std::chrono::microseconds(2000), sleep * 2);
+            continue;
+        }
+        sleep = std::chrono::microseconds(20);
+        const auto tag = static_cast<Tag>(message->tag);
+        if (tag == Tag::result) {
+            ChunkResult result;
+            deserialize_message(message->bytes, result);
+            scheduler.record(Chunk{result.chunk_id, result.begin, result.end}, result.seconds);
+            busy[message->source] = false;
+            --in_flight;
+            sink.add(std::move(result));
+            assign(message->source);
+        } else if (tag == Tag::ready) {
+            assign(message->source);
+        } else if (tag == Tag::fatal) {
+            fatal = "worker rank " + std::to_string(message->source) + ": " + message->bytes;
+            busy[message->source] = false;
+            --active;
+            if (!stopping) {
+                stopping = true;
+                stop_time = Clock::now();
+                scheduler.stop();
+            }
+        } else {
+            throw MpiError("master: unexpected message tag " + std::to_string(message->tag) +
+                           " from rank " + std::to_string(message->source));
+        }
+    }
+    sink.checkpoint();
+    EngineReport report;
+    report.next_index = sink.next_index();
+    report.workers_still_busy = active > 0;
+    report.outcome = outcome_of(watch, consumer, report.next_index, options.end);
+    report.wall_s = seconds_since(watch.start);
+    report.master_cpu_s = process_cpu_seconds() - cpu0;
+    report.stop_signal = watch.signal();
+    if (!fatal.empty()) throw MpiError(fatal);
+    return report;
+}
+
+void run_worker(const ChunkFunction& evaluate) {
+    send_bytes(0, static_cast<int>(Tag::ready), std::string());
+    while (true) {
+        Envelope message = receive_polling(0);
+        const auto tag = static_cast<Tag>(message.tag);
+        if (tag == Tag::stop) return;
+        if (tag != Tag::work) {
+            throw MpiError("worker: unexpected message tag " + std::to_string(message.tag));
+        }
+        WorkOrder order;
+        deserialize_message(message.bytes, order);
+        std::string bytes;
+        try {
+            const auto t0 = Clock::now();
+            ChunkResult result = evaluate(order);
+            result.seconds = seconds_since(t0);
+            bytes = serialize_message(result);
+        } catch (const std::exception& e) {
+            send_bytes(0, static_cast<int>(Tag::fatal), e.what());
+            return;
+        }
+        send_bytes(0, static_cast<int>(Tag::result), bytes);
+    }
+}
+
+}  // namespace prism::explorer

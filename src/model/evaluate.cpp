@@ -1,0 +1,197 @@
+#include "src/model/evaluate.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "src/common/error.hpp"
+#include "src/model/design_space.hpp"
+#include "src/model/deterministic.hpp"
+#include "src/model/flops.hpp"
+#include "src/run/run_model.hpp"
+
+namespace prism {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kDay = 86400.0;
+
+/// "0.05" -> "5", "0.025" -> "2p5": metric names stay identifiers.
+std::string percent_name(double fraction) {
+    const double pct = fraction * 100.0;
+    std::string s = std::to_string(static_cast<long long>(std::llround(pct * 10)));
+    if (s.size() > 1 && s.back() == '0') {
+        s.pop_back();
+    } else if (s.size() == 1) {
+        s = "0p" + s;
+    } else {
+        s.insert(s.size() - 1, "p");
+    }
+    return s;
+}
+
+std::string deadline_name(double seconds) {
+    if (std::fmod(seconds, kDay) == 0) return std::to_string(static_cast<long long>(seconds / kDay)) + "d";
+    if (std::fmod(seconds, 3600.0) == 0) {
+        return std::to_string(static_cast<long long>(seconds / 3600.0)) + "h";
+    }
+    return std::to_string(static_cast<long long>(std::llround(seconds))) + "s";
+}
+
+bool has_run_metrics(const Experiment& e) { return e.training.total_tokens > 0; }
+
+double peak_flop_per_s(const Experiment& e, const HardwareSpec& hw) {
+    return e.training.precision == Precision::fp8 && hw.gpu.peak_fp8_flop_per_s > 0
+               ? hw.gpu.peak_fp8_flop_per_s
+               : hw.gpu.peak_bf16_flop_per_s;
+}
+
+/// Fills the schema and the row together so that names and values cannot drift apart.
+class RowBuilder {
+public:
+    RowBuilder(MetricSchema* schema, std::vector<double>* values)
+        : schema_(schema), values_(values) {}
+
+    void add(const std::string& name, const std::string& unit, const std::string& description,
+             double value) {
+        if (schema_) schema_->push_back({name, unit, description});
+        if (values_) values_->push_back(value);
+    }
+
+private:
+    MetricSchema* schema_;
+    std::vector<double>* values_;
+};
+
+/// One pass over the metric definitions: with `det == nullptr` only the schema is built.
+void build_row(const Experiment& e, const DesignPoint& p, const DeterministicResult* det,
+               double baseline_step_s, std::uint64_t index, RowBuilder& row) {
+    const bool have = det != nullptr;
+    const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(p.hardware));
+    const double gpus = static_cast<double>(p.gpus());
+    const double step = have ? det->step_time_s : kNaN;
+    const double tokens = have ? det->tokens_per_step : kNaN;
+    const double peak = peak_flop_per_s(e, hw);
+
+    row.add("gpus", "1", "GPUs of the point (tp pp dp cp)", gpus);
+    row.add("step_time_s", "s", "deterministic step time (no variability)", step);
+    row.add("tokens_per_s", "tokens/s", "tokens per second at the deterministic step time",
+            tokens / step);
+    row.add("tflops_per_gpu", "TFLOP/s",
+            "achieved TFLOP/s per GPU, Megatron's count 96Bslh^2(1+s/6h+V/16lh)",
+            have ? det->megatron_flops_per_step / step / gpus / 1e12 : kNaN);
+    row.add("mfu", "1", "model FLOPs utilization (exact model FLOPs / peak), deterministic",
+            have ? det->model_flops_per_step / step / gpus / peak : kNaN);
+    row.add("memory_per_gpu_gib", "GiB", "peak memory per GPU (pipeline stage 0)",
+            have ? det->memory.total_bytes() / kGiB : kNaN);
+    row.add("memory_fraction", "1", "memory per GPU / HBM capacity",
+            have ? det->memory.total_bytes() / hw.gpu.hbm_bytes : kNaN);
+    row.add("bubble_fraction", "1", "pipeline idle time of stage 0 / step time",
+            have ? det->breakdown.bubble_s / step : kNaN);
+    row.add("exposed_comm_s", "s", "TP + CP + DP communication not hidden by compute, per step",
+            have ? det->breakdown.tp_comm_exposed_s + det->breakdown.cp_comm_exposed_s +
+                       det->breakdown.dp_comm_exposed_s
+                 : kNaN);
+    if (e.baseline) {
+        row.add("speedup_vs_baseline", "1", "baseline step time / this step time (deterministic)",
+                baseline_step_s / step);
+    }
+
+    if (has_run_metrics(e)) {
+        const double tokens_per_step = have ? tokens : 1;
+        const auto steps = static_cast<std::int64_t>(std::ceil(e.training.total_tokens /
+                                                                tokens_per_step));
+        RunMetrics run;
+        if (have) {
+            RunInput in;
+            in.steps = steps;
+            in.deterministic_step_s = step;
+            in.cluster_mean_s = {step};
+            in.cluster_var_s2 = {0.0};
+            in.gpus = p.gpus();
+            in.gpus_per_node = hw.gpus_per_node;
+            // Checkpoint: bf16 weights + fp32 master weights, Adam moments: 14 bytes/param.
+            in.checkpoint_bytes = 14.0 * total_params(e.model);
+            in.failures = e.failures;
+            in.checkpoint_interval_override_s = p.checkpoint_interval_s;
+            run = evaluate_run(in, e.seed, index);
+        }
+        row.add("steps_total", "1", "optimizer steps of the run (total_tokens / tokens per step)",
+                have ? static_cast<double>(steps) : kNaN);
+        row.add("run_time_p50_days", "days", "median run time incl. failures and checkpoints",
+                have ? run.run_time_p50_days : kNaN);
+        row.add("run_time_p95_days", "days", "95th percentile of the run time",
+                have ? run.run_time_p95_days : kNaN);
+        row.add("run_time_p99_days", "days", "99th percentile of the run time",
+                have ? run.run_time_p99_days : kNaN);
+        row.add("ettr", "1", "effective training time ratio: failure-free compute / run time",
+                have ? run.ettr : kNaN);
+        row.add("interruptions_mean", "1", "expected failures striking the job",
+                have ? run.interruptions_mean : kNaN);
+        row.add("gpu_hours_mean", "GPU h", "GPU-hours of the run, mean",
+                have ? run.gpu_hours_mean : kNaN);
+        row.add("gpu_hours_p95", "GPU h", "GPU-hours of the run, 95th percentile",
+                have ? run.gpu_hours_p95 : kNaN);
+        for (std::size_t k = 0; k < e.failures.deadlines_s.size(); ++k) {
+            const double d = e.failures.deadlines_s[k];
+            row.add("p_run_le_" + deadline_name(d), "1",
+                    "probability that the run finishes within " + deadline_name(d),
+                    have && k < run.p_run_le_deadline.size() ? run.p_run_le_deadline[k] : kNaN);
+        }
+        row.add("checkpoint_interval_s", "s", "compute time between checkpoints used",
+                have ? run.checkpoint_interval_s : kNaN);
+        row.add("checkpoint_interval_opt_s", "s",
+                "checkpoint interval minimizing the expected run time",
+                have ? run.checkpoint_interval_opt_s : kNaN);
+    }
+}
+
+}  // namespace
+
+MetricSchema metric_schema(const Experiment& experiment) {
+    MetricSchema schema;
+    RowBuilder row(&schema, nullptr);
+    DesignPoint p = experiment.defaults;
+    if (experiment.hardware.empty()) {
+        // Schema only: build with a placeholder hardware entry so the loop can run.
+        Experiment copy = experiment;
+        copy.hardware.emplace_back();
+        p.hardware = 0;
+        build_row(copy, p, nullptr, 0, 0, row);
+        return schema;
+    }
+    p.hardware = 0;
+    build_row(experiment, p, nullptr, 0, 0, row);
+    return schema;
+}
+
+Evaluator::Evaluator(const Experiment& experiment)
+    : experiment_(&experiment), schema_(metric_schema(experiment)) {
+    if (experiment.baseline) {
+        if (auto why = filter_reason(experiment, *experiment.baseline)) {
+            throw ConfigError(experiment.file + ": experiment.baseline: " + *why);
+        }
+        const DeterministicResult base = evaluate_deterministic(experiment, *experiment.baseline);
+        baseline_step_s_ = base.step_time_s;
+    }
+}
+
+PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index) const {
+    PointResult result;
+    result.index = index;
+    const DeterministicResult det = evaluate_deterministic(*experiment_, point);
+    RowBuilder row(nullptr, &result.values);
+    result.values.reserve(schema_.size());
+    build_row(*experiment_, point, &det, baseline_step_s_, index, row);
+    if (!det.feasible) {
+        result.status = PointStatus::infeasible;
+        result.reason = det.reason;
+    }
+    if (result.values.size() != schema_.size()) {
+        throw ModelError("evaluate: metric row has " + std::to_string(result.values.size()) +
+                         " values for a schema of " + std::to_string(schema_.size()));
+    }
+    return result;
+}
+
+}  // namespace prism
