@@ -1,0 +1,26 @@
+#pragma once
+
+// Alpha-beta cost of NCCL-style ring collectives (Thakur et al. 2005; NCCL's bus-bandwidth
+// convention). `bytes` is always the full buffer of one rank (the reduced tensor for AllReduce,
+// the gathered tensor for AllGather, the input for ReduceScatter); `bytes_per_s` is the
+// achieved per-rank link bandwidth (link bandwidth x collective efficiency).
+
+#include "src/model/spec.hpp"
+#include "src/model/topology.hpp"
+
+namespace prism {
+
+/// Ring AllReduce: 2 (n-1)/n * bytes / bw + 2 (n-1) alpha. 0 for n <= 1.
+double allreduce_time_s(double bytes, int n, double bytes_per_s, double latency_s);
+/// Ring AllGather / ReduceScatter: (n-1)/n * bytes / bw + (n-1) alpha. 0 for n <= 1.
+double allgather_time_s(double bytes, int n, double bytes_per_s, double latency_s);
+double reducescatter_time_s(double bytes, int n, double bytes_per_s, double latency_s);
+/// One point-to-point transfer: bytes / bw + alpha.
+double p2p_time_s(double bytes, double bytes_per_s, double latency_s);
+
+/// Time of collective `cls` (allreduce, allgather, reducescatter, p2p) over `link`, with the
+/// hardware's collective efficiency applied to the bandwidth. Throws ModelError for a
+/// non-communication class.
+double collective_time_s(KernelClass cls, double bytes, const GroupLink& link, double efficiency);
+
+}  // namespace prism

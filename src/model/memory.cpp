@@ -1,0 +1,97 @@
+#include "src/model/memory.hpp"
+
+#include <algorithm>
+
+#include "src/model/flops.hpp"
+
+namespace prism {
+
+namespace {
+
+struct ActivationTerms {
+    double replicated = 0;  ///< bytes replicated over TP unless sequence parallel
+    double sharded = 0;     ///< bytes divided by t
+    double scores = 0;      ///< the materialized attention scores (divided by t)
+};
+
+ActivationTerms activation_terms(const ModelSpec& m, int b, int cp) {
+    const double tokens = double(b) * m.seq / cp;
+    const double h = m.hidden;
+    const double hk = h * (m.kv_heads > 0 ? m.kv_heads : m.heads) / m.heads;
+    ActivationTerms a;
+    // two layer-norm inputs (4), QKV input (2), attention dropout mask (1), MLP input (2),
+    // MLP dropout mask (1)
+    a.replicated = 10.0 * tokens * h;
+    // Q, projection input (4 s b h), K and V (4 s b h_kv), MLP: 2 (x3 gated) f-wide tensors
+    a.sharded = tokens * (4.0 * h + 4.0 * hk + (m.gated_mlp ? 6.0 : 4.0) * m.ffn);
+    // softmax output (2), dropout mask (1), dropout output (2) per score
+    a.scores = 5.0 * m.heads * tokens * m.seq;
+    return a;
+}
+
+}  // namespace
+
+double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
+                                  const DesignPoint& p) {
+    const double t = p.tp;
+    const ActivationTerms a = activation_terms(m, p.microbatch, p.cp);
+    if (p.recompute == Recompute::full) {
+        const double input = 2.0 * p.microbatch * double(m.seq) / p.cp * m.hidden;
+        return p.sequence_parallel ? input / t : input;
+    }
+    const bool keep_scores = p.recompute == Recompute::none && !tr.flash_attention;
+    const double replicated = p.sequence_parallel ? a.replicated / t : a.replicated;
+    return replicated + a.sharded / t + (keep_scores ? a.scores / t : 0.0);
+}
+
+double inflight_microbatches(int pp, int v, int m) {
+    const double base = std::min(m, pp);
+    if (v <= 1 || pp <= 1) return base;
+    return base * (1.0 + double(pp - 1) / (double(pp) * v));
+}
+
+MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
+                               int microbatches) {
+    MemoryBreakdown mem;
+    const double t = p.tp, d = p.dp;
+    const double layers_per_stage = double(m.layers) / p.pp;
+    const double params = (layers_per_stage * layer_params(m) + embedding_params(m)) / t;
+    mem.weights_bytes = kWeightBytesPerParam * params / (p.zero_stage >= 3 ? d : 1.0);
+    mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? d : 1.0);
+    mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? d : 1.0);
+
+    mem.activations_bytes = activation_bytes_per_layer(m, tr, p) * layers_per_stage *
+                            inflight_microbatches(p.pp, p.interleave, microbatches);
+
+    double temporary = 0;
+    if (p.recompute != Recompute::none) {
+        // recomputing a layer rebuilds its activations (full) or its attention core (selective)
+        DesignPoint none = p;
+        none.recompute = Recompute::none;
+        DesignPoint sel = p;
+        sel.recompute = Recompute::selective;
+        const double whole = activation_bytes_per_layer(m, tr, none);
+        temporary +=
+            p.recompute == Recompute::full ? whole : whole - activation_bytes_per_layer(m, tr, sel);
+    }
+    if (p.pp == 1) {
+        // fp32 logits and their gradient (vocab-parallel over t)
+        temporary += 2.0 * 4.0 * p.microbatch * double(m.seq) / p.cp * m.vocab / t;
+    }
+    if (p.zero_stage >= 3) {
+        // the gathered weights of the current and the prefetched layer
+        temporary += 2.0 * kWeightBytesPerParam * layer_params(m) / t;
+    }
+    mem.temporary_bytes = temporary;
+    return mem;
+}
+
+double model_state_bytes_average(const ModelSpec& m, const DesignPoint& p) {
+    const double params = total_params(m) / (double(p.tp) * p.pp);
+    const double d = p.dp;
+    return kWeightBytesPerParam * params / (p.zero_stage >= 3 ? d : 1.0) +
+           kGradBytesPerParam * params / (p.zero_stage >= 2 ? d : 1.0) +
+           kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? d : 1.0);
+}
+
+}  // namespace prism

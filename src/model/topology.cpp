@@ -1,0 +1,86 @@
+#include "src/model/topology.hpp"
+
+#include <algorithm>
+
+namespace prism {
+
+int dim_size(const DesignPoint& point, ParallelDim dim) {
+    switch (dim) {
+        case ParallelDim::tp:
+            return point.tp;
+        case ParallelDim::cp:
+            return point.cp;
+        case ParallelDim::pp:
+            return point.pp;
+        case ParallelDim::dp:
+            return point.dp;
+    }
+    return 1;
+}
+
+int dim_stride(const DesignPoint& point, ParallelDim dim) {
+    const Placement defaults;
+    const auto& order =
+        point.placement.kind == PlacementKind::ordered ? point.placement.order : defaults.order;
+    int stride = 1;
+    for (ParallelDim d : order) {
+        if (d == dim) return stride;
+        stride *= dim_size(point, d);
+    }
+    return stride;
+}
+
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride) {
+    GroupLink link;
+    link.size = size;
+    if (size <= 1) {
+        link.level = LinkLevel::local;
+        link.bytes_per_s = hw.nvlink_bytes_per_s;
+        return link;
+    }
+    const std::int64_t span = std::int64_t{size} * stride;
+    const int gpn = std::max(1, hw.gpus_per_node);
+    if (span <= gpn) {
+        link.level = LinkLevel::nvlink;
+        link.bytes_per_s = hw.nvlink_bytes_per_s;
+        link.latency_s = hw.nvlink_latency_s;
+        return link;
+    }
+    const int per_node = stride < gpn ? std::min(size, gpn / stride) : 1;
+    const std::int64_t nodes = (span + gpn - 1) / gpn;
+    link.level = LinkLevel::nic;
+    link.bytes_per_s = std::min(hw.nvlink_bytes_per_s, per_node * hw.nic_bytes_per_s);
+    link.latency_s = hw.nic_latency_s;
+    if (nodes > cluster.nodes_per_rack) {
+        link.level = LinkLevel::rack;
+        link.bytes_per_s /= std::max(1.0, cluster.rack_oversubscription);
+    }
+    if (nodes > std::int64_t{cluster.nodes_per_rack} * cluster.racks_per_pod) {
+        link.level = LinkLevel::pod;
+        link.bytes_per_s /= std::max(1.0, cluster.pod_oversubscription);
+    }
+    return link;
+}
+
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
+                     ParallelDim dim) {
+    return group_link(hw, cluster, dim_size(point, dim), dim_stride(point, dim));
+}
+
+const char* link_level_name(LinkLevel level) {
+    switch (level) {
+        case LinkLevel::local:
+            return "local";
+        case LinkLevel::nvlink:
+            return "nvlink";
+        case LinkLevel::nic:
+            return "nic";
+        case LinkLevel::rack:
+            return "rack";
+        case LinkLevel::pod:
+            return "pod";
+    }
+    return "?";
+}
+
+}  // namespace prism

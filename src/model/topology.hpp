@@ -1,0 +1,42 @@
+#pragma once
+
+// Which network level a parallel group's collectives cross, from the placement of ranks onto
+// GPUs (DESIGN.md "hierarchical bandwidth"). Ranks are laid out mixed-radix in
+// `Placement::order`, innermost first: a group of size n whose members are `stride` GPUs apart
+// (stride = product of the sizes of the dims inside it) spans n * stride consecutive GPUs.
+
+#include "src/model/spec.hpp"
+#include "src/model/step_profile.hpp"
+
+namespace prism {
+
+/// The slowest link a group crosses and the bandwidth a ring over it achieves per rank.
+struct GroupLink {
+    LinkLevel level = LinkLevel::local;
+    double bytes_per_s = 0;  ///< per rank, one direction, before collective efficiency
+    double latency_s = 0;    ///< per ring step
+    int size = 1;            ///< ranks in the group
+};
+
+/// Size of `dim` in `point` (tp, cp, pp or dp).
+int dim_size(const DesignPoint& point, ParallelDim dim);
+
+/// Distance in GPUs between consecutive members of a `dim` group: the product of the sizes of
+/// the dims inside it in the placement order. Random and variability-aware placements use the
+/// default order (tp, cp, pp, dp) here: the deterministic model has no slow GPUs to avoid.
+int dim_stride(const DesignPoint& point, ParallelDim dim);
+
+/// Link of a group of `size` ranks, `stride` GPUs apart. Inside a node (size * stride <=
+/// gpus_per_node) it is NVLink. Across nodes the k = gpus_per_node / stride members sharing a
+/// node drive k NICs in parallel (NCCL runs one ring per NIC), so the per-rank bandwidth is
+/// min(nvlink, k * nic); spanning more than nodes_per_rack nodes divides it by
+/// rack_oversubscription, more than a pod by pod_oversubscription as well.
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride);
+
+/// Link of the `dim` group of `point`.
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
+                     ParallelDim dim);
+
+const char* link_level_name(LinkLevel level);
+
+}  // namespace prism
