@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+"""Post-processing of PRISM result files (HDF5, format "prism-results" version 1).
+
+Run with /usr/bin/python3 (needs h5py, numpy; matplotlib for plots).
+
+As a module:
+    import prism_results as pr
+    table = pr.load("results.h5")          # dict: column name -> numpy array, one row per point
+    front = pr.pareto("results.h5", "time_vs_cost")
+    pr.plot_pareto("results.h5", "step_time_p95_s", "gpu_hours_mean", "pareto.png")
+
+As a program:
+    prism_results.py summary FILE
+    prism_results.py plot FILE --x METRIC --y METRIC [--front NAME] -o out.png
+    prism_results.py quantiles FILE [--top N] [--by METRIC] -o out.png
+"""
+import argparse
+import re
+import sys
+
+import h5py
+import numpy as np
+
+FORMAT = "prism-results"
+FORMAT_VERSION = 1
+STATUS_LABELS = ("ok", "infeasible", "failed")
+
+
+class ResultFileError(Exception):
+    """A file that is not a readable PRISM result file."""
+
+
+def _open(path):
+    try:
+        f = h5py.File(path, "r")
+    except (OSError, FileNotFoundError) as e:
+        raise ResultFileError(f"{path}: cannot open: {e}") from None
+    if f.attrs.get("format") != FORMAT:
+        f.close()
+        raise ResultFileError(f"{path}: not a prism result file (no 'format' attribute)")
+    if int(f.attrs.get("format_version", -1)) != FORMAT_VERSION:
+        version = f.attrs.get("format_version")
+        f.close()
+        raise ResultFileError(f"{path}: unsupported format_version {version}")
+    return f
+
+
+def _as_str(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def header(path):
+    """Root attributes as a dict of Python scalars and strings."""
+    with _open(path) as f:
+        out = {}
+        for key, value in f.attrs.items():
+            out[key] = int(value) if isinstance(value, np.integer) else _as_str(value)
+        return out
+
+
+def _column(ds, rows):
+    """First `rows` values of a dataset; enumerations become arrays of label strings."""
+    values = ds[:rows]
+    enum = h5py.check_enum_dtype(ds.dtype)
+    if enum is None:
+        return values
+    labels = np.empty(max(enum.values()) + 1, dtype=object)
+    for label, value in enum.items():
+        labels[value] = label
+    return labels[values.astype(np.int64)].astype(str)
+
+
+def load(path):
+    """Committed rows of /points and /metrics joined: name -> numpy array (same length).
+
+    `status` and enumeration columns hold label strings, `reason` the reason text ("" when
+    none); metric columns are float64 (NaN where undefined).
+    """
+    with _open(path) as f:
+        rows = int(f.attrs["rows_committed"])
+        points, metrics = f["points"], f["metrics"]
+        table = {"index": points["index"][:rows], "status": _column(points["status"], rows)}
+        reasons = np.array(list(f["reasons"].asstr()[:]) + [""], dtype=object)
+        table["reason"] = reasons[points["reason_id"][:rows]].astype(str)  # -1 -> ""
+        for name in points.attrs["columns"]:
+            table[_as_str(name)] = _column(points[name], rows)
+        for name in metrics.attrs["columns"]:
+            name = _as_str(name)
+            if name in table:
+                raise ResultFileError(f"{path}: metric {name!r} has the name of a point column")
+            table[name] = metrics[name][:rows]
+        return table
+
+
+def units(path):
+    """Column name -> unit string for /points and /metrics."""
+    with _open(path) as f:
+        return {name: _as_str(ds.attrs.get("unit", ""))
+                for group in (f["points"], f["metrics"]) for name, ds in group.items()}
+
+
+def pareto_names(path):
+    with _open(path) as f:
+        return sorted(f["pareto"].keys())
+
+
+def pareto(path, name=None):
+    """A stored Pareto front: dict(name, objectives, senses, index). `name` may be omitted when
+    the file holds exactly one front."""
+    with _open(path) as f:
+        names = sorted(f["pareto"].keys())
+        if name is None:
+            if len(names) != 1:
+                raise ResultFileError(f"{path}: {len(names)} pareto sets {names}; name one")
+            name = names[0]
+        if name not in f["pareto"]:
+            raise ResultFileError(f"{path}: no pareto set {name!r} (have {names})")
+        g = f["pareto"][name]
+        return {"name": name,
+                "objectives": [_as_str(o) for o in g.attrs["objectives"]],
+                "senses": [_as_str(s) for s in g.attrs["senses"]],
+                "index": g["index"][:]}
+
+
+def failures(path):
+    """List of (index, message) of points whose evaluation threw."""
+    with _open(path) as f:
+        g = f["failures"]
+        n = int(g.attrs.get("committed", g["index"].shape[0]))
+        return list(zip(g["index"][:n].tolist(), g["message"].asstr()[:n]))
+
+
+def filtered(path):
+    """Reason -> count of points rejected before evaluation."""
+    with _open(path) as f:
+        g = f["filtered"]
+        return dict(zip(g["reason"].asstr()[:], g["count"][:].tolist()))
+
+
+def step_time_quantiles(table):
+    """[(q, metric name)] for metrics step_time_p<q>_s (p99p9 = 0.999), sorted by q."""
+    out = []
+    for name in table:
+        m = re.fullmatch(r"step_time_p(\d+)(?:p(\d+))?_s", name)
+        if m:
+            q = float(m.group(1) + ("." + m.group(2) if m.group(2) else "")) / 100.0
+            out.append((q, name))
+    return sorted(out)
+
+
+def summary(path, out=sys.stdout):
+    h = header(path)
+    table = load(path)
+    u = units(path)
+    n = len(table["index"])
+    print(f"{path}: {h['experiment_name']} (prism {h['program_version']}), status {h['status']}",
+          file=out)
+    print(f"  rows {n} of space {h['space_size']}, next_index {h['next_index']}, "
+          f"seed {h['seed']}, sha256 {h['experiment_sha256'][:12]}...", file=out)
+    counts = {label: int(np.sum(table["status"] == label)) for label in STATUS_LABELS}
+    print("  status: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=out)
+    for reason, count in sorted(filtered(path).items()):
+        print(f"  filtered: {reason}: {count}", file=out)
+    fails = failures(path)
+    if fails:
+        print(f"  failures: {len(fails)} (first: {fails[0][0]}: {fails[0][1]})", file=out)
+    ok = table["status"] == "ok"
+    with _open(path) as f:
+        metric_names = [_as_str(m) for m in f["metrics"].attrs["columns"]]
+    if metric_names:
+        print(f"  {'metric':<32} {'unit':<10} {'min':>12} {'median':>12} {'max':>12}", file=out)
+    for name in metric_names:
+        values = table[name][ok]
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            print(f"  {name:<32} {u[name]:<10} {'-':>12} {'-':>12} {'-':>12}", file=out)
+            continue
+        print(f"  {name:<32} {u[name]:<10} {np.min(values):>12.6g} {np.median(values):>12.6g} "
+              f"{np.max(values):>12.6g}", file=out)
+    for name in pareto_names(path):
+        front = pareto(path, name)
+        objectives = ", ".join(f"{s} {o}" for o, s in zip(front["objectives"], front["senses"]))
+        print(f"  pareto {name}: {len(front['index'])} points ({objectives})", file=out)
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_pareto(path, x, y, output, front=None):
+    """Scatter of metric y against metric x for the ok points, the Pareto front highlighted
+    (the stored front `front`, or the only one stored, or none)."""
+    plt = _pyplot()
+    table = load(path)
+    u = units(path)
+    for name in (x, y):
+        if name not in table:
+            raise ResultFileError(f"{path}: no column {name!r}")
+    ok = (table["status"] == "ok") & np.isfinite(table[x]) & np.isfinite(table[y])
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    ax.scatter(table[x][ok], table[y][ok], s=8, color="0.6", label=f"points ({int(ok.sum())})")
+    names = pareto_names(path)
+    if front is None and len(names) == 1:
+        front = names[0]
+    if front is not None:
+        members = np.isin(table["index"], pareto(path, front)["index"]) & ok
+        order = np.argsort(table[x][members])
+        ax.plot(table[x][members][order], table[y][members][order], "o-", color="C3", ms=5,
+                label=f"pareto {front} ({int(members.sum())})")
+    ax.set_xlabel(f"{x} [{u.get(x, '')}]")
+    ax.set_ylabel(f"{y} [{u.get(y, '')}]")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
+def plot_quantiles(path, output, top=10, by=None):
+    """Grouped bars of the step-time quantiles of the `top` ok points with the smallest `by`
+    (default: the highest stored step-time quantile)."""
+    plt = _pyplot()
+    table = load(path)
+    quantiles = step_time_quantiles(table)
+    if not quantiles:
+        raise ResultFileError(f"{path}: no step_time_p*_s metrics")
+    by = by or quantiles[-1][1]
+    ok = np.flatnonzero((table["status"] == "ok") & np.isfinite(table[by]))
+    chosen = ok[np.argsort(table[by][ok], kind="stable")[:top]]
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.6 * len(chosen) + 2), 4.8))
+    width = 0.8 / len(quantiles)
+    positions = np.arange(len(chosen))
+    for k, (q, name) in enumerate(quantiles):
+        ax.bar(positions + k * width, table[name][chosen], width, label=f"p{100 * q:g}")
+    ax.set_xticks(positions + 0.4 - width / 2)
+    ax.set_xticklabels([str(i) for i in table["index"][chosen]], rotation=45)
+    ax.set_xlabel("design point index")
+    ax.set_ylabel("step time [s]")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="PRISM result files: summary and plots")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("summary", help="print the header, status counts, metric ranges, fronts")
+    p.add_argument("file")
+    p = sub.add_parser("plot", help="Pareto scatter of two metrics")
+    p.add_argument("file")
+    p.add_argument("--x", required=True)
+    p.add_argument("--y", required=True)
+    p.add_argument("--front", help="stored pareto set to highlight")
+    p.add_argument("-o", "--output", required=True)
+    p = sub.add_parser("quantiles", help="step-time quantile bars of the best points")
+    p.add_argument("file")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--by", help="metric to rank by (smallest first)")
+    p.add_argument("-o", "--output", required=True)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "summary":
+            summary(args.file)
+        elif args.command == "plot":
+            plot_pareto(args.file, args.x, args.y, args.output, args.front)
+        else:
+            plot_quantiles(args.file, args.output, args.top, args.by)
+    except ResultFileError as e:
+        print(f"prism_results: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

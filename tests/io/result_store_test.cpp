@@ -1,0 +1,573 @@
+#include "io/result_store.hpp"
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include "src/common/error.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using prism::IoError;
+using prism::MetricSchema;
+using prism::PointStatus;
+using prism::io::ColumnSpec;
+using prism::io::ParetoSet;
+using prism::io::ResultHeader;
+using prism::io::ResultReader;
+using prism::io::ResultWriter;
+using prism::io::RowBatch;
+
+#define EXPECT_THROW_MSG(statement, exception, message)                \
+    do {                                                               \
+        try {                                                          \
+            statement;                                                 \
+            ADD_FAILURE() << "expected " #exception ": " << (message); \
+        } catch (const exception& e) {                                 \
+            EXPECT_EQ(std::string(e.what()), message);                 \
+        }                                                              \
+    } while (false)
+
+/// A fresh scratch directory per test, removed afterwards.
+class ResultStore : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() /
+               ("prism_result_store_" + std::to_string(::getpid()) + "_" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+    fs::path dir_;
+};
+
+const char* const kToml = "name = \"unit\"\n[space]\ntp = [1, 2]\n";
+
+ResultHeader test_header() {
+    ResultHeader h;
+    h.program_version = "9.8.7";
+    h.experiment_name = "unit";
+    h.experiment_toml = kToml;
+    h.seed = 18446744073709551557ULL;  // largest 64-bit prime: every bit of the uint64 matters
+    h.space_size = 100;
+    return h;
+}
+
+std::vector<ColumnSpec> test_columns() {
+    return {{"tp", ColumnSpec::Type::int64, "1", "tensor-parallel degree", {}},
+            {"placement",
+             ColumnSpec::Type::enumeration,
+             "1",
+             "rank placement",
+             {"tp_inner", "dp_inner", "spread"}},
+            {"lr", ColumnSpec::Type::float64, "1", "learning rate", {}},
+            {"zero_stage", ColumnSpec::Type::int64, "1", "ZeRO stage", {}}};
+}
+
+MetricSchema test_metrics() {
+    return {{"step_time_p95_s", "s", "95th percentile of step time"},
+            {"tokens_per_s", "tokens/s", "throughput"}};
+}
+
+// The content of row r of the test data set, as a closed form of the design-space index: the
+// truth the read-back is compared with.
+std::uint64_t index_of(std::size_t r) { return 3 * r + 1; }
+PointStatus status_of(std::uint64_t i) {
+    return i % 7 == 0    ? PointStatus::infeasible
+           : i % 11 == 0 ? PointStatus::failed
+                         : PointStatus::ok;
+}
+std::string reason_of(std::uint64_t i) {
+    if (status_of(i) == PointStatus::infeasible) return "memory: " + std::to_string(i % 2) + " GiB";
+    if (status_of(i) == PointStatus::failed) return "boom " + std::to_string(i);
+    return "";
+}
+std::int64_t tp_of(std::uint64_t i) { return std::int64_t{1} << (i % 4); }
+std::int64_t placement_of(std::uint64_t i) { return static_cast<std::int64_t>(i % 3); }
+double lr_of(std::uint64_t i) { return 1e-4 * static_cast<double>(i) + 0.125; }
+std::int64_t zero_of(std::uint64_t i) { return -static_cast<std::int64_t>(i % 4); }
+double p95_of(std::uint64_t i) {
+    return status_of(i) == PointStatus::ok ? 0.5 + static_cast<double>(i) / 1024.0 : prism::kNaN;
+}
+double tokens_of(std::uint64_t i) { return 1e6 * static_cast<double>(i) + 0.25; }
+float bin_of(std::uint64_t i, std::size_t b) { return static_cast<float>(i) + 0.5F * b; }
+
+/// Rows [first, first+n) of the test data set; int columns in declaration order: tp,
+/// placement (label index), zero_stage.
+RowBatch batch_rows(std::size_t first, std::size_t n, std::size_t bins = 0) {
+    RowBatch b;
+    b.int_columns.resize(3);
+    b.float_columns.resize(1);
+    b.metrics.resize(2);
+    for (std::size_t r = first; r < first + n; ++r) {
+        const std::uint64_t i = index_of(r);
+        b.index.push_back(i);
+        b.status.push_back(status_of(i));
+        b.reason.push_back(reason_of(i));
+        b.int_columns[0].push_back(tp_of(i));
+        b.int_columns[1].push_back(placement_of(i));
+        b.int_columns[2].push_back(zero_of(i));
+        b.float_columns[0].push_back(lr_of(i));
+        b.metrics[0].push_back(p95_of(i));
+        b.metrics[1].push_back(tokens_of(i));
+        for (std::size_t k = 0; k < bins; ++k) b.histogram.push_back(bin_of(i, k));
+        if (bins > 0) {
+            b.histogram_lo_s.push_back(0.25 * static_cast<double>(i));
+            b.histogram_hi_s.push_back(0.25 * static_cast<double>(i) + 1.0);
+        }
+    }
+    return b;
+}
+
+/// Checks that the reader holds exactly rows [0, n) of the test data set.
+void expect_rows(const ResultReader& reader, std::size_t n) {
+    ASSERT_EQ(reader.rows(), n);
+    const auto index = reader.index();
+    const auto status = reader.status();
+    const auto reasons = reader.row_reasons();
+    const auto tp = reader.int_column("tp");
+    const auto placement = reader.int_column("placement");
+    const auto zero = reader.int_column("zero_stage");
+    const auto lr = reader.float_column("lr");
+    const auto p95 = reader.metric("step_time_p95_s");
+    const auto tokens = reader.metric("tokens_per_s");
+    ASSERT_EQ(index.size(), n);
+    for (std::size_t r = 0; r < n; ++r) {
+        const std::uint64_t i = index_of(r);
+        SCOPED_TRACE("row " + std::to_string(r));
+        EXPECT_EQ(index[r], i);
+        EXPECT_EQ(status[r], status_of(i));
+        EXPECT_EQ(reasons[r], reason_of(i));
+        EXPECT_EQ(tp[r], tp_of(i));
+        EXPECT_EQ(placement[r], placement_of(i));
+        EXPECT_EQ(zero[r], zero_of(i));
+        EXPECT_EQ(lr[r], lr_of(i));
+        if (std::isnan(p95_of(i))) {
+            EXPECT_TRUE(std::isnan(p95[r]));
+        } else {
+            EXPECT_EQ(p95[r], p95_of(i));
+        }
+        EXPECT_EQ(tokens[r], tokens_of(i));
+    }
+}
+
+/// Runs a shell command; returns its exit status and its output (stdout + stderr).
+std::pair<int, std::string> run(const std::string& command, const fs::path& out_file) {
+    const int rc = std::system((command + " > " + out_file.string() + " 2>&1").c_str());
+    std::ifstream in(out_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text.str()};
+}
+
+/// Why /usr/bin/python3 cannot check files, or "" when it can.
+std::string python_missing() {
+    if (std::system("/usr/bin/python3 -c 'import h5py, numpy' > /dev/null 2>&1") != 0) {
+        return "/usr/bin/python3 with h5py and numpy is not available";
+    }
+    return "";
+}
+
+/// Writes the 17-row test file in three appends and flushes, with a failure, filtered counts
+/// and a Pareto front; status "complete".
+void write_complete_file(const std::string& file) {
+    // chunk_rows = 4 makes appends of 3, 5 and 9 rows write several chunks.
+    ResultWriter w =
+        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
+    w.append(batch_rows(0, 3));
+    w.flush(index_of(3));
+    w.append(batch_rows(3, 5));
+    w.add_failure(index_of(4), "kernel exploded");
+    w.flush(index_of(8));
+    w.append(batch_rows(8, 9));
+    w.set_filtered({{"tp does not divide heads", 12}, {"too many gpus", 3}});
+    w.write_pareto("time_vs_tokens", {"step_time_p95_s", "tokens_per_s"}, {"min", "max"},
+                   {index_of(5), index_of(1), index_of(2)});
+    w.flush(60);
+    w.set_status("complete");
+    w.close();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_F(ResultStore, WritesInSeveralAppendsAndReadsBackEveryValue) {
+    const std::string file = path("results.h5");
+    write_complete_file(file);
+
+    const ResultReader reader(file);
+
+    const ResultHeader& h = reader.header();
+    EXPECT_EQ(h.format_version, 1);
+    EXPECT_EQ(h.program_version, "9.8.7");
+    EXPECT_EQ(h.experiment_name, "unit");
+    EXPECT_EQ(h.experiment_toml, kToml);
+    // sha256 of kToml, from coreutils sha256sum.
+    EXPECT_EQ(h.experiment_sha256,
+              "b72c329743d8931c55b9093e875672a5971cfd1f90e8f616d16d811a20a8c425");
+    EXPECT_EQ(h.seed, 18446744073709551557ULL);
+    EXPECT_EQ(h.space_size, 100U);
+    EXPECT_EQ(h.status, "complete");
+    EXPECT_EQ(h.next_index, 60U);
+    EXPECT_EQ(h.rows_committed, 17U);
+    EXPECT_EQ(h.created.size(), 20U);
+    EXPECT_EQ(h.created[10], 'T');
+    EXPECT_EQ(h.updated.back(), 'Z');
+    expect_rows(reader, 17);
+    const auto& columns = reader.point_columns();
+    ASSERT_EQ(columns.size(), 4U);
+    EXPECT_EQ(columns[1].name, "placement");
+    EXPECT_EQ(columns[1].type, ColumnSpec::Type::enumeration);
+    EXPECT_EQ(columns[1].labels, (std::vector<std::string>{"tp_inner", "dp_inner", "spread"}));
+    EXPECT_EQ(columns[1].description, "rank placement");
+    EXPECT_EQ(columns[2].type, ColumnSpec::Type::float64);
+    EXPECT_EQ(columns[3].type, ColumnSpec::Type::int64);
+    ASSERT_EQ(reader.metric_schema().size(), 2U);
+    EXPECT_EQ(reader.metric_schema()[1].unit, "tokens/s");
+    EXPECT_EQ(reader.metric_schema()[0].description, "95th percentile of step time");
+    ASSERT_EQ(reader.failures().size(), 1U);
+    EXPECT_EQ(reader.failures()[0].index, index_of(4));
+    EXPECT_EQ(reader.failures()[0].message, "kernel exploded");
+    EXPECT_EQ(reader.filtered(), (std::map<std::string, std::uint64_t>{
+                                     {"too many gpus", 3}, {"tp does not divide heads", 12}}));
+    EXPECT_EQ(reader.pareto_names(), std::vector<std::string>{"time_vs_tokens"});
+    const ParetoSet front = reader.pareto("time_vs_tokens");
+    EXPECT_EQ(front.objectives, (std::vector<std::string>{"step_time_p95_s", "tokens_per_s"}));
+    EXPECT_EQ(front.senses, (std::vector<std::string>{"min", "max"}));
+    EXPECT_EQ(front.indices, (std::vector<std::uint64_t>{4, 7, 16}));
+    EXPECT_TRUE(reader.histograms().empty());
+}
+
+TEST_F(ResultStore, RefusesToOverwriteAnExistingFileUnlessAsked) {
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+
+    EXPECT_THROW_MSG(
+        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false), IoError,
+        file + ": file exists (use --overwrite to replace it)");
+    ResultWriter::create(file, test_header(), test_columns(), test_metrics(), true).close();
+    EXPECT_EQ(ResultReader(file).rows(), 0U);
+    EXPECT_EQ(ResultReader(file).header().status, "running");
+}
+
+TEST_F(ResultStore, ResumeDropsRowsPastNextIndexAndContinues) {
+    const std::string file = path("resume.h5");
+    {
+        ResultWriter w =
+            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
+        w.append(batch_rows(0, 6));
+        w.add_failure(index_of(4), "kernel exploded");
+        w.flush(index_of(6));
+        w.set_status("interrupted");
+    }  // the destructor commits rows 6..9 too, as close() does
+    ResultHeader expected = test_header();
+
+    ResultWriter w = ResultWriter::open_resume(file, expected);
+
+    EXPECT_EQ(w.next_index(), index_of(6));
+    EXPECT_EQ(w.rows(), 6U);
+    EXPECT_EQ(w.header().status, "running");
+    EXPECT_EQ(ResultReader(file).rows(), 6U);
+    w.append(batch_rows(6, 11));
+    w.flush(index_of(17));
+    w.close();
+    expect_rows(ResultReader(file), 17);
+    ASSERT_EQ(ResultReader(file).failures().size(), 1U);
+    // Reasons stay interned once: "memory: 0 GiB" appears before and after the resume.
+    const auto reasons = ResultReader(file).reasons();
+    EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "memory: 0 GiB"), 1);
+}
+
+TEST_F(ResultStore, ResumeDropsRowsWrittenButNotCommittedByAKilledWriter) {
+    const std::string file = path("killed.h5");
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        // Rows 0..4 committed; rows 5..13 appended (two chunks of 4 reach the file) and a
+        // failure recorded, then the process dies without closing anything.
+        ResultWriter w =
+            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
+        w.append(batch_rows(0, 5));
+        w.flush(index_of(5));
+        w.append(batch_rows(5, 9));
+        w.add_failure(index_of(7), "lost");
+        std::raise(SIGKILL);
+    }
+    int wait_status = 0;
+    ASSERT_EQ(::waitpid(child, &wait_status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(wait_status));
+
+    {
+        // HDF5 refuses to open a file for writing that this process has open read-only.
+        const ResultReader killed(file);
+        EXPECT_EQ(killed.header().status, "running");
+        EXPECT_EQ(killed.header().rows_committed, 5U);
+        expect_rows(killed, 5);
+    }
+    ResultWriter w = ResultWriter::open_resume(file, test_header());
+    EXPECT_EQ(w.rows(), 5U);
+    w.append(batch_rows(5, 12));
+    w.flush(index_of(17));
+    w.set_status("complete");
+    w.close();
+
+    expect_rows(ResultReader(file), 17);
+    EXPECT_TRUE(ResultReader(file).failures().empty());
+}
+
+TEST_F(ResultStore, RefusesToResumeAFileOfAnotherExperiment) {
+    const std::string file = path("x.h5");
+    ResultHeader a = test_header();
+    a.experiment_toml = "a";
+    ResultWriter::create(file, a, test_columns(), test_metrics(), false).close();
+    ResultHeader b = test_header();
+    b.experiment_toml = "b";
+
+    // sha256("a") and sha256("b"), from coreutils sha256sum.
+    EXPECT_THROW_MSG(ResultWriter::open_resume(file, b), IoError,
+                     file +
+                         ": made from a different experiment (sha256 ca978112ca1b... != "
+                         "3e23e8160039...)");
+    EXPECT_EQ(ResultReader(file).header().experiment_sha256,
+              "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb");
+}
+
+TEST_F(ResultStore, RefusesAForeignHdf5File) {
+    const std::string file = path("foreign.h5");
+    const hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t g = H5Gcreate2(f, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(g);
+    H5Fclose(f);
+
+    EXPECT_THROW_MSG(ResultReader{file}, IoError,
+                     file + ": not a prism result file (no 'format' attribute)");
+    EXPECT_THROW_MSG(ResultWriter::open_resume(file, test_header()), IoError,
+                     file + ": not a prism result file (no 'format' attribute)");
+}
+
+TEST_F(ResultStore, RefusesAGarbageFileAndAMissingFile) {
+    const std::string file = path("garbage.h5");
+    std::ofstream(file) << "this is not HDF5\n" << std::string(4096, 'x');
+
+    EXPECT_THROW_MSG(ResultReader{file}, IoError, file + ": cannot open: not an HDF5 file");
+    EXPECT_THROW_MSG(ResultWriter::open_resume(file, test_header()), IoError,
+                     file + ": cannot open: not an HDF5 file");
+    EXPECT_THROW_MSG(ResultReader{path("missing.h5")}, IoError,
+                     path("missing.h5") + ": cannot open: no such file");
+}
+
+TEST_F(ResultStore, KeepsHdf5DiagnosticsOffStderr) {
+    const std::string file = path("garbage.h5");
+    std::ofstream(file) << std::string(4096, '\0');
+    write_complete_file(path("ok.h5"));
+
+    ::testing::internal::CaptureStderr();
+    EXPECT_THROW(ResultReader{file}, IoError);
+    EXPECT_THROW((void)ResultReader(path("ok.h5")).int_column("lr"), IoError);
+    EXPECT_THROW((void)ResultReader(path("ok.h5")).pareto("nope"), IoError);
+    const std::string printed = ::testing::internal::GetCapturedStderr();
+
+    EXPECT_EQ(printed, "");
+}
+
+TEST_F(ResultStore, NamesTheFileAndDatasetInErrors) {
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+    const ResultReader reader(file);
+
+    EXPECT_THROW_MSG((void)reader.int_column("lr"), IoError,
+                     file + ": /points/lr: a float64 column, not int64");
+    EXPECT_THROW_MSG((void)reader.metric("mfu"), IoError, file + ": /metrics: no metric 'mfu'");
+    EXPECT_THROW_MSG((void)reader.pareto("nope"), IoError,
+                     file + ": /pareto: no pareto set 'nope'");
+}
+
+TEST_F(ResultStore, RejectsInconsistentBatches) {
+    const std::string file = path("x.h5");
+    ResultWriter w =
+        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false);
+    RowBatch bad_enum = batch_rows(0, 2);
+    bad_enum.int_columns[1][1] = 3;
+    RowBatch short_metric = batch_rows(0, 2);
+    short_metric.metrics[1].pop_back();
+
+    EXPECT_THROW_MSG(w.append(bad_enum), IoError,
+                     file + ": append: column 'placement': value 3 is not a label index (0..2)");
+    EXPECT_THROW_MSG(w.append(short_metric), IoError,
+                     file + ": append: metric 'tokens_per_s' has 1 entries, expected 2");
+    w.append(batch_rows(0, 2));
+    EXPECT_THROW_MSG(w.append(batch_rows(1, 1)), IoError,
+                     file + ": append: index 4 does not follow 4");
+    EXPECT_THROW_MSG(w.flush(3), IoError,
+                     file + ": flush: next_index 3 does not pass the last appended index 4");
+    EXPECT_THROW_MSG(w.set_status("done"), IoError,
+                     file +
+                         ": invalid status 'done' (expected running, interrupted, complete or "
+                         "failed)");
+    EXPECT_THROW_MSG(ResultWriter::create(path("y.h5"), test_header(),
+                                          {{"status", ColumnSpec::Type::int64, "1", "", {}}},
+                                          test_metrics(), false),
+                     IoError, path("y.h5") + ": duplicate or reserved point column name 'status'");
+}
+
+TEST_F(ResultStore, StoresHistogramsAlignedWithRows) {
+    const std::string file = path("hist.h5");
+    ResultHeader h = test_header();
+    h.histogram_bins = 5;
+    {
+        ResultWriter w = ResultWriter::create(file, h, test_columns(), test_metrics(), false, 4);
+        w.append(batch_rows(0, 3, 5));
+        w.flush(index_of(3));
+        w.append(batch_rows(3, 4, 5));
+        w.close();
+    }
+
+    auto reader = std::make_unique<ResultReader>(file);
+
+    EXPECT_EQ(reader->header().histogram_bins, 5U);
+    const auto counts = reader->histograms();
+    const auto lo = reader->histogram_lo_s();
+    const auto hi = reader->histogram_hi_s();
+    ASSERT_EQ(counts.size(), 7U * 5U);
+    ASSERT_EQ(lo.size(), 7U);
+    for (std::size_t r = 0; r < 7; ++r) {
+        const std::uint64_t i = index_of(r);
+        for (std::size_t b = 0; b < 5; ++b) EXPECT_EQ(counts[r * 5 + b], bin_of(i, b));
+        EXPECT_EQ(lo[r], 0.25 * static_cast<double>(i));
+        EXPECT_EQ(hi[r], 0.25 * static_cast<double>(i) + 1.0);
+    }
+    reader.reset();
+    EXPECT_THROW_MSG(ResultWriter::open_resume(file, h).append(batch_rows(7, 1)), IoError,
+                     file + ": append: histogram has 0 entries, expected 5");
+}
+
+TEST_F(ResultStore, ReplacesAParetoSetOfTheSameName) {
+    const std::string file = path("x.h5");
+    {
+        ResultWriter w =
+            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false);
+        w.write_pareto("front", {"tokens_per_s"}, {"max"}, {9, 3});
+        w.write_pareto("front", {"step_time_p95_s"}, {"min"}, {5});
+        w.write_pareto("other", {"tokens_per_s"}, {"max"}, {});
+        EXPECT_THROW_MSG(w.write_pareto("bad", {"tokens_per_s"}, {"up"}, {}), IoError,
+                         file + ": /pareto/bad: sense 'up' is neither 'min' nor 'max'");
+    }
+
+    const ResultReader reader(file);
+
+    EXPECT_EQ(reader.pareto_names(), (std::vector<std::string>{"front", "other"}));
+    EXPECT_EQ(reader.pareto("front").indices, std::vector<std::uint64_t>{5});
+    EXPECT_EQ(reader.pareto("front").senses, std::vector<std::string>{"min"});
+    EXPECT_TRUE(reader.pareto("other").indices.empty());
+}
+
+TEST_F(ResultStore, CanBeReadWhileTheWriterHasItOpen) {
+    const std::string file = path("x.h5");
+    ResultWriter w =
+        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false);
+    w.append(batch_rows(0, 3));
+    w.flush(index_of(3));
+
+    const ResultReader reader(file);
+
+    expect_rows(reader, 3);
+}
+
+TEST_F(ResultStore, IsReadableByH5pyWithNoKnowledgeOfTheFormat) {
+    if (const std::string why = python_missing(); !why.empty()) GTEST_SKIP() << why;
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+    const std::string script = std::string(PRISM_SOURCE_DIR) + "/tests/python/check_result_file.py";
+
+    const auto [rc, out] =
+        run("/usr/bin/python3 " + script + " " + file + " --rows 17 --status complete",
+            dir_ / "out.txt");
+
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out, "ok: 17 rows\n");
+    // The checker itself fails on a file that breaks its rules: a foreign file.
+    const std::string foreign = path("foreign.h5");
+    H5Fclose(H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    EXPECT_EQ(run("/usr/bin/python3 " + script + " " + foreign, dir_ / "out2.txt").first, 1);
+}
+
+TEST_F(ResultStore, FileOfAKilledWriterOpensWithH5py) {
+    if (const std::string why = python_missing(); !why.empty()) GTEST_SKIP() << why;
+    const std::string file = path("killed.h5");
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ResultWriter w =
+            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
+        w.append(batch_rows(0, 5));
+        w.flush(index_of(5));
+        w.append(batch_rows(5, 8));
+        std::raise(SIGKILL);
+    }
+    int wait_status = 0;
+    ASSERT_EQ(::waitpid(child, &wait_status, 0), child);
+    const std::string script = std::string(PRISM_SOURCE_DIR) + "/tests/python/check_result_file.py";
+
+    const auto [rc, out] = run(
+        "/usr/bin/python3 " + script + " " + file + " --rows 5 --status running", dir_ / "out.txt");
+
+    EXPECT_EQ(rc, 0) << out;
+}
+
+TEST_F(ResultStore, H5dumpShowsEnumsUnitsAndRootAttributes) {
+    if (std::system("command -v h5dump > /dev/null 2>&1") != 0) {
+        GTEST_SKIP() << "h5dump is not installed (Debian package hdf5-tools)";
+    }
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+
+    const auto [rc, out] = run("h5dump -H " + file, dir_ / "dump.txt");
+
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("ATTRIBUTE \"format\""), std::string::npos) << out;
+    EXPECT_NE(out.find("DATASET \"placement\""), std::string::npos) << out;
+    EXPECT_NE(out.find("H5T_ENUM"), std::string::npos) << out;
+    EXPECT_NE(out.find("\"dp_inner\""), std::string::npos) << out;
+    EXPECT_NE(out.find("ATTRIBUTE \"unit\""), std::string::npos) << out;
+    EXPECT_NE(out.find("DATASET \"tokens_per_s\""), std::string::npos) << out;
+    EXPECT_EQ(out.find("HDF5-DIAG"), std::string::npos) << out;
+}
+
+TEST_F(ResultStore, PythonModuleLoadsSummarizesAndPlots) {
+    if (const std::string why = python_missing(); !why.empty()) GTEST_SKIP() << why;
+    if (std::system("/usr/bin/python3 -c 'import matplotlib' > /dev/null 2>&1") != 0) {
+        GTEST_SKIP() << "/usr/bin/python3 lacks matplotlib";
+    }
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+    const std::string script =
+        std::string(PRISM_SOURCE_DIR) + "/tests/python/test_prism_results.py";
+
+    const auto [rc, out] =
+        run("MPLBACKEND=Agg /usr/bin/python3 " + script + " " + file + " " + dir_.string(),
+            dir_ / "out.txt");
+
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out, "ok\n");
+}
+
+}  // namespace
