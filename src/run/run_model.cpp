@@ -279,12 +279,14 @@ CheckpointPlan plan_checkpoints(const RunInput& in) {
 
 RunTimeDistribution::RunTimeDistribution(std::vector<Component> components)
     : components_(std::move(components)) {
-    double sum = 0;
+    double total = 0;
+    for (const Component& c : components_) total += c.weight;
+    mean_s_ = 0;
     for (Component& c : components_) {
+        c.weight /= total;
         c.skew = std::clamp(c.skew, -kMaxSkew, kMaxSkew);
-        sum += c.mean_s;
+        mean_s_ += c.weight * c.mean_s;
     }
-    mean_s_ = components_.empty() ? 0.0 : sum / static_cast<double>(components_.size());
 }
 
 namespace {
@@ -299,6 +301,19 @@ double component_cdf(const RunTimeDistribution::Component& c, double t_s) {
     const double arg = 9.0 + g * g + 6.0 * g * x;
     if (arg < 0) return g > 0 ? 0.0 : 1.0;
     return normal_cdf((g + 6.0 * x) / (std::sqrt(arg) + 3.0));
+}
+
+/// CDF and density together (dz/dx = 3 / sqrt(9 + g^2 + 6 g x)); a point mass has density 0.
+std::pair<double, double> component_cdf_pdf(const RunTimeDistribution::Component& c, double t_s) {
+    if (c.sd_s <= 0) return {t_s >= c.mean_s ? 1.0 : 0.0, 0.0};
+    const double x = (t_s - c.mean_s) / c.sd_s;
+    const double g = c.skew;
+    const double arg = 9.0 + g * g + 6.0 * g * x;
+    if (arg <= 0) return {g > 0 ? 0.0 : 1.0, 0.0};
+    const double root = std::sqrt(arg);
+    const double z = (g + 6.0 * x) / (root + 3.0);
+    const double density = std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI) * 3.0 / root / c.sd_s;
+    return {normal_cdf(z), density};
 }
 
 double component_quantile(const RunTimeDistribution::Component& c, double z) {
@@ -343,8 +358,8 @@ double normal_quantile(double p) {
 double RunTimeDistribution::cdf(double t_s) const {
     if (components_.empty()) return std::numeric_limits<double>::quiet_NaN();
     double sum = 0;
-    for (const Component& c : components_) sum += component_cdf(c, t_s);
-    return sum / static_cast<double>(components_.size());
+    for (const Component& c : components_) sum += c.weight * component_cdf(c, t_s);
+    return std::clamp(sum, 0.0, 1.0);
 }
 
 double RunTimeDistribution::quantile(double p) const {
@@ -354,39 +369,39 @@ double RunTimeDistribution::quantile(double p) const {
     // The mixture quantile lies between the smallest and largest component quantile.
     double a = kInf;
     double b = -kInf;
+    double m2 = 0;
+    double m3 = 0;
     for (const Component& c : components_) {
         const double q = component_quantile(c, z);
         a = std::min(a, q);
         b = std::max(b, q);
+        const double d = c.mean_s - mean_s_;
+        const double v = c.sd_s * c.sd_s;
+        m2 += c.weight * (v + d * d);
+        m3 += c.weight * (c.skew * v * c.sd_s + 3.0 * v * d + d * d * d);
     }
     const double tol = 1e-10 * std::max(std::abs(a), std::abs(b)) + 1e-12;
     if (b - a <= tol) return 0.5 * (a + b);
-    double fa = cdf(a) - p;
-    double fb = cdf(b) - p;
-    if (fa >= 0) return a;
-    if (fb <= 0) return b;
-    // Illinois variant of regula falsi: halve the retained end's value when one side sticks.
-    int side = 0;
-    double c = 0.5 * (a + b);
-    for (int it = 0; it < 100 && b - a > tol; ++it) {
-        c = (a * fb - b * fa) / (fb - fa);
-        if (!(c > a && c < b)) c = 0.5 * (a + b);
-        const double fc = cdf(c) - p;
-        if (fc > 0) {
-            b = c;
-            fb = fc;
-            if (side == 1) fa *= 0.5;
-            side = 1;
-        } else if (fc < 0) {
-            a = c;
-            fa = fc;
-            if (side == -1) fb *= 0.5;
-            side = -1;
-        } else {
-            return c;
+    // Start from the Normal-Power quantile of the whole mixture (its own three moments), then
+    // Newton, falling back to bisection whenever a step leaves the bracket.
+    Component whole{1.0, mean_s_, std::sqrt(m2), m2 > 0 ? m3 / (m2 * std::sqrt(m2)) : 0.0};
+    whole.skew = std::clamp(whole.skew, -kMaxSkew, kMaxSkew);
+    double x = std::clamp(component_quantile(whole, z), a, b);
+    for (int it = 0; it < 200; ++it) {
+        double f = 0;
+        double density = 0;
+        for (const Component& c : components_) {
+            const auto [cf, cd] = component_cdf_pdf(c, x);
+            f += c.weight * cf;
+            density += c.weight * cd;
         }
+        (f < p ? a : b) = x;
+        double next = density > 0 ? x - (f - p) / density : 0.5 * (a + b);
+        if (!(next > a && next < b)) next = 0.5 * (a + b);
+        if (std::abs(next - x) <= tol || b - a <= tol) return next;
+        x = next;
     }
-    return c;
+    return x;
 }
 
 RunAnalysis analyze_run(const RunInput& in) {
@@ -399,6 +414,7 @@ RunAnalysis analyze_run(const RunInput& in) {
 
     // Run-time cumulants for the mean realization; segments are independent, so cumulants add.
     Cumulants base{out.work_mean_s, 0, 0};
+    double failure_free_s = out.work_mean_s;  // work + checkpoints: the run nothing strikes
     if (plan.enabled) {
         const double tau = plan.interval_s;
         const double full = std::floor(out.work_mean_s / tau);
@@ -412,6 +428,7 @@ RunAnalysis analyze_run(const RunInput& in) {
             return segment_failures(work + plan.blocking_s, plan.failure_rate_per_s,
                                     plan.recovery_s);
         };
+        failure_free_s += (full + (last_s > 0 ? 1.0 : 0.0)) * plan.blocking_s;
         base = scaled(segment(tau), full);
         out.interruptions_mean = full * failures(tau);
         if (last_s > 0) {
@@ -422,20 +439,36 @@ RunAnalysis analyze_run(const RunInput& in) {
 
     // Realization k does m_k / m-bar times the mean work: as many more segments, so every
     // failure cumulant scales by that ratio; the steps' own noise adds n v_k to the variance.
+    // The runs no failure strikes (probability e^{-lambda * exposed}) form an atom at the
+    // failure-free time; the moments of the others follow from removing it from the whole.
     std::vector<RunTimeDistribution::Component> components;
     auto add = [&](double mean_k, double var_k) {
         const double ratio = mean_k / step_s;
-        const double k2 = ratio * base.k2 + n * var_k;
-        RunTimeDistribution::Component c;
-        c.mean_s = ratio * base.k1;
-        c.sd_s = std::sqrt(k2);
-        c.skew = k2 > 0 ? ratio * base.k3 / (k2 * c.sd_s) : 0.0;
-        components.push_back(c);
+        const double noise = n * var_k;
+        const Cumulants c{ratio * base.k1, ratio * base.k2, ratio * base.k3};
+        const double p_fail = -std::expm1(-plan.failure_rate_per_s * ratio * failure_free_s);
+        const double p_none = 1.0 - p_fail;
+        auto component = [&](double weight, double mean, double var, double third) {
+            const double sd = std::sqrt(var);
+            components.push_back({weight, mean, sd, var > 0 ? third / (var * sd) : 0.0});
+        };
+        if (p_fail <= 0 || p_none < 1e-6) {
+            component(1.0, c.k1, c.k2 + noise, c.k3);
+            return;
+        }
+        // Moments about the overall mean: M_j = p_none d^j + p_fail E[(X - mean)^j | failure].
+        const double d = ratio * failure_free_s - c.k1;
+        const double c1 = -p_none * d / p_fail;
+        const double c2 = (c.k2 - p_none * d * d) / p_fail;
+        const double c3 = (c.k3 - p_none * d * d * d) / p_fail;
+        component(p_none, ratio * failure_free_s, noise, 0.0);
+        component(p_fail, c.k1 + c1, std::max(c2 - c1 * c1, 0.0) + noise,
+                  c3 - 3.0 * c1 * c2 + 2.0 * c1 * c1 * c1);
     };
     if (in.cluster_mean_s.empty()) {
         add(in.deterministic_step_s, 0.0);
     } else {
-        components.reserve(in.cluster_mean_s.size());
+        components.reserve(2 * in.cluster_mean_s.size());
         for (std::size_t k = 0; k < in.cluster_mean_s.size(); ++k) {
             add(in.cluster_mean_s[k], in.cluster_var_s2[k]);
         }

@@ -108,14 +108,18 @@ Cumulants segment_time_cumulants(double window_s, double rate_per_s, double down
 /// an invalid input, naming the field.
 CheckpointPlan plan_checkpoints(const RunInput& input);
 
-/// The run-time distribution: an equal-weight mixture of Normal-Power components, one per
-/// realization.
+/// The run-time distribution: a weighted mixture of Normal-Power components. Per realization
+/// two components: the runs that no failure strikes (probability e^{-lambda * exposed time}:
+/// an atom at the failure-free time, blurred only by the step noise) and the runs with at
+/// least one failure (the remaining moments). Keeping the atom apart matters when a run sees
+/// only a few failures; with many it has negligible weight and is dropped.
 class RunTimeDistribution {
   public:
     struct Component {
+        double weight = 1;  ///< normalized to sum 1 by the constructor
         double mean_s = 0;
         double sd_s = 0;
-        double skew = 0;  ///< clamped to [-1.5, 1.5], where the NP approximation is usable
+        double skew = 0;  ///< clamped to [-1, 1], where the NP approximation is monotone
     };
 
     RunTimeDistribution() = default;
@@ -124,7 +128,8 @@ class RunTimeDistribution {
     double mean_s() const noexcept { return mean_s_; }
     /// P(run time <= t_s).
     double cdf(double t_s) const;
-    /// The p-quantile (0 < p < 1), by safeguarded regula falsi on the mixture CDF.
+    /// The p-quantile (0 < p < 1): safeguarded Newton on the mixture CDF, from the mixture's
+    /// own Normal-Power quantile.
     double quantile(double p) const;
     const std::vector<Component>& components() const noexcept { return components_; }
 
