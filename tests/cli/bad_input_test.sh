@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Bad input: a clear message naming file:line:col and key, exit code 2, and no result file.
+# Arguments: PRISM MPIEXEC N SCRATCH SOURCE_DIR
+set -uo pipefail
+prism=$1 dir=$4 src=$5
+rm -rf "$dir" && mkdir -p "$dir"
+fails=0
+
+# expect NAME EXPECTED_CODE REGEX -- COMMAND...: runs it, checks code, stderr and no output file
+expect() {
+    local name=$1 code=$2 regex=$3; shift 4
+    local out="$dir/$name.h5"
+    "$@" -o "$out" >"$dir/$name.out" 2>"$dir/$name.err"
+    local rc=$?
+    if [ "$rc" != "$code" ]; then
+        echo "FAIL $name: exit $rc, expected $code"; cat "$dir/$name.err"; fails=$((fails + 1)); return
+    fi
+    if ! grep -Eq -- "$regex" "$dir/$name.err"; then
+        echo "FAIL $name: stderr does not match /$regex/:"; cat "$dir/$name.err"; fails=$((fails + 1)); return
+    fi
+    if [ -e "$out" ]; then
+        echo "FAIL $name: a result file was left behind"; fails=$((fails + 1)); return
+    fi
+    echo "ok   $name: $(head -n 1 "$dir/$name.err")"
+}
+
+base=$src/tests/data/sweeps/sweep_small.toml
+mk() { sed "$2" "$base" > "$dir/$1.toml"; }
+
+printf '[experiment]\nname = "x"\nseed = 1\n[model\npreset = "llama3-8b"\n' > "$dir/malformed.toml"
+expect malformed 2 'malformed\.toml:4:[0-9]+: ' -- "$prism" sweep "$dir/malformed.toml"
+
+mk unknown_key 's/^tp = \[1, 2, 8\]/tpp = [1, 2, 8]/'
+expect unknown_key 2 "unknown_key\.toml:[0-9]+:[0-9]+: .*'tpp'.*did you mean 'tp'" -- "$prism" sweep "$dir/unknown_key.toml"
+
+mk wrong_type 's/^seed = 7/seed = "seven"/'
+expect wrong_type 2 'wrong_type\.toml:[0-9]+:[0-9]+: experiment\.seed: expected an integer' -- "$prism" sweep "$dir/wrong_type.toml"
+
+mk wrong_unit 's/^preset = "h100-sxm"/preset = "h100-sxm"\nnic_bandwidth = "80 GB"/'
+expect wrong_unit 2 'wrong_unit\.toml:[0-9]+:[0-9]+: hardware\.h100\.nic_bandwidth: expected a bandwidth' -- "$prism" sweep "$dir/wrong_unit.toml"
+
+mk empty_space 's/^pp = \[1, 2\]/pp = []/'
+expect empty_space 2 'empty_space\.toml:[0-9]+:[0-9]+: space\.pp: .*empty' -- "$prism" sweep "$dir/empty_space.toml"
+
+mk unknown_preset 's/^preset = "llama3-8b"/preset = "llama3-9b"/'
+expect unknown_preset 2 'unknown_preset\.toml:[0-9]+:[0-9]+: model\.preset: .*llama3-9b.*llama3-8b' -- "$prism" sweep "$dir/unknown_preset.toml"
+
+mk unknown_metric 's/^minimize = \["step_time_s"/minimize = ["step_tme_s"/'
+expect unknown_metric 2 "unknown_metric\.toml:[0-9]+:[0-9]+: objectives\.minimize: .*'step_tme_s'.*did you mean 'step_time_s'" -- "$prism" sweep "$dir/unknown_metric.toml"
+
+expect missing_file 2 'does_not_exist\.toml' -- "$prism" sweep "$dir/does_not_exist.toml"
+
+# An existing output file is refused (and left untouched) unless --overwrite.
+echo "precious" > "$dir/exists.h5"
+"$prism" sweep "$base" -o "$dir/exists.h5" >"$dir/exists.out" 2>"$dir/exists.err"; rc=$?
+if [ "$rc" = 2 ] && grep -q 'exists\.h5: file exists (use --overwrite' "$dir/exists.err" && [ "$(cat "$dir/exists.h5")" = precious ]; then
+    echo "ok   exists: $(head -n 1 "$dir/exists.err")"
+else
+    echo "FAIL exists: exit $rc"; cat "$dir/exists.err"; fails=$((fails + 1))
+fi
+"$prism" sweep "$base" -o "$dir/exists.h5" --overwrite -q >/dev/null 2>"$dir/overwrite.err" \
+    && echo "ok   overwrite" || { echo "FAIL overwrite"; cat "$dir/overwrite.err"; fails=$((fails + 1)); }
+
+# Resuming a file made from another experiment is refused.
+mk edited 's/^seed = 7/seed = 8/'
+"$prism" sweep "$dir/edited.toml" -o "$dir/exists.h5" --resume >/dev/null 2>"$dir/edited.err"; rc=$?
+if [ "$rc" = 2 ] && grep -q 'different experiment' "$dir/edited.err"; then
+    echo "ok   resume_edited: $(head -n 1 "$dir/edited.err")"
+else
+    echo "FAIL resume_edited: exit $rc"; cat "$dir/edited.err"; fails=$((fails + 1))
+fi
+
+# A foreign HDF5 file and a garbage file are reported by `prism report` with their path.
+/usr/bin/python3 -c "import h5py; h5py.File('$dir/foreign.h5', 'w').create_dataset('x', data=[1])"
+"$prism" report "$dir/foreign.h5" >/dev/null 2>"$dir/foreign.err"; rc=$?
+grep -q 'foreign\.h5: not a prism result file' "$dir/foreign.err" && [ "$rc" != 0 ] \
+    && echo "ok   foreign: $(head -n 1 "$dir/foreign.err")" || { echo "FAIL foreign"; cat "$dir/foreign.err"; fails=$((fails + 1)); }
+echo "garbage" > "$dir/garbage.h5"
+"$prism" report "$dir/garbage.h5" >/dev/null 2>"$dir/garbage.err"; rc=$?
+grep -q 'garbage\.h5: cannot open' "$dir/garbage.err" && [ "$rc" != 0 ] \
+    && echo "ok   garbage: $(head -n 1 "$dir/garbage.err")" || { echo "FAIL garbage"; cat "$dir/garbage.err"; fails=$((fails + 1)); }
+
+echo "$fails failed"
+[ "$fails" = 0 ]
