@@ -1,0 +1,213 @@
+#include "io/detail/toml_variability.hpp"
+
+#include <cmath>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "io/detail/toml_reader.hpp"
+
+namespace prism::io::detail {
+
+namespace {
+
+const std::vector<std::string> kDistKinds{"constant", "normal",    "lognormal",
+                                          "gamma",    "empirical", "mixture"};
+
+// Mean and cv of a mixture from its components' first two moments.
+void mixture_moments(DistributionSpec& spec) {
+    double mean = 0;
+    double second = 0;
+    for (const MixtureComponent& c : spec.components) {
+        const double sd = c.dist.cv * c.dist.mean;
+        mean += c.weight * c.dist.mean;
+        second += c.weight * (sd * sd + c.dist.mean * c.dist.mean);
+    }
+    spec.mean = mean;
+    spec.cv = mean > 0 ? std::sqrt(std::max(0.0, second - mean * mean)) / mean : 0;
+}
+
+DistributionSpec parse_distribution_table(const toml::table& table, const std::string& key,
+                                          bool is_component) {
+    const toml::node* dist_node = table.get("dist");
+    if (dist_node == nullptr) {
+        throw error_at(table.source(),
+                       fmt::format("{}: missing 'dist' (one of \"constant\", \"normal\", "
+                                   "\"lognormal\", \"gamma\", \"empirical\", \"mixture\")",
+                                   key));
+    }
+    const std::string kind = as_choice(*dist_node, join_key(key, "dist"), kDistKinds);
+
+    std::vector<std::string> allowed{"dist"};
+    if (is_component) allowed.emplace_back("weight");
+    if (kind == "constant") allowed.insert(allowed.end(), {"mean"});
+    if (kind == "normal" || kind == "lognormal") allowed.insert(allowed.end(), {"mean", "cv"});
+    if (kind == "gamma") allowed.insert(allowed.end(), {"mean", "cv", "shape", "scale"});
+    if (kind == "empirical") allowed.insert(allowed.end(), {"samples", "normalize"});
+    if (kind == "mixture") allowed.insert(allowed.end(), {"components"});
+    check_keys(table, key, allowed);
+
+    DistributionSpec spec;
+    if (const toml::node* mean = table.get("mean")) {
+        spec.mean = as_positive(*mean, join_key(key, "mean"));
+    }
+    const auto require = [&](std::string_view name) -> const toml::node& {
+        const toml::node* node = table.get(name);
+        if (node == nullptr) {
+            throw error_at(table.source(),
+                           fmt::format("{}: missing '{}' for dist = \"{}\"", key, name, kind));
+        }
+        return *node;
+    };
+
+    if (kind == "constant") {
+        spec.kind = DistKind::constant;
+    } else if (kind == "normal" || kind == "lognormal") {
+        spec.kind = kind == "normal" ? DistKind::normal : DistKind::lognormal;
+        spec.cv = as_positive(require("cv"), join_key(key, "cv"), true);
+    } else if (kind == "gamma") {
+        spec.kind = DistKind::gamma;
+        const toml::node* cv = table.get("cv");
+        const toml::node* shape = table.get("shape");
+        const toml::node* scale = table.get("scale");
+        if (cv != nullptr && shape != nullptr) {
+            fail_at(*shape, fmt::format("{}: give either cv or shape, not both", key));
+        }
+        if (scale != nullptr && shape == nullptr) {
+            fail_at(*scale, fmt::format("{}: scale needs shape", key));
+        }
+        if (scale != nullptr && table.get("mean") != nullptr) {
+            fail_at(*scale, fmt::format("{}: give either mean or scale, not both", key));
+        }
+        if (cv != nullptr) {
+            spec.cv = as_positive(*cv, join_key(key, "cv"), true);
+        } else if (shape != nullptr) {
+            // Gamma(k, theta): mean k*theta, cv 1/sqrt(k).
+            const double k = as_positive(*shape, join_key(key, "shape"));
+            spec.cv = 1.0 / std::sqrt(k);
+            if (scale != nullptr) spec.mean = k * as_positive(*scale, join_key(key, "scale"));
+        } else {
+            throw error_at(table.source(),
+                           fmt::format("{}: missing 'cv' or 'shape' for dist = \"gamma\"", key));
+        }
+    } else if (kind == "empirical") {
+        spec.kind = DistKind::empirical;
+        const std::string samples_key = join_key(key, "samples");
+        const toml::array& samples = as_array(require("samples"), samples_key);
+        if (samples.empty()) {
+            fail_at(samples, fmt::format("{}: empty list; give at least one sample", samples_key));
+        }
+        for (const toml::node& sample : samples) {
+            spec.samples.push_back(as_positive(sample, samples_key));
+        }
+        double mean = 0;
+        for (double x : spec.samples) mean += x;
+        mean /= static_cast<double>(spec.samples.size());
+        bool normalize = false;
+        if (const toml::node* node = table.get("normalize")) {
+            normalize = as_bool(*node, join_key(key, "normalize"));
+        }
+        if (normalize) {
+            for (double& x : spec.samples) x /= mean;
+        }
+        double mean_after = normalize ? 1.0 : mean;
+        double var = 0;
+        for (double x : spec.samples) var += (x - mean_after) * (x - mean_after);
+        var /= static_cast<double>(spec.samples.size());
+        spec.mean = mean_after;
+        spec.cv = std::sqrt(var) / mean_after;
+    } else {
+        spec.kind = DistKind::mixture;
+        const std::string components_key = join_key(key, "components");
+        const toml::array& components = as_array(require("components"), components_key);
+        if (components.empty()) {
+            fail_at(components,
+                    fmt::format("{}: empty list; give at least one component", components_key));
+        }
+        double total = 0;
+        for (std::size_t i = 0; i < components.size(); ++i) {
+            const std::string component_key = fmt::format("{}[{}]", components_key, i);
+            const toml::table& component = as_table(components[i], component_key);
+            const toml::node* weight = component.get("weight");
+            if (weight == nullptr) {
+                throw error_at(component.source(),
+                               fmt::format("{}: missing 'weight'", component_key));
+            }
+            MixtureComponent c;
+            c.weight = as_positive(*weight, join_key(component_key, "weight"));
+            c.dist = parse_distribution_table(component, component_key, true);
+            total += c.weight;
+            spec.components.push_back(std::move(c));
+        }
+        if (std::abs(total - 1.0) > 1e-9) {
+            fail_at(components, fmt::format("{}: weights sum to {}, expected 1 (within 1e-9)",
+                                            components_key, format_number(total)));
+        }
+        mixture_moments(spec);
+    }
+    return spec;
+}
+
+}  // namespace
+
+DistributionSpec parse_distribution(const toml::node& node, const std::string& key) {
+    return parse_distribution_table(as_table(node, key), key, false);
+}
+
+void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
+                             VariabilitySpec& spec) {
+    std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
+    allowed.insert(allowed.end(), {"comm_regime", "persistent"});
+    // Preset files may say where their numbers come from.
+    if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
+    if (!is_preset) allowed.emplace_back("preset");
+    check_keys(table, path, allowed);
+
+    for (const auto& [key, node] : in_file_order(table)) {
+        const std::string name(key->str());
+        const std::string full = join_key(path, name);
+        if (name == "preset" || name == "description" || name == "name") {
+            as_string(*node, full);
+        } else if (name == "source") {
+            spec.source = as_string(*node, full);
+        } else if (name == "comm_regime") {
+            spec.comm_regime = parse_distribution(*node, full);
+        } else if (name == "persistent") {
+            const toml::table& persistent = as_table(*node, full);
+            check_keys(persistent, full,
+                       {"spatial", "slow_probability", "slow_factor", "slow_scope"});
+            for (const auto& [pkey, pnode] : in_file_order(persistent)) {
+                const std::string pfull = join_key(full, std::string(pkey->str()));
+                if (std::string(pkey->str()) == "spatial") {
+                    spec.persistent.spatial = parse_distribution(*pnode, pfull);
+                } else if (std::string(pkey->str()) == "slow_probability") {
+                    const double p = as_positive(*pnode, pfull, true);
+                    if (p > 1) {
+                        fail_at(*pnode,
+                                fmt::format("{}: value {} must be <= 1", pfull, format_number(p)));
+                    }
+                    spec.persistent.slow_probability = p;
+                } else if (std::string(pkey->str()) == "slow_factor") {
+                    const double f = as_positive(*pnode, pfull);
+                    if (f < 1) {
+                        fail_at(*pnode, fmt::format("{}: value {} must be >= 1 (a slowdown)", pfull,
+                                                    format_number(f)));
+                    }
+                    spec.persistent.slow_factor = f;
+                } else {
+                    spec.persistent.slow_per_node =
+                        as_choice(*pnode, pfull, {"node", "gpu"}) == "node";
+                }
+            }
+        } else {
+            for (int k = 0; k < kKernelClassCount; ++k) {
+                if (name == kKernelClassNames[static_cast<std::size_t>(k)]) {
+                    spec.transient[static_cast<std::size_t>(k)] = parse_distribution(*node, full);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace prism::io::detail

@@ -1,0 +1,833 @@
+#include "io/experiment_loader.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "io/detail/toml_reader.hpp"
+#include "io/detail/toml_variability.hpp"
+#include "io/presets.hpp"
+#include "io/units.hpp"
+#include "src/common/error.hpp"
+#include "src/model/design_space.hpp"
+#include "src/model/evaluate.hpp"
+
+namespace prism::io {
+
+namespace {
+
+using detail::as_array;
+using detail::as_bool;
+using detail::as_choice;
+using detail::as_integer;
+using detail::as_integer_in;
+using detail::as_number;
+using detail::as_positive;
+using detail::as_quantity;
+using detail::as_string;
+using detail::as_table;
+using detail::check_keys;
+using detail::did_you_mean;
+using detail::error_at;
+using detail::fail_at;
+using detail::format_number;
+using detail::in_file_order;
+using detail::join_key;
+
+const std::vector<std::string> kTopLevelKeys{
+    "experiment", "model",       "training",   "hardware",   "cluster",     "defaults",
+    "space",      "constraints", "objectives", "evaluation", "variability", "failures"};
+
+std::string lower_first(std::string text) {
+    if (!text.empty())
+        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+    return text;
+}
+
+toml::table parse_toml(std::string_view text, const std::string& source_name) {
+    try {
+        return toml::parse(text, source_name);
+    } catch (const toml::parse_error& e) {
+        throw error_at(e.source(), "invalid TOML: " + lower_first(std::string(e.description())),
+                       source_name);
+    }
+}
+
+std::string preset_path(std::string_view kind, std::string_view name) {
+    return fmt::format("configs/presets/{}/{}.toml", kind, name);
+}
+
+/// The parsed preset `kind`/`name` named by `node` (the value of a `preset` key).
+toml::table load_preset(std::string_view kind, std::string_view singular, const toml::node& node,
+                        const std::string& key) {
+    const std::string& name = as_string(node, key);
+    const std::optional<std::string_view> text = preset_text(kind, name);
+    if (!text) {
+        const std::vector<std::string> names = preset_names(kind);
+        std::string list;
+        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+        fail_at(node, fmt::format("{}: unknown {} preset '{}' (known: {}){}", key, singular, name,
+                                  list, did_you_mean(name, names)));
+    }
+    return parse_toml(*text, preset_path(kind, name));
+}
+
+[[noreturn]] void fail_file(const std::string& file, const std::string& message) {
+    throw ConfigError(file, 0, 0, message);
+}
+
+int as_int(const toml::node& node, std::string_view key, std::int64_t min) {
+    return static_cast<int>(as_integer_in(node, key, min));
+}
+
+// ---- [experiment] ----------------------------------------------------------------------------
+
+void parse_experiment_table(const toml::table& table, Experiment& experiment) {
+    check_keys(table, "experiment", {"name", "seed", "on_error", "baseline"});
+    if (const toml::node* node = table.get("name")) {
+        experiment.name = as_string(*node, "experiment.name");
+    }
+    if (const toml::node* node = table.get("seed")) {
+        experiment.seed =
+            static_cast<std::uint64_t>(as_integer_in(*node, "experiment.seed", 0, INT64_MAX));
+    }
+    if (const toml::node* node = table.get("on_error")) {
+        experiment.on_error = as_choice(*node, "experiment.on_error", {"skip", "abort"}) == "skip"
+                                  ? Experiment::OnError::skip
+                                  : Experiment::OnError::abort;
+    }
+}
+
+// ---- [model] ---------------------------------------------------------------------------------
+
+const std::vector<std::string> kModelFields{"layers", "hidden",    "heads", "kv_heads",
+                                            "ffn",    "gated_mlp", "vocab", "seq"};
+
+struct ModelDraft {
+    std::map<std::string, std::int64_t> ints;
+    std::optional<bool> gated_mlp;
+    std::vector<std::string> overridden;
+};
+
+void apply_model_fields(const toml::table& table, bool is_preset, ModelDraft& draft,
+                        ModelSpec& model) {
+    std::vector<std::string> allowed = kModelFields;
+    allowed.emplace_back(is_preset ? "source" : "preset");
+    check_keys(table, "model", allowed);
+    for (const auto& [key, node] : in_file_order(table)) {
+        const std::string name(key->str());
+        const std::string full = join_key("model", name);
+        if (name == "preset") continue;
+        if (!is_preset) draft.overridden.push_back(name);
+        if (name == "source") {
+            model.source = as_string(*node, full);
+        } else if (name == "gated_mlp") {
+            draft.gated_mlp = as_bool(*node, full);
+        } else {
+            draft.ints[name] = as_integer_in(*node, full, 1);
+        }
+    }
+}
+
+void parse_model(const toml::table& root, const std::string& file, Experiment& experiment) {
+    const toml::node* node = root.get("model");
+    if (node == nullptr) fail_file(file, "missing [model] table");
+    const toml::table& table = as_table(*node, "model");
+    ModelSpec& model = experiment.model;
+    ModelDraft draft;
+    model.name = "custom";
+    if (const toml::node* preset = table.get("preset")) {
+        const toml::table preset_table = load_preset("models", "model", *preset, "model.preset");
+        model.name = as_string(*preset, "model.preset");
+        apply_model_fields(preset_table, true, draft, model);
+    }
+    apply_model_fields(table, false, draft, model);
+    if (model.name != "custom" && !draft.overridden.empty()) {
+        std::string list;
+        for (const std::string& k : draft.overridden) list += (list.empty() ? "" : ", ") + k;
+        model.source += fmt::format(" (overridden in the experiment: {})", list);
+    }
+
+    for (const char* required : {"layers", "hidden", "heads", "vocab", "seq"}) {
+        if (!draft.ints.contains(required)) {
+            throw error_at(table.source(),
+                           fmt::format("model: missing '{}' (give it or a preset)", required));
+        }
+    }
+    model.layers = static_cast<int>(draft.ints["layers"]);
+    model.hidden = static_cast<int>(draft.ints["hidden"]);
+    model.heads = static_cast<int>(draft.ints["heads"]);
+    model.kv_heads =
+        static_cast<int>(draft.ints.contains("kv_heads") ? draft.ints["kv_heads"] : model.heads);
+    model.ffn = static_cast<int>(draft.ints.contains("ffn") ? draft.ints["ffn"]
+                                                            : 4 * std::int64_t{model.hidden});
+    model.gated_mlp = draft.gated_mlp.value_or(false);
+    model.vocab = static_cast<int>(draft.ints["vocab"]);
+    model.seq = static_cast<int>(draft.ints["seq"]);
+
+    const auto where = [&](const char* key) -> const toml::source_region& {
+        const toml::node* n = table.get(key);
+        return n != nullptr ? n->source() : table.source();
+    };
+    if (model.hidden % model.heads != 0) {
+        throw error_at(where("heads"), fmt::format("model.heads: {} does not divide hidden = {}",
+                                                   model.heads, model.hidden));
+    }
+    if (model.kv_heads > model.heads || model.heads % model.kv_heads != 0) {
+        throw error_at(where("kv_heads"),
+                       fmt::format("model.kv_heads: {} does not divide heads = {}", model.kv_heads,
+                                   model.heads));
+    }
+}
+
+// ---- [training] ------------------------------------------------------------------------------
+
+void parse_training(const toml::table& root, const std::string& file, bool batch_in_space,
+                    Experiment& experiment) {
+    TrainingSpec& training = experiment.training;
+    const toml::node* node = root.get("training");
+    if (node == nullptr) {
+        if (!batch_in_space) {
+            fail_file(file, "missing [training] table (global_batch or global_batch_tokens)");
+        }
+        return;
+    }
+    const toml::table& table = as_table(*node, "training");
+    check_keys(table, "training",
+               {"global_batch", "global_batch_tokens", "precision", "optimizer", "total_tokens",
+                "flash_attention", "overlap_grad_reduce"});
+    const toml::node* seqs = table.get("global_batch");
+    const toml::node* tokens = table.get("global_batch_tokens");
+    if (seqs != nullptr && tokens != nullptr) {
+        fail_at(*tokens,
+                "training.global_batch_tokens: give either global_batch (sequences) or "
+                "global_batch_tokens, not both");
+    }
+    if (seqs != nullptr) {
+        training.global_batch_seqs = as_integer_in(*seqs, "training.global_batch", 1, INT64_MAX);
+    } else if (tokens != nullptr) {
+        const double value = as_positive(*tokens, "training.global_batch_tokens");
+        const std::int64_t seq = experiment.model.seq;
+        if (value != std::floor(value) || std::fmod(value, static_cast<double>(seq)) != 0) {
+            fail_at(*tokens, fmt::format("training.global_batch_tokens: {} is not a multiple of "
+                                         "seq = {}",
+                                         format_number(value), seq));
+        }
+        training.global_batch_seqs = static_cast<std::int64_t>(value) / seq;
+    } else if (!batch_in_space) {
+        throw error_at(table.source(),
+                       "training: missing 'global_batch' (sequences) or 'global_batch_tokens'");
+    }
+    if (const toml::node* n = table.get("precision")) {
+        training.precision = as_choice(*n, "training.precision", {"bf16", "fp8"}) == "bf16"
+                                 ? Precision::bf16
+                                 : Precision::fp8;
+    }
+    if (const toml::node* n = table.get("optimizer")) {
+        as_choice(*n, "training.optimizer", {"adam"});
+        training.optimizer = Optimizer::adam;
+    }
+    if (const toml::node* n = table.get("total_tokens")) {
+        training.total_tokens = as_positive(*n, "training.total_tokens");
+    }
+    if (const toml::node* n = table.get("flash_attention")) {
+        training.flash_attention = as_bool(*n, "training.flash_attention");
+    }
+    if (const toml::node* n = table.get("overlap_grad_reduce")) {
+        training.overlap_grad_reduce = as_bool(*n, "training.overlap_grad_reduce");
+    }
+}
+
+// ---- [hardware.<name>] -----------------------------------------------------------------------
+
+struct HardwareField {
+    const char* key;
+    Quantity quantity;
+    bool required;
+    bool allow_zero;
+    bool fraction;  // dimensionless in (0, 1]
+    double& (*ref)(HardwareSpec&);
+};
+
+const HardwareField kHardwareFields[] = {
+    {"peak_bf16", Quantity::flop_rate, true, false, false,
+     [](HardwareSpec& h) -> double& { return h.gpu.peak_bf16_flop_per_s; }},
+    {"peak_fp8", Quantity::flop_rate, false, true, false,
+     [](HardwareSpec& h) -> double& { return h.gpu.peak_fp8_flop_per_s; }},
+    {"hbm_capacity", Quantity::bytes, true, false, false,
+     [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }},
+    {"hbm_bandwidth", Quantity::bandwidth, true, false, false,
+     [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes_per_s; }},
+    {"hbm_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.hbm_efficiency; }},
+    {"nvlink_bandwidth", Quantity::bandwidth, true, false, false,
+     [](HardwareSpec& h) -> double& { return h.nvlink_bytes_per_s; }},
+    {"nvlink_latency", Quantity::time, false, true, false,
+     [](HardwareSpec& h) -> double& { return h.nvlink_latency_s; }},
+    {"nic_bandwidth", Quantity::bandwidth, true, false, false,
+     [](HardwareSpec& h) -> double& { return h.nic_bytes_per_s; }},
+    {"nic_latency", Quantity::time, false, true, false,
+     [](HardwareSpec& h) -> double& { return h.nic_latency_s; }},
+    {"collective_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.collective_efficiency; }},
+    {"gemm_max_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
+    {"gemm_half_flops", Quantity::dimensionless, false, false, false,
+     [](HardwareSpec& h) -> double& { return h.gpu.gemm.half_flops; }},
+    {"kernel_launch", Quantity::time, false, true, false,
+     [](HardwareSpec& h) -> double& { return h.kernel_launch_s; }},
+};
+
+void apply_hardware_fields(const toml::table& table, const std::string& path, bool is_preset,
+                           HardwareSpec& hw, std::set<std::string>& seen,
+                           std::vector<std::string>& overridden) {
+    std::vector<std::string> allowed{"gpus_per_node", is_preset ? "source" : "preset"};
+    for (const HardwareField& f : kHardwareFields) allowed.emplace_back(f.key);
+    check_keys(table, path, allowed);
+    for (const auto& [key, node] : in_file_order(table)) {
+        const std::string name(key->str());
+        const std::string full = join_key(path, name);
+        if (name == "preset") continue;
+        seen.insert(name);
+        if (!is_preset) overridden.push_back(name);
+        if (name == "source") {
+            hw.gpu.source = as_string(*node, full);
+        } else if (name == "gpus_per_node") {
+            hw.gpus_per_node = as_int(*node, full, 1);
+        } else {
+            for (const HardwareField& f : kHardwareFields) {
+                if (name != f.key) continue;
+                const double value = as_quantity(*node, full, f.quantity, false, f.allow_zero);
+                if (f.fraction && value > 1) {
+                    fail_at(*node,
+                            fmt::format("{}: value {} must be <= 1", full, format_number(value)));
+                }
+                f.ref(hw) = value;
+            }
+        }
+    }
+}
+
+void parse_hardware(const toml::table& root, const std::string& file, Experiment& experiment) {
+    const toml::node* node = root.get("hardware");
+    if (node == nullptr) fail_file(file, "missing [hardware.<name>] table (at least one)");
+    const toml::table& all = as_table(*node, "hardware");
+    for (const auto& [key, value] : in_file_order(all)) {
+        const std::string path = join_key("hardware", std::string(key->str()));
+        const toml::table* table = value->as_table();
+        if (table == nullptr) {
+            fail_at(*value, fmt::format("{}: expected a table [hardware.<name>], got {}", path,
+                                        detail::type_phrase(value->type())));
+        }
+        HardwareSpec hw;
+        hw.name = std::string(key->str());
+        hw.gpu.name = std::string(key->str());
+        std::set<std::string> seen;
+        std::vector<std::string> overridden;
+        if (const toml::node* preset = table->get("preset")) {
+            const toml::table preset_table =
+                load_preset("gpus", "gpu", *preset, join_key(path, "preset"));
+            hw.gpu.name = as_string(*preset, join_key(path, "preset"));
+            apply_hardware_fields(preset_table, path, true, hw, seen, overridden);
+            overridden.clear();
+        }
+        apply_hardware_fields(*table, path, false, hw, seen, overridden);
+        if (table->get("preset") != nullptr && !overridden.empty()) {
+            std::string list;
+            for (const std::string& k : overridden) list += (list.empty() ? "" : ", ") + k;
+            hw.gpu.source += fmt::format(" (overridden in the experiment: {})", list);
+        }
+        for (const HardwareField& f : kHardwareFields) {
+            if (f.required && !seen.contains(f.key)) {
+                throw error_at(table->source(),
+                               fmt::format("{}: missing '{}' (give it or a preset)", path, f.key));
+            }
+        }
+        experiment.hardware.push_back(std::move(hw));
+    }
+    if (experiment.hardware.empty()) {
+        throw error_at(all.source(), "hardware: no [hardware.<name>] table (at least one)");
+    }
+}
+
+// ---- [cluster] -------------------------------------------------------------------------------
+
+void parse_cluster(const toml::table& table, ClusterSpec& cluster) {
+    check_keys(table, "cluster",
+               {"nodes_per_rack", "racks_per_pod", "rack_oversubscription", "pod_oversubscription",
+                "total_gpus"});
+    for (const auto& [key, node] : in_file_order(table)) {
+        const std::string name(key->str());
+        const std::string full = join_key("cluster", name);
+        if (name == "nodes_per_rack") {
+            cluster.nodes_per_rack = as_int(*node, full, 1);
+        } else if (name == "racks_per_pod") {
+            cluster.racks_per_pod = as_int(*node, full, 1);
+        } else if (name == "total_gpus") {
+            cluster.total_gpus = as_integer_in(*node, full, 0, INT64_MAX);
+        } else {
+            const double value = as_positive(*node, full);
+            if (value < 1) {
+                fail_at(*node, fmt::format("{}: value {} must be >= 1 (a bandwidth divisor)", full,
+                                           format_number(value)));
+            }
+            (name == "rack_oversubscription" ? cluster.rack_oversubscription
+                                             : cluster.pod_oversubscription) = value;
+        }
+    }
+}
+
+// ---- design dimensions: [defaults], [space], experiment.baseline -------------------------------
+
+std::vector<std::string> dimension_names() {
+    std::vector<std::string> names;
+    for (const DimensionInfo& info : design_dimensions()) names.push_back(info.name);
+    return names;
+}
+
+// Dimensions given as a quantity with a unit; a bare number is in the SI unit.
+std::optional<Quantity> dimension_quantity(const std::string& name) {
+    if (name == "checkpoint_interval") return Quantity::time;
+    return std::nullopt;
+}
+
+DimensionValue read_dimension_value(const toml::node& node, const DimensionInfo& info,
+                                    const std::string& key) {
+    DimensionValue value;
+    if (const auto quantity = dimension_quantity(info.name)) {
+        value.type = DimensionValue::Type::number;
+        value.d = as_quantity(node, key, *quantity, true, true);
+        return value;
+    }
+    value.type = info.type;
+    switch (info.type) {
+        case DimensionValue::Type::integer:
+            value.i = as_integer(node, key);
+            break;
+        case DimensionValue::Type::number:
+            value.d = as_number(node, key);
+            break;
+        case DimensionValue::Type::string:
+            value.s = as_string(node, key);
+            break;
+        case DimensionValue::Type::boolean:
+            value.b = as_bool(node, key);
+            break;
+    }
+    return value;
+}
+
+bool same_value(const DimensionValue& a, const DimensionValue& b) {
+    return a.type == b.type && a.i == b.i && a.d == b.d && a.s == b.s && a.b == b.b;
+}
+
+std::string describe_value(const DimensionValue& v) {
+    switch (v.type) {
+        case DimensionValue::Type::integer:
+            return std::to_string(v.i);
+        case DimensionValue::Type::number:
+            return format_number(v.d);
+        case DimensionValue::Type::string:
+            return fmt::format("\"{}\"", v.s);
+        case DimensionValue::Type::boolean:
+            return v.b ? "true" : "false";
+    }
+    return "?";
+}
+
+// apply_dimension's messages name the dimension ("tp: value 0 must be >= 1", possibly with a
+// "space." prefix); re-say them with the section they came from and the value's location.
+[[noreturn]] void relocate(const ConfigError& error, const toml::node& at, std::string_view section,
+                           const std::string& name) {
+    std::string message = error.what();
+    const std::string bare = name + ":";
+    const std::string spaced = "space." + name + ":";
+    if (message.starts_with(bare)) {
+        message = fmt::format("{}.{}", section, message);
+    } else if (message.starts_with(spaced)) {
+        message = fmt::format("{}.{}", section, message.substr(6));
+    } else {
+        message = fmt::format("{}.{}: {}", section, name, message);
+    }
+    fail_at(at, message);
+}
+
+void apply_located(const Experiment& experiment, const Dimension& dim, std::size_t index,
+                   DesignPoint& point, const toml::node& at, std::string_view section) {
+    try {
+        apply_dimension(experiment, dim, index, point);
+    } catch (const ConfigError& e) {
+        relocate(e, at, section, dim.name);
+    }
+}
+
+/// Applies a table of scalar dimension values ([defaults], experiment.baseline) onto `point`:
+/// every key in file order, `gpus` last (dp = gpus / (tp pp cp) with the final tp, pp, cp).
+/// Returns the gpus value when given.
+std::optional<DimensionValue> apply_point_table(const Experiment& experiment,
+                                                const toml::table& table,
+                                                const std::string& section, DesignPoint& point) {
+    check_keys(table, section, dimension_names());
+    const toml::node* gpus = table.get("gpus");
+    if (gpus != nullptr && table.get("dp") != nullptr) {
+        fail_at(*gpus, fmt::format("{}.gpus: dp and gpus are mutually exclusive (gpus sets dp = "
+                                   "gpus / (tp*pp*cp))",
+                                   section));
+    }
+    for (const auto& [key, node] : in_file_order(table)) {
+        if (std::string(key->str()) == "gpus") continue;
+        const DimensionInfo& info = *find_dimension(std::string(key->str()));
+        Dimension dim{
+            std::string(key->str()),
+            {read_dimension_value(*node, info, join_key(section, std::string(key->str())))}};
+        apply_located(experiment, dim, 0, point, *node, section);
+    }
+    if (gpus == nullptr) return std::nullopt;
+    const std::string key = join_key(section, "gpus");
+    Dimension dim{"gpus", {read_dimension_value(*gpus, *find_dimension("gpus"), key)}};
+    apply_located(experiment, dim, 0, point, *gpus, section);
+    const std::int64_t per_replica = std::int64_t{point.tp} * point.pp * point.cp;
+    const std::int64_t total = dim.values[0].i;
+    if (total % per_replica != 0) {
+        fail_at(*gpus,
+                fmt::format("{}: {} is not a multiple of tp*pp*cp = {}", key, total, per_replica));
+    }
+    point.dp = static_cast<int>(total / per_replica);
+    return dim.values[0];
+}
+
+void parse_space(const toml::table& table, Experiment& experiment) {
+    check_keys(table, "space", dimension_names());
+    const toml::node* dp = table.get("dp");
+    const toml::node* gpus = table.get("gpus");
+    if (dp != nullptr && gpus != nullptr) {
+        const toml::key& later = dp->source().begin.line > gpus->source().begin.line
+                                     ? table.lower_bound("dp")->first
+                                     : table.lower_bound("gpus")->first;
+        fail_at(later, fmt::format("space.{}: dp and gpus are mutually exclusive (gpus sets dp = "
+                                   "gpus / (tp*pp*cp))",
+                                   later.str()));
+    }
+    for (const auto& [key, node] : in_file_order(table)) {
+        const std::string full = join_key("space", std::string(key->str()));
+        const DimensionInfo& info = *find_dimension(std::string(key->str()));
+        const toml::array& values = as_array(*node, full);
+        if (values.empty())
+            fail_at(*node, fmt::format("{}: empty list; give at least one value", full));
+        Dimension dim{std::string(key->str()), {}};
+        for (const toml::node& element : values) {
+            DimensionValue value = read_dimension_value(element, info, full);
+            for (const DimensionValue& earlier : dim.values) {
+                if (same_value(earlier, value)) {
+                    fail_at(element,
+                            fmt::format("{}: duplicate value {}", full, describe_value(value)));
+                }
+            }
+            dim.values.push_back(std::move(value));
+        }
+        for (std::size_t i = 0; i < dim.values.size(); ++i) {
+            DesignPoint scratch = experiment.defaults;
+            apply_located(experiment, dim, i, scratch, *values.get(i), "space");
+        }
+        experiment.space.dimensions.push_back(std::move(dim));
+    }
+}
+
+// ---- [constraints], [evaluation], [failures] ---------------------------------------------------
+
+void parse_constraints(const toml::table& table, Constraints& constraints) {
+    check_keys(table, "constraints", {"min_gpus", "max_gpus", "gpus_in", "max_memory_fraction"});
+    if (const toml::node* n = table.get("min_gpus")) {
+        constraints.min_gpus = as_integer_in(*n, "constraints.min_gpus", 0, INT64_MAX);
+    }
+    if (const toml::node* n = table.get("max_gpus")) {
+        constraints.max_gpus = as_integer_in(*n, "constraints.max_gpus", 0, INT64_MAX);
+        if (constraints.max_gpus > 0 && constraints.max_gpus < constraints.min_gpus) {
+            fail_at(*n, fmt::format("constraints.max_gpus: {} is below min_gpus = {}",
+                                    constraints.max_gpus, constraints.min_gpus));
+        }
+    }
+    if (const toml::node* n = table.get("gpus_in")) {
+        const toml::array& values = as_array(*n, "constraints.gpus_in");
+        if (values.empty()) fail_at(*n, "constraints.gpus_in: empty list; give at least one value");
+        for (const toml::node& v : values) {
+            constraints.gpus_in.push_back(as_integer_in(v, "constraints.gpus_in", 1, INT64_MAX));
+        }
+    }
+    if (const toml::node* n = table.get("max_memory_fraction")) {
+        const double value = as_positive(*n, "constraints.max_memory_fraction");
+        if (value > 1) {
+            fail_at(*n, fmt::format("constraints.max_memory_fraction: value {} must be <= 1",
+                                    format_number(value)));
+        }
+        constraints.max_memory_fraction = value;
+    }
+}
+
+void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
+    check_keys(table, "evaluation",
+               {"method", "samples", "slow_deltas", "histogram", "histogram_bins", "sensitivity"});
+    if (const toml::node* n = table.get("method")) {
+        evaluation.method =
+            as_choice(*n, "evaluation.method", {"analytic", "montecarlo"}) == "analytic"
+                ? Method::analytic
+                : Method::montecarlo;
+    }
+    if (const toml::node* n = table.get("samples")) {
+        evaluation.samples = as_int(*n, "evaluation.samples", 1);
+    }
+    if (const toml::node* n = table.get("slow_deltas")) {
+        evaluation.slow_deltas.clear();
+        for (const toml::node& v : as_array(*n, "evaluation.slow_deltas")) {
+            evaluation.slow_deltas.push_back(as_positive(v, "evaluation.slow_deltas"));
+        }
+    }
+    if (const toml::node* n = table.get("histogram")) {
+        evaluation.histogram = as_bool(*n, "evaluation.histogram");
+    }
+    if (const toml::node* n = table.get("histogram_bins")) {
+        evaluation.histogram_bins = as_int(*n, "evaluation.histogram_bins", 1);
+    }
+    if (const toml::node* n = table.get("sensitivity")) {
+        evaluation.sensitivity = as_bool(*n, "evaluation.sensitivity");
+    }
+}
+
+void parse_failures(const toml::table& table, FailureSpec& failures) {
+    check_keys(table, "failures",
+               {"enabled", "detection", "restart", "checkpoint_policy", "checkpoint_interval",
+                "checkpoint_bandwidth", "async_checkpoint", "deadlines", "cause"});
+    if (const toml::node* n = table.get("enabled")) {
+        failures.enabled = as_bool(*n, "failures.enabled");
+    }
+    if (const toml::node* n = table.get("detection")) {
+        failures.detection_s = as_quantity(*n, "failures.detection", Quantity::time, false, true);
+    }
+    if (const toml::node* n = table.get("restart")) {
+        failures.restart_s = as_quantity(*n, "failures.restart", Quantity::time, false, true);
+    }
+    if (const toml::node* n = table.get("checkpoint_policy")) {
+        const std::string policy =
+            as_choice(*n, "failures.checkpoint_policy", {"fixed", "young_daly", "optimal"});
+        failures.checkpoint_policy = policy == "fixed"        ? CheckpointPolicy::fixed
+                                     : policy == "young_daly" ? CheckpointPolicy::young_daly
+                                                              : CheckpointPolicy::optimal;
+    }
+    if (const toml::node* n = table.get("checkpoint_interval")) {
+        failures.checkpoint_interval_s =
+            as_quantity(*n, "failures.checkpoint_interval", Quantity::time);
+    }
+    if (const toml::node* n = table.get("checkpoint_bandwidth")) {
+        failures.checkpoint_bytes_per_s =
+            as_quantity(*n, "failures.checkpoint_bandwidth", Quantity::bandwidth);
+    }
+    if (const toml::node* n = table.get("async_checkpoint")) {
+        failures.async_checkpoint = as_bool(*n, "failures.async_checkpoint");
+    }
+    if (const toml::node* n = table.get("deadlines")) {
+        for (const toml::node& v : as_array(*n, "failures.deadlines")) {
+            failures.deadlines_s.push_back(as_quantity(v, "failures.deadlines", Quantity::time));
+        }
+    }
+    if (const toml::node* n = table.get("cause")) {
+        const toml::array& causes = as_array(*n, "failures.cause");
+        for (std::size_t i = 0; i < causes.size(); ++i) {
+            const std::string path = fmt::format("failures.cause[{}]", i);
+            const toml::table& cause_table = as_table(causes[i], path);
+            check_keys(cause_table, path, {"name", "scope", "mtbf", "weibull_shape"});
+            FailureCause cause;
+            const toml::node* mtbf = cause_table.get("mtbf");
+            if (mtbf == nullptr) {
+                throw error_at(cause_table.source(), fmt::format("{}: missing 'mtbf'", path));
+            }
+            cause.mtbf_s = as_quantity(*mtbf, join_key(path, "mtbf"), Quantity::time);
+            cause.name = fmt::format("cause{}", i);
+            if (const toml::node* v = cause_table.get("name")) {
+                cause.name = as_string(*v, join_key(path, "name"));
+            }
+            if (const toml::node* v = cause_table.get("scope")) {
+                cause.per_node = as_choice(*v, join_key(path, "scope"), {"gpu", "node"}) == "node";
+            }
+            if (const toml::node* v = cause_table.get("weibull_shape")) {
+                cause.weibull_shape = as_positive(*v, join_key(path, "weibull_shape"));
+            }
+            failures.causes.push_back(std::move(cause));
+        }
+    }
+    if (failures.checkpoint_policy == CheckpointPolicy::fixed &&
+        failures.checkpoint_interval_s <= 0) {
+        const toml::node* n = table.get("checkpoint_policy");
+        throw error_at(n->source(),
+                       "failures.checkpoint_policy: \"fixed\" needs "
+                       "checkpoint_interval");
+    }
+    if (failures.enabled && failures.causes.empty()) {
+        throw error_at(table.get("enabled")->source(),
+                       "failures.enabled: true needs at least one [[failures.cause]]");
+    }
+}
+
+// ---- [variability] -----------------------------------------------------------------------------
+
+void parse_variability(const toml::table& table, VariabilitySpec& variability) {
+    if (const toml::node* preset = table.get("preset")) {
+        const toml::table preset_file =
+            load_preset("variability", "variability", *preset, "variability.preset");
+        const std::string& name = as_string(*preset, "variability.preset");
+        variability.source = name;
+        // A preset file holds the keys of [variability], at top level or under [variability].
+        const toml::table* body = &preset_file;
+        if (preset_file.size() == 1 && preset_file.get_as<toml::table>("variability") != nullptr) {
+            body = preset_file.get_as<toml::table>("variability");
+        }
+        detail::apply_variability_table(*body, "variability", true, variability);
+        if (variability.source != name) {
+            variability.source = fmt::format("{}: {}", name, variability.source);
+        }
+    }
+    detail::apply_variability_table(table, "variability", false, variability);
+}
+
+// ---- [objectives] ------------------------------------------------------------------------------
+
+void parse_objectives(const toml::table& table, Experiment& experiment) {
+    check_keys(table, "objectives", {"minimize", "maximize"});
+    const MetricSchema schema = metric_schema(experiment);
+    std::vector<std::string> names;
+    for (const MetricInfo& info : schema) names.push_back(info.name);
+    for (const auto& [key, node] : in_file_order(table)) {
+        const std::string full = join_key("objectives", std::string(key->str()));
+        for (const toml::node& element : as_array(*node, full)) {
+            const std::string& metric = as_string(element, full);
+            if (find_metric(schema, metric) < 0) {
+                fail_at(element, fmt::format("{}: unknown metric '{}'{}", full, metric,
+                                             did_you_mean(metric, names)));
+            }
+            for (const Objective& earlier : experiment.objectives) {
+                if (earlier.metric == metric) {
+                    fail_at(element,
+                            fmt::format("{}: metric '{}' is already an objective", full, metric));
+                }
+            }
+            experiment.objectives.push_back(
+                Objective{metric, std::string(key->str()) == "maximize"});
+        }
+    }
+}
+
+const toml::table* optional_table(const toml::table& root, std::string_view key) {
+    const toml::node* node = root.get(key);
+    return node == nullptr ? nullptr : &as_table(*node, key);
+}
+
+}  // namespace
+
+prism::Experiment parse_experiment(std::string_view text, const std::string& source_name) {
+    Experiment experiment;
+    experiment.file = source_name;
+    experiment.text = std::string(text);
+
+    const toml::table root = parse_toml(text, source_name);
+    check_keys(root, "", kTopLevelKeys);
+    for (const auto& [key, node] : in_file_order(root)) as_table(*node, std::string(key->str()));
+
+    const toml::table* space = optional_table(root, "space");
+    const toml::table* defaults = optional_table(root, "defaults");
+    const bool batch_in_space = (space != nullptr && space->get("global_batch") != nullptr) ||
+                                (defaults != nullptr && defaults->get("global_batch") != nullptr);
+
+    if (const toml::table* t = optional_table(root, "experiment")) {
+        parse_experiment_table(*t, experiment);
+    }
+    if (experiment.name.empty()) {
+        experiment.name = std::filesystem::path(source_name).stem().string();
+    }
+    parse_model(root, source_name, experiment);
+    parse_training(root, source_name, batch_in_space, experiment);
+    parse_hardware(root, source_name, experiment);
+    if (experiment.training.precision == Precision::fp8) {
+        for (const HardwareSpec& hw : experiment.hardware) {
+            if (hw.gpu.peak_fp8_flop_per_s <= 0) {
+                fail_at(*root["training"]["precision"].node(),
+                        fmt::format("training.precision: \"fp8\" needs peak_fp8, which "
+                                    "[hardware.{}] does not have",
+                                    hw.name));
+            }
+        }
+    }
+    if (const toml::table* t = optional_table(root, "cluster"))
+        parse_cluster(*t, experiment.cluster);
+    if (const toml::table* t = optional_table(root, "variability")) {
+        parse_variability(*t, experiment.variability);
+    }
+    if (const toml::table* t = optional_table(root, "evaluation")) {
+        parse_evaluation(*t, experiment.evaluation);
+    }
+    if (const toml::table* t = optional_table(root, "failures")) {
+        parse_failures(*t, experiment.failures);
+    }
+
+    std::optional<DimensionValue> default_gpus;
+    if (defaults != nullptr) {
+        default_gpus = apply_point_table(experiment, *defaults, "defaults", experiment.defaults);
+    }
+    if (space != nullptr) parse_space(*space, experiment);
+    if (default_gpus) {
+        // gpus in [defaults] fixes the total while [space] varies tp/pp/cp: it becomes a
+        // one-value `gpus` dimension so that decode_point derives dp per point.
+        const auto& dims = experiment.space.dimensions;
+        const auto named = [&](const char* name) {
+            return std::any_of(dims.begin(), dims.end(),
+                               [&](const Dimension& d) { return d.name == name; });
+        };
+        if (named("dp")) {
+            fail_at(*space->get("dp"),
+                    "space.dp: dp and gpus are mutually exclusive ([defaults] "
+                    "sets gpus)");
+        }
+        if (!named("gpus")) {
+            experiment.space.dimensions.push_back(Dimension{"gpus", {*default_gpus}});
+        }
+    }
+
+    if (const toml::table* t = optional_table(root, "constraints")) {
+        parse_constraints(*t, experiment.constraints);
+    }
+    if (const toml::table* t = optional_table(root, "experiment")) {
+        if (const toml::node* node = t->get("baseline")) {
+            DesignPoint baseline = experiment.defaults;
+            apply_point_table(experiment, as_table(*node, "experiment.baseline"),
+                              "experiment.baseline", baseline);
+            experiment.baseline = baseline;
+        }
+    }
+    if (const toml::table* t = optional_table(root, "objectives")) {
+        parse_objectives(*t, experiment);
+    }
+    return experiment;
+}
+
+prism::Experiment load_experiment(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw ConfigError(fmt::format("{}: cannot open the experiment file", path.string()));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) {
+        throw ConfigError(fmt::format("{}: cannot read the experiment file", path.string()));
+    }
+    return parse_experiment(text.str(), path.string());
+}
+
+}  // namespace prism::io

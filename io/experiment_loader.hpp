@@ -1,0 +1,26 @@
+#pragma once
+
+// Experiment files: TOML -> prism::Experiment, with every error located at the offending key or
+// value (`FILE:LINE:COL: section.key: problem`). Tables: [experiment] [model] [training]
+// [hardware.<name>]... [cluster] [defaults] [space] [constraints] [objectives] [evaluation]
+// [variability] [failures]; see tests/data/experiments/full.toml for every key.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "src/model/spec.hpp"
+
+namespace prism::io {
+
+/// Reads and parses the experiment file at `path`. Experiment::file is `path` as given and
+/// Experiment::text the exact file text. Throws ConfigError: the file cannot be read (naming the
+/// path), malformed TOML, an unknown key (with the nearest valid key when close), a wrong type
+/// or unit, a value out of range, an unknown preset or metric.
+prism::Experiment load_experiment(const std::filesystem::path& path);
+
+/// Parses experiment TOML `text`; `source_name` is used in error locations and stored in
+/// Experiment::file. Same errors as load_experiment.
+prism::Experiment parse_experiment(std::string_view text, const std::string& source_name);
+
+}  // namespace prism::io

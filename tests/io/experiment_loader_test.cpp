@@ -1,0 +1,410 @@
+#include "io/experiment_loader.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "src/common/error.hpp"
+
+namespace {
+
+using prism::io::load_experiment;
+using prism::io::parse_experiment;
+
+// Lines 1-6; a test appends from line 7 on.
+const std::string kBase =
+    "[model]\n"
+    "preset = \"llama3-8b\"\n"
+    "[training]\n"
+    "global_batch = 512\n"
+    "[hardware.h100]\n"
+    "preset = \"h100-sxm\"\n";
+
+std::string error_of(const std::string& text) {
+    try {
+        parse_experiment(text, "exp.toml");
+    } catch (const prism::ConfigError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+TEST(ExperimentLoader, MalformedTomlReportsParserLocation) {
+    // "[space" ends at column 6; the parser stops at the newline in column 7.
+    EXPECT_EQ(error_of(kBase + "[space\n"),
+              "exp.toml:7:7: invalid TOML: error while parsing table header: expected ']', saw "
+              "'\\n'");
+    EXPECT_EQ(error_of("a = 1\nb = = 2\n"),
+              "exp.toml:2:5: invalid TOML: error while parsing value: could not determine value "
+              "type");
+}
+
+TEST(ExperimentLoader, UnknownKeySuggestsNearestValidKey) {
+    EXPECT_EQ(error_of(kBase + "[space]\ntpp = [1, 2]\n"),
+              "exp.toml:8:1: unknown key 'tpp' in [space]; did you mean 'tp'?");
+}
+
+TEST(ExperimentLoader, UnknownKeyFarFromEveryKeyHasNoSuggestion) {
+    EXPECT_EQ(error_of(kBase + "[space]\nbanana = [1]\n"),
+              "exp.toml:8:1: unknown key 'banana' in [space]");
+}
+
+TEST(ExperimentLoader, UnknownTopLevelTableSuggestsNearest) {
+    EXPECT_EQ(error_of(kBase + "[evalution]\nsamples = 3\n"),
+              "exp.toml:7:2: unknown key 'evalution' at top level; did you mean 'evaluation'?");
+}
+
+TEST(ExperimentLoader, UnknownKeyInsideInlineDistributionIsReported) {
+    EXPECT_EQ(error_of(kBase + "[variability]\ngemm = { dist = \"lognormal\", cvv = 0.05 }\n"),
+              "exp.toml:8:30: unknown key 'cvv' in [variability.gemm]; did you mean 'cv'?");
+}
+
+TEST(ExperimentLoader, UnknownKeyInPresetTableIsReported) {
+    EXPECT_EQ(error_of(kBase + "nic_bandwith = \"200 Gb/s\"\n"),
+              "exp.toml:7:1: unknown key 'nic_bandwith' in [hardware.h100]; did you mean "
+              "'nic_bandwidth'?");
+}
+
+TEST(ExperimentLoader, WrongTypeInSpaceListNamesBothTypes) {
+    EXPECT_EQ(error_of(kBase + "[space]\ntp = [\"8\"]\n"),
+              "exp.toml:8:7: space.tp: expected an integer, got a string");
+}
+
+TEST(ExperimentLoader, WrongTypeOfScalarNamesBothTypes) {
+    EXPECT_EQ(error_of(kBase + "[evaluation]\nsamples = \"many\"\n"),
+              "exp.toml:8:11: evaluation.samples: expected an integer, got a string");
+}
+
+TEST(ExperimentLoader, WrongUnitDimensionIsReported) {
+    EXPECT_EQ(error_of(kBase + "nic_bandwidth = \"80 GB\"\n"),
+              "exp.toml:7:17: hardware.h100.nic_bandwidth: expected a bandwidth (e.g. "
+              "\"400 Gb/s\"), got \"80 GB\"");
+}
+
+TEST(ExperimentLoader, UnknownUnitIsNamed) {
+    EXPECT_EQ(error_of(kBase + "nic_bandwidth = \"400 Gbps\"\n"),
+              "exp.toml:7:17: hardware.h100.nic_bandwidth: unknown unit 'Gbps' in \"400 Gbps\"; "
+              "expected a bandwidth (e.g. \"400 Gb/s\")");
+}
+
+TEST(ExperimentLoader, BareNumberWithoutUnitIsRejectedWhereNotStated) {
+    EXPECT_EQ(error_of(kBase + "nic_latency = 5\n"),
+              "exp.toml:7:15: hardware.h100.nic_latency: expected a time with a unit (e.g. "
+              "\"30 min\"), got the bare number 5; bare numbers are not accepted here");
+}
+
+TEST(ExperimentLoader, EmptySpaceListNamesTheKey) {
+    EXPECT_EQ(error_of(kBase + "[space]\ntp = []\n"),
+              "exp.toml:8:6: space.tp: empty list; give at least one value");
+}
+
+TEST(ExperimentLoader, UnknownModelPresetListsKnownNames) {
+    EXPECT_EQ(error_of("[model]\npreset = \"llama-3-8b\"\n"),
+              "exp.toml:2:10: model.preset: unknown model preset 'llama-3-8b' (known: gpt3-175b, "
+              "llama3-405b, llama3-70b, llama3-8b, megatron-1t); did you mean 'llama3-8b'?");
+}
+
+TEST(ExperimentLoader, UnknownGpuPresetListsKnownNames) {
+    EXPECT_EQ(error_of(kBase + "[hardware.x]\npreset = \"h300\"\n"),
+              "exp.toml:8:10: hardware.x.preset: unknown gpu preset 'h300' (known: a100-80gb, "
+              "b200, h100-sxm, h200); did you mean 'h200'?");
+}
+
+TEST(ExperimentLoader, DpAndGpusTogetherAreRejected) {
+    EXPECT_EQ(error_of(kBase + "[space]\ndp = [1, 2]\ngpus = [8]\n"),
+              "exp.toml:9:1: space.gpus: dp and gpus are mutually exclusive (gpus sets dp = gpus "
+              "/ (tp*pp*cp))");
+}
+
+TEST(ExperimentLoader, DimensionRangeErrorIsLocatedAtTheValue) {
+    EXPECT_EQ(error_of(kBase + "[space]\ntp = [8, 0]\n"),
+              "exp.toml:8:10: space.tp: value 0 must be >= 1");
+}
+
+TEST(ExperimentLoader, HardwareDimensionMustNameATable) {
+    EXPECT_EQ(error_of(kBase + "[space]\nhardware = [\"h100\", \"b200\"]\n"),
+              "exp.toml:8:21: space.hardware: \"b200\" is not a [hardware.<name>] table (have: "
+              "h100)");
+}
+
+TEST(ExperimentLoader, DefaultsErrorsNameTheDefaultsSection) {
+    EXPECT_EQ(error_of(kBase + "[defaults]\nzero_stage = 4\n"),
+              "exp.toml:8:14: defaults.zero_stage: value 4 must be 0, 1, 2 or 3");
+}
+
+TEST(ExperimentLoader, DuplicateSpaceValueIsRejected) {
+    EXPECT_EQ(error_of(kBase + "[space]\ntp = [2, 4, 2]\n"),
+              "exp.toml:8:13: space.tp: duplicate value 2");
+}
+
+TEST(ExperimentLoader, BaselineGpusMustBeAMultipleOfTheReplica) {
+    EXPECT_EQ(error_of("[experiment]\nbaseline = { tp = 8, pp = 3, gpus = 64 }\n" + kBase),
+              "exp.toml:2:37: experiment.baseline.gpus: 64 is not a multiple of tp*pp*cp = 24");
+}
+
+TEST(ExperimentLoader, UnknownObjectiveMetricSuggestsNearest) {
+    EXPECT_EQ(error_of(kBase + "[objectives]\nminimize = [\"step_time_z\"]\n"),
+              "exp.toml:8:13: objectives.minimize: unknown metric 'step_time_z'; did you mean "
+              "'step_time_s'?");
+}
+
+TEST(ExperimentLoader, GlobalBatchInSequencesAndTokensIsRejected) {
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\n"
+                       "global_batch_tokens = 4194304\n[hardware.h]\npreset = \"h100-sxm\"\n"),
+              "exp.toml:5:23: training.global_batch_tokens: give either global_batch "
+              "(sequences) or global_batch_tokens, not both");
+}
+
+TEST(ExperimentLoader, GlobalBatchTokensMustDivideBySeq) {
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch_tokens = 1000\n"
+                       "[hardware.h]\npreset = \"h100-sxm\"\n"),
+              "exp.toml:4:23: training.global_batch_tokens: 1000 is not a multiple of seq = 8192");
+}
+
+TEST(ExperimentLoader, MixtureWeightsMustSumToOne) {
+    EXPECT_EQ(error_of(kBase + "[variability]\nallreduce = { dist = \"mixture\", components = [\n"
+                               "  { weight = 0.98, dist = \"constant\" },\n"
+                               "  { weight = 0.01, dist = \"constant\", mean = 3.0 } ] }\n"),
+              "exp.toml:8:46: variability.allreduce.components: weights sum to 0.99, expected 1 "
+              "(within 1e-9)");
+}
+
+TEST(ExperimentLoader, NegativeCvIsRejected) {
+    EXPECT_EQ(error_of(kBase + "[variability]\ngemm = { dist = \"normal\", cv = -0.1 }\n"),
+              "exp.toml:8:32: variability.gemm.cv: value -0.1 must be >= 0");
+}
+
+TEST(ExperimentLoader, MissingModelTableIsReported) {
+    EXPECT_EQ(error_of("[training]\nglobal_batch = 8\n"), "exp.toml: missing [model] table");
+}
+
+TEST(ExperimentLoader, MissingHardwareIsReported) {
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"),
+              "exp.toml: missing [hardware.<name>] table (at least one)");
+}
+
+TEST(ExperimentLoader, MissingFileNamesThePath) {
+    try {
+        load_experiment("/nonexistent/dir/exp.toml");
+        FAIL() << "no error";
+    } catch (const prism::ConfigError& e) {
+        EXPECT_STREQ(e.what(), "/nonexistent/dir/exp.toml: cannot open the experiment file");
+    }
+}
+
+TEST(ExperimentLoader, MinimalFileIsOnePointWithDefaults) {
+    const prism::Experiment e = parse_experiment(kBase, "dir/minimal.toml");
+
+    EXPECT_EQ(e.name, "minimal");
+    EXPECT_EQ(e.file, "dir/minimal.toml");
+    EXPECT_EQ(e.text, kBase);
+    EXPECT_TRUE(e.space.dimensions.empty());
+    EXPECT_FALSE(e.baseline.has_value());
+    EXPECT_EQ(e.model.name, "llama3-8b");
+    EXPECT_EQ(e.training.global_batch_seqs, 512);
+    ASSERT_EQ(e.hardware.size(), 1u);
+    EXPECT_EQ(e.hardware[0].name, "h100");
+    EXPECT_EQ(e.hardware[0].gpu.name, "h100-sxm");
+    EXPECT_EQ(e.defaults.tp, 1);
+    EXPECT_EQ(e.on_error, prism::Experiment::OnError::skip);
+}
+
+TEST(ExperimentLoader, CustomModelDefaultsKvHeadsAndFfn) {
+    const prism::Experiment e = parse_experiment(
+        "[model]\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 100\nseq = 16\n"
+        "[training]\nglobal_batch = 8\n[hardware.h]\npreset = \"a100-80gb\"\n",
+        "exp.toml");
+
+    EXPECT_EQ(e.model.name, "custom");
+    EXPECT_EQ(e.model.kv_heads, 4);
+    EXPECT_EQ(e.model.ffn, 256);
+    EXPECT_FALSE(e.model.gated_mlp);
+}
+
+TEST(ExperimentLoader, DefaultsGpusBecomesAOneValueGpusDimension) {
+    const prism::Experiment e = parse_experiment(
+        kBase + "[defaults]\ngpus = 64\ntp = 8\n[space]\npp = [1, 2]\n", "exp.toml");
+
+    EXPECT_EQ(e.defaults.tp, 8);
+    EXPECT_EQ(e.defaults.dp, 8);  // 64 / (8 * 1 * 1)
+    ASSERT_EQ(e.space.dimensions.size(), 2u);
+    EXPECT_EQ(e.space.dimensions[1].name, "gpus");
+    ASSERT_EQ(e.space.dimensions[1].values.size(), 1u);
+    EXPECT_EQ(e.space.dimensions[1].values[0].i, 64);
+}
+
+TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
+    const std::string path = std::string(PRISM_TEST_DATA_DIR) + "/experiments/full.toml";
+
+    const prism::Experiment e = load_experiment(path);
+
+    EXPECT_EQ(e.file, path);
+    EXPECT_EQ(e.text, read_file(path));
+    EXPECT_EQ(e.name, "llama3-70b-placement");
+    EXPECT_EQ(e.seed, 42u);
+    EXPECT_EQ(e.on_error, prism::Experiment::OnError::abort);
+
+    // Llama 3 70B config.json, with seq overridden.
+    EXPECT_EQ(e.model.name, "llama3-70b");
+    EXPECT_EQ(e.model.layers, 80);
+    EXPECT_EQ(e.model.hidden, 8192);
+    EXPECT_EQ(e.model.heads, 64);
+    EXPECT_EQ(e.model.kv_heads, 8);
+    EXPECT_EQ(e.model.ffn, 28672);
+    EXPECT_TRUE(e.model.gated_mlp);
+    EXPECT_EQ(e.model.vocab, 128256);
+    EXPECT_EQ(e.model.seq, 4096);
+
+    EXPECT_EQ(e.training.global_batch_seqs, 1024);  // 4194304 tokens / 4096
+    EXPECT_EQ(e.training.precision, prism::Precision::bf16);
+    EXPECT_DOUBLE_EQ(e.training.total_tokens, 1.5e12);
+    EXPECT_TRUE(e.training.flash_attention);
+    EXPECT_FALSE(e.training.overlap_grad_reduce);
+
+    ASSERT_EQ(e.hardware.size(), 2u);
+    const prism::HardwareSpec& h100 = e.hardware[0];
+    EXPECT_EQ(h100.name, "h100");
+    EXPECT_DOUBLE_EQ(h100.gpu.peak_bf16_flop_per_s, 989e12);
+    EXPECT_DOUBLE_EQ(h100.gpu.hbm_bytes, 80e9);
+    EXPECT_DOUBLE_EQ(h100.gpu.hbm_bytes_per_s, 3.35e12);
+    EXPECT_DOUBLE_EQ(h100.nvlink_bytes_per_s, 450e9);
+    EXPECT_DOUBLE_EQ(h100.nic_bytes_per_s, 25e9);  // 200 Gb/s overrides the preset's 400
+    EXPECT_EQ(h100.gpus_per_node, 8);
+    const prism::HardwareSpec& custom = e.hardware[1];
+    EXPECT_EQ(custom.name, "custom");
+    EXPECT_DOUBLE_EQ(custom.gpu.peak_bf16_flop_per_s, 500e12);
+    EXPECT_DOUBLE_EQ(custom.gpu.peak_fp8_flop_per_s, 1e15);
+    EXPECT_DOUBLE_EQ(custom.gpu.hbm_bytes, 96.0 * 1024 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(custom.gpu.hbm_bytes_per_s, 4e12);
+    EXPECT_DOUBLE_EQ(custom.gpu.hbm_efficiency, 0.9);
+    EXPECT_EQ(custom.gpus_per_node, 4);
+    EXPECT_DOUBLE_EQ(custom.nvlink_bytes_per_s, 300e9);
+    EXPECT_DOUBLE_EQ(custom.nvlink_latency_s, 2e-6);
+    EXPECT_DOUBLE_EQ(custom.nic_bytes_per_s, 100e9);  // 800 Gbit/s / 8
+    EXPECT_DOUBLE_EQ(custom.nic_latency_s, 5e-6);
+    EXPECT_DOUBLE_EQ(custom.collective_efficiency, 0.7);
+    EXPECT_DOUBLE_EQ(custom.gpu.gemm.max_efficiency, 0.8);
+    EXPECT_DOUBLE_EQ(custom.gpu.gemm.half_flops, 2e9);
+    EXPECT_DOUBLE_EQ(custom.kernel_launch_s, 4e-6);
+
+    EXPECT_EQ(e.cluster.nodes_per_rack, 16);
+    EXPECT_EQ(e.cluster.racks_per_pod, 8);
+    EXPECT_DOUBLE_EQ(e.cluster.rack_oversubscription, 2.0);
+    EXPECT_DOUBLE_EQ(e.cluster.pod_oversubscription, 4.0);
+    EXPECT_EQ(e.cluster.total_gpus, 4096);
+
+    EXPECT_EQ(e.defaults.microbatch, 2);
+    EXPECT_EQ(e.defaults.recompute, prism::Recompute::selective);
+    EXPECT_TRUE(e.defaults.sequence_parallel);
+
+    const auto& dims = e.space.dimensions;
+    ASSERT_EQ(dims.size(), 7u);
+    EXPECT_EQ(dims[0].name, "tp");
+    EXPECT_EQ(dims[1].name, "pp");
+    EXPECT_EQ(dims[2].name, "gpus");
+    EXPECT_EQ(dims[3].name, "zero_stage");
+    EXPECT_EQ(dims[4].name, "hardware");
+    EXPECT_EQ(dims[5].name, "placement");
+    EXPECT_EQ(dims[6].name, "checkpoint_interval");
+    ASSERT_EQ(dims[0].values.size(), 2u);
+    EXPECT_EQ(dims[0].values[1].type, prism::DimensionValue::Type::integer);
+    EXPECT_EQ(dims[0].values[1].i, 8);
+    EXPECT_EQ(dims[4].values[1].type, prism::DimensionValue::Type::string);
+    EXPECT_EQ(dims[4].values[1].s, "custom");
+    ASSERT_EQ(dims[6].values.size(), 2u);
+    EXPECT_EQ(dims[6].values[0].type, prism::DimensionValue::Type::number);
+    EXPECT_DOUBLE_EQ(dims[6].values[0].d, 1800.0);  // "30 min"
+    EXPECT_DOUBLE_EQ(dims[6].values[1].d, 3600.0);  // bare number in seconds
+
+    ASSERT_TRUE(e.baseline.has_value());
+    EXPECT_EQ(e.baseline->tp, 8);
+    EXPECT_EQ(e.baseline->pp, 4);
+    EXPECT_EQ(e.baseline->dp, 8);          // 256 / (8 * 4)
+    EXPECT_EQ(e.baseline->microbatch, 2);  // from [defaults]
+
+    EXPECT_EQ(e.constraints.min_gpus, 64);
+    EXPECT_EQ(e.constraints.max_gpus, 1024);
+    EXPECT_EQ(e.constraints.gpus_in, (std::vector<std::int64_t>{256, 512}));
+    EXPECT_DOUBLE_EQ(e.constraints.max_memory_fraction, 0.9);
+
+    ASSERT_EQ(e.objectives.size(), 2u);
+    EXPECT_EQ(e.objectives[0].metric, "step_time_s");
+    EXPECT_FALSE(e.objectives[0].maximize);
+    EXPECT_EQ(e.objectives[1].metric, "mfu");
+    EXPECT_TRUE(e.objectives[1].maximize);
+
+    EXPECT_EQ(e.evaluation.method, prism::Method::montecarlo);
+    EXPECT_EQ(e.evaluation.samples, 500);
+    EXPECT_EQ(e.evaluation.slow_deltas, (std::vector<double>{0.1, 0.2}));
+    EXPECT_TRUE(e.evaluation.histogram);
+    EXPECT_EQ(e.evaluation.histogram_bins, 32);
+    EXPECT_FALSE(e.evaluation.sensitivity);
+
+    using prism::DistKind;
+    using prism::KernelClass;
+    const auto& transient = e.variability.transient;
+    const auto& gemm = transient[static_cast<std::size_t>(KernelClass::gemm)];
+    EXPECT_EQ(gemm.kind, DistKind::lognormal);
+    EXPECT_DOUBLE_EQ(gemm.mean, 1.0);
+    EXPECT_DOUBLE_EQ(gemm.cv, 0.05);
+    const auto& attention = transient[static_cast<std::size_t>(KernelClass::attention)];
+    EXPECT_EQ(attention.kind, DistKind::gamma);
+    EXPECT_DOUBLE_EQ(attention.cv, 0.1);  // 1 / sqrt(shape = 100)
+    EXPECT_EQ(transient[static_cast<std::size_t>(KernelClass::elementwise)].kind, DistKind::normal);
+    const auto& allreduce = transient[static_cast<std::size_t>(KernelClass::allreduce)];
+    EXPECT_EQ(allreduce.kind, DistKind::mixture);
+    ASSERT_EQ(allreduce.components.size(), 2u);
+    EXPECT_DOUBLE_EQ(allreduce.components[0].weight, 0.99);
+    EXPECT_EQ(allreduce.components[0].dist.kind, DistKind::lognormal);
+    EXPECT_DOUBLE_EQ(allreduce.components[1].dist.mean, 3.0);
+    // Mixture moments: mean = sum w m, E[X^2] = sum w (s^2 + m^2).
+    const double mix_mean = 0.99 * 1.0 + 0.01 * 3.0;
+    const double mix_second = 0.99 * (0.02 * 0.02 + 1.0) + 0.01 * 9.0;
+    EXPECT_DOUBLE_EQ(allreduce.mean, mix_mean);
+    EXPECT_NEAR(allreduce.cv, std::sqrt(mix_second - mix_mean * mix_mean) / mix_mean, 1e-12);
+    const auto& loader = transient[static_cast<std::size_t>(KernelClass::dataloader)];
+    EXPECT_EQ(loader.kind, DistKind::empirical);
+    ASSERT_EQ(loader.samples.size(), 3u);
+    EXPECT_DOUBLE_EQ(loader.samples[0], 0.5);  // 1 / mean 2
+    EXPECT_DOUBLE_EQ(loader.samples[2], 1.5);
+    EXPECT_DOUBLE_EQ(loader.mean, 1.0);
+    EXPECT_NEAR(loader.cv, std::sqrt(1.0 / 6.0), 1e-12);  // population std of {0.5, 1, 1.5}
+    EXPECT_EQ(transient[static_cast<std::size_t>(KernelClass::p2p)].kind, DistKind::constant);
+    EXPECT_EQ(e.variability.comm_regime.kind, DistKind::constant);
+    EXPECT_DOUBLE_EQ(e.variability.comm_regime.mean, 1.0);
+    EXPECT_EQ(e.variability.persistent.spatial.kind, DistKind::normal);
+    EXPECT_DOUBLE_EQ(e.variability.persistent.spatial.cv, 0.02);
+    EXPECT_DOUBLE_EQ(e.variability.persistent.slow_probability, 0.01);
+    EXPECT_DOUBLE_EQ(e.variability.persistent.slow_factor, 1.5);
+    EXPECT_FALSE(e.variability.persistent.slow_per_node);
+
+    EXPECT_TRUE(e.failures.enabled);
+    EXPECT_DOUBLE_EQ(e.failures.detection_s, 120.0);
+    EXPECT_DOUBLE_EQ(e.failures.restart_s, 600.0);
+    EXPECT_EQ(e.failures.checkpoint_policy, prism::CheckpointPolicy::fixed);
+    EXPECT_DOUBLE_EQ(e.failures.checkpoint_interval_s, 1800.0);
+    EXPECT_DOUBLE_EQ(e.failures.checkpoint_bytes_per_s, 200e9);
+    EXPECT_TRUE(e.failures.async_checkpoint);
+    EXPECT_EQ(e.failures.deadlines_s, (std::vector<double>{30 * 86400.0, 45 * 86400.0}));
+    ASSERT_EQ(e.failures.causes.size(), 2u);
+    EXPECT_EQ(e.failures.causes[0].name, "gpu");
+    EXPECT_FALSE(e.failures.causes[0].per_node);
+    EXPECT_DOUBLE_EQ(e.failures.causes[0].mtbf_s, 50000 * 3600.0);
+    EXPECT_DOUBLE_EQ(e.failures.causes[0].weibull_shape, 1.0);
+    EXPECT_EQ(e.failures.causes[1].name, "node");
+    EXPECT_TRUE(e.failures.causes[1].per_node);
+    EXPECT_DOUBLE_EQ(e.failures.causes[1].mtbf_s, 2000 * 3600.0);
+    EXPECT_DOUBLE_EQ(e.failures.causes[1].weibull_shape, 0.8);
+}
+
+}  // namespace

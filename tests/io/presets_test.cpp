@@ -1,0 +1,172 @@
+#include "io/presets.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "io/experiment_loader.hpp"
+#include "src/common/error.hpp"
+
+namespace {
+
+using prism::io::parse_experiment;
+using prism::io::preset_names;
+using prism::io::preset_text;
+
+prism::Experiment with_model(const std::string& model) {
+    return parse_experiment("[model]\npreset = \"" + model +
+                                "\"\n[training]\nglobal_batch = 1024\n"
+                                "[hardware.h]\npreset = \"h100-sxm\"\n",
+                            "preset.toml");
+}
+
+prism::HardwareSpec gpu(const std::string& name) {
+    return parse_experiment(
+               "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+               "[hardware.h]\npreset = \"" +
+                   name + "\"\n",
+               "preset.toml")
+        .hardware.at(0);
+}
+
+// Parameters of a decoder-only transformer counted from its shape, independently of the
+// model code: per layer Q and O (h x h each), K and V (h x kv_heads*head_dim each), the MLP
+// (2 or, gated, 3 matrices h x f), two norms; token embeddings (twice when the output layer is
+// untied), learned position embeddings where the model has them (GPT-3, Megatron GPT).
+double parameter_count(const prism::ModelSpec& m, bool tied_embeddings, bool learned_positions) {
+    const double h = m.hidden;
+    const double kv = static_cast<double>(m.kv_heads) * (h / m.heads);
+    const double attention = 2 * h * h + 2 * h * kv;
+    const double mlp = (m.gated_mlp ? 3.0 : 2.0) * h * m.ffn;
+    const double per_layer = attention + mlp + 2 * h;
+    const double embeddings = (tied_embeddings ? 1.0 : 2.0) * m.vocab * h +
+                              (learned_positions ? static_cast<double>(m.seq) * h : 0.0);
+    return m.layers * per_layer + embeddings + h;
+}
+
+struct PublishedSize {
+    const char* preset;
+    double parameters;  // as published
+    bool tied_embeddings;
+    bool learned_positions;
+};
+
+// Llama 3 model cards (8.03B, 70.6B) and the 405B safetensors total; GPT-3 paper Table 2.1;
+// Megatron-LM SC21 Table 1 (1008B).
+const PublishedSize kPublished[] = {
+    {"llama3-8b", 8.03e9, false, false},    {"llama3-70b", 70.6e9, false, false},
+    {"llama3-405b", 405.9e9, false, false}, {"gpt3-175b", 175.0e9, true, true},
+    {"megatron-1t", 1008e9, true, true},
+};
+
+TEST(Presets, ModelAndGpuNamesAreListedSorted) {
+    EXPECT_EQ(preset_names("models"),
+              (std::vector<std::string>{"gpt3-175b", "llama3-405b", "llama3-70b", "llama3-8b",
+                                        "megatron-1t"}));
+    EXPECT_EQ(preset_names("gpus"),
+              (std::vector<std::string>{"a100-80gb", "b200", "h100-sxm", "h200"}));
+    EXPECT_TRUE(preset_names("nonsense").empty());
+    EXPECT_FALSE(preset_text("models", "llama3-7b").has_value());
+}
+
+TEST(Presets, EmbeddedTextEqualsTheFileInTheRepository) {
+    for (const char* kind : {"models", "gpus", "variability"}) {
+        for (const std::string& name : preset_names(kind)) {
+            const std::string path =
+                std::string(PRISM_SOURCE_DIR) + "/configs/presets/" + kind + "/" + name + ".toml";
+            std::ifstream in(path, std::ios::binary);
+            std::ostringstream file;
+            file << in.rdbuf();
+
+            EXPECT_EQ(std::string(*preset_text(kind, name)), file.str()) << path;
+        }
+    }
+}
+
+TEST(Presets, ModelParameterCountsMatchPublishedSizesWithinTwoPercent) {
+    for (const PublishedSize& published : kPublished) {
+        const prism::Experiment e = with_model(published.preset);
+
+        const double count =
+            parameter_count(e.model, published.tied_embeddings, published.learned_positions);
+
+        EXPECT_EQ(e.model.name, published.preset);
+        EXPECT_FALSE(e.model.source.empty()) << published.preset;
+        EXPECT_NEAR(count / published.parameters, 1.0, 0.02) << published.preset << ": " << count;
+    }
+}
+
+TEST(Presets, EveryModelAndGpuPresetValueHasASourceComment) {
+    for (const char* kind : {"models", "gpus"}) {
+        for (const std::string& name : preset_names(kind)) {
+            std::istringstream text{std::string(*preset_text(kind, name))};
+            std::string line;
+            while (std::getline(text, line)) {
+                if (line.empty() || line[0] == '#' || line.rfind("source", 0) == 0) continue;
+
+                EXPECT_NE(line.find('#'), std::string::npos) << kind << "/" << name << ": " << line;
+            }
+        }
+    }
+}
+
+TEST(Presets, GpuPresetsCarryDatasheetValues) {
+    // NVIDIA datasheets: dense BF16 peak, HBM capacity and bandwidth, NVLink per direction,
+    // NIC per GPU (Gb/s / 8).
+    const prism::HardwareSpec h100 = gpu("h100-sxm");
+    EXPECT_DOUBLE_EQ(h100.gpu.peak_bf16_flop_per_s, 989e12);
+    EXPECT_DOUBLE_EQ(h100.gpu.peak_fp8_flop_per_s, 1979e12);
+    EXPECT_DOUBLE_EQ(h100.gpu.hbm_bytes_per_s, 3.35e12);
+    EXPECT_DOUBLE_EQ(h100.nvlink_bytes_per_s, 450e9);
+    EXPECT_DOUBLE_EQ(h100.nic_bytes_per_s, 50e9);
+    const prism::HardwareSpec a100 = gpu("a100-80gb");
+    EXPECT_DOUBLE_EQ(a100.gpu.peak_bf16_flop_per_s, 312e12);
+    EXPECT_DOUBLE_EQ(a100.gpu.peak_fp8_flop_per_s, 0.0);
+    EXPECT_DOUBLE_EQ(a100.gpu.hbm_bytes_per_s, 2039e9);
+    EXPECT_DOUBLE_EQ(a100.nic_bytes_per_s, 25e9);
+    const prism::HardwareSpec h200 = gpu("h200");
+    EXPECT_DOUBLE_EQ(h200.gpu.hbm_bytes, 141e9);
+    EXPECT_DOUBLE_EQ(h200.gpu.hbm_bytes_per_s, 4.8e12);
+    const prism::HardwareSpec b200 = gpu("b200");
+    EXPECT_DOUBLE_EQ(b200.gpu.peak_bf16_flop_per_s, 2250e12);
+    EXPECT_DOUBLE_EQ(b200.nvlink_bytes_per_s, 900e9);
+    for (const std::string& name : preset_names("gpus")) {
+        const prism::HardwareSpec hw = gpu(name);
+        EXPECT_EQ(hw.gpus_per_node, 8) << name;
+        EXPECT_GT(hw.nvlink_latency_s, 0) << name;
+        EXPECT_GT(hw.nic_latency_s, 0) << name;
+        EXPECT_FALSE(hw.gpu.source.empty()) << name;
+    }
+}
+
+TEST(Presets, EveryVariabilityPresetParses) {
+    for (const std::string& name : preset_names("variability")) {
+        const std::string text =
+            "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+            "[hardware.h]\npreset = \"h100-sxm\"\n[variability]\npreset = \"" +
+            name + "\"\n";
+
+        const prism::Experiment e = parse_experiment(text, "preset.toml");
+
+        EXPECT_EQ(e.variability.source.substr(0, name.size()), name);
+    }
+}
+
+TEST(Presets, ExplicitFieldsOverrideThePreset) {
+    const prism::Experiment e = parse_experiment(
+        "[model]\npreset = \"llama3-8b\"\nlayers = 16\n[training]\nglobal_batch = 8\n"
+        "[hardware.h]\npreset = \"h100-sxm\"\nhbm_capacity = \"94 GB\"\n",
+        "exp.toml");
+
+    EXPECT_EQ(e.model.name, "llama3-8b");
+    EXPECT_EQ(e.model.layers, 16);
+    EXPECT_EQ(e.model.hidden, 4096);
+    EXPECT_DOUBLE_EQ(e.hardware[0].gpu.hbm_bytes, 94e9);
+    EXPECT_DOUBLE_EQ(e.hardware[0].gpu.peak_bf16_flop_per_s, 989e12);
+}
+
+}  // namespace
