@@ -76,6 +76,7 @@ toml::table load_preset(std::string_view kind, std::string_view singular, const 
         const std::vector<std::string> names = preset_names(kind);
         std::string list;
         for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+        if (list.empty()) list = "none";
         fail_at(node, fmt::format("{}: unknown {} preset '{}' (known: {}){}", key, singular, name,
                                   list, did_you_mean(name, names)));
     }
@@ -806,8 +807,19 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "experiment")) {
         if (const toml::node* node = t->get("baseline")) {
             DesignPoint baseline = experiment.defaults;
-            apply_point_table(experiment, as_table(*node, "experiment.baseline"),
-                              "experiment.baseline", baseline);
+            const toml::table& table = as_table(*node, "experiment.baseline");
+            apply_point_table(experiment, table, "experiment.baseline", baseline);
+            if (default_gpus && table.get("gpus") == nullptr && table.get("dp") == nullptr) {
+                // Like every point, the baseline keeps the total of [defaults].gpus.
+                const std::int64_t per_replica =
+                    std::int64_t{baseline.tp} * baseline.pp * baseline.cp;
+                if (default_gpus->i % per_replica != 0) {
+                    fail_at(*node, fmt::format("experiment.baseline: gpus = {} from [defaults] is "
+                                               "not a multiple of tp*pp*cp = {}",
+                                               default_gpus->i, per_replica));
+                }
+                baseline.dp = static_cast<int>(default_gpus->i / per_replica);
+            }
             experiment.baseline = baseline;
         }
     }

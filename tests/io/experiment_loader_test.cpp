@@ -243,6 +243,23 @@ TEST(ExperimentLoader, DefaultsGpusBecomesAOneValueGpusDimension) {
     EXPECT_EQ(e.space.dimensions[1].values[0].i, 64);
 }
 
+TEST(ExperimentLoader, BaselineKeepsTheDefaultGpuTotal) {
+    const prism::Experiment e = parse_experiment(
+        "[experiment]\nbaseline = { tp = 4 }\n" + kBase + "[defaults]\ngpus = 64\ntp = 8\n",
+        "exp.toml");
+
+    ASSERT_TRUE(e.baseline.has_value());
+    EXPECT_EQ(e.baseline->tp, 4);
+    EXPECT_EQ(e.baseline->dp, 16);  // 64 / 4
+}
+
+TEST(ExperimentLoader, UnknownVariabilityPresetIsReported) {
+    const std::string message = error_of(kBase + "[variability]\npreset = \"no-such-profile\"\n");
+
+    EXPECT_EQ(message.substr(0, message.find(" (known: ")),
+              "exp.toml:8:10: variability.preset: unknown variability preset 'no-such-profile'");
+}
+
 TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     const std::string path = std::string(PRISM_TEST_DATA_DIR) + "/experiments/full.toml";
 
