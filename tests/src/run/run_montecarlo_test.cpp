@@ -13,16 +13,21 @@ namespace {
 
 constexpr double kHour = 3600.0;
 
-/// Kolmogorov-Smirnov distance between the samples' empirical CDF and `cdf`.
+/// Kolmogorov-Smirnov distance between the samples' empirical CDF and `cdf`, exact also where
+/// `cdf` jumps and samples tie (an atom): each group of equal samples is compared with the
+/// left and right limits of `cdf` there (taken 1e-9 relative away).
 template <class Cdf>
 double ks_distance(std::vector<double> x, const Cdf& cdf) {
     std::sort(x.begin(), x.end());
     const double n = static_cast<double>(x.size());
     double d = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        const double f = cdf(x[i]);
-        d = std::max({d, std::abs(f - static_cast<double>(i) / n),
-                      std::abs(static_cast<double>(i + 1) / n - f)});
+    for (std::size_t i0 = 0; i0 < x.size();) {
+        std::size_t i1 = i0;
+        while (i1 < x.size() && x[i1] == x[i0]) ++i1;
+        const double eps = 1e-9 * std::abs(x[i0]);
+        d = std::max({d, std::abs(cdf(x[i0] - eps) - static_cast<double>(i0) / n),
+                      std::abs(cdf(x[i0] + eps) - static_cast<double>(i1) / n)});
+        i0 = i1;
     }
     return d;
 }
@@ -158,6 +163,34 @@ TEST(RunMonteCarlo, LostTimePerFailureMatchesFirstOrderYoungDaly) {
     // ~58000 failures, lost work per failure ~uniform (sd 540 s): SE 2.2 s; the second-order
     // model terms are ~0.8%; tolerance 1.5%.
     EXPECT_NEAR(lost / failures, first_order, 0.015 * first_order);
+}
+
+TEST(RunMonteCarlo, FailureFreeRunsFormAnAtomOfPoissonProbability) {
+    // A short run (about 2 failures expected): the runs no failure strikes all take exactly
+    // work + checkpoints, with probability e^{-lambda (work + checkpoints)} (Poisson).
+    RunInput in = mid_size_run();
+    in.steps = 5000;
+    in.cluster_mean_s = {10.0};
+    in.cluster_var_s2 = {0.0};
+    const double failure_free_s = 50000.0 + 28 * 30.0;  // 28 segments of <= 180 steps
+    const double lambda = 1.0 / (7.9 * kHour);
+    const double p_none = std::exp(-lambda * failure_free_s);
+
+    const std::vector<RunSample> mc = simulate_runs(in, 20000, 3, 0);
+    const RunAnalysis fast = analyze_run(in);
+
+    // The jump of the CDF at the failure-free time is the atom (closed form).
+    const double jump =
+        fast.run_time.cdf(failure_free_s + 1e-6) - fast.run_time.cdf(failure_free_s - 1e-6);
+    EXPECT_NEAR(jump, p_none, 1e-9);  // plus the continuous part's mass over 2 us (~1e-10)
+    double none = 0;
+    for (const RunSample& r : mc) none += r.interruptions == 0 ? 1.0 : 0.0;
+    // Binomial proportion of 20000 runs: SE sqrt(p (1 - p) / n) = 0.0026; 5 SE.
+    EXPECT_NEAR(none / 20000, p_none, 5 * std::sqrt(p_none * (1 - p_none) / 20000));
+    // With the atom kept apart the rest of the CDF stays close even at ~2 failures per run;
+    // measured 0.05, the bound leaves room for the one-failure runs' uniform shape.
+    const double d = ks_distance(run_times(mc), [&](double t) { return fast.run_time.cdf(t); });
+    EXPECT_LE(d, 0.07);
 }
 
 TEST(RunMonteCarlo, NoFailuresSumsStepsPerRealization) {
