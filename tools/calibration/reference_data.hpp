@@ -1,0 +1,200 @@
+#pragma once
+
+// The published A100 measurements of tests/data/reference as experiments of the model, shared by
+// prism_calibrate (tools/) and the calibration tests (tests/calibration/). Header-only: the
+// tests and the tool each compile it. Every case is built from the shipped GPU preset through
+// the experiment loader, so what is checked is what a user's experiment file gets.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/experiment_loader.hpp"
+#include "src/common/error.hpp"
+#include "src/model/deterministic.hpp"
+#include "src/model/spec.hpp"
+
+namespace prism::calibration {
+
+/// A CSV file with one header line and numeric or text cells. '#' and blanks are stripped from
+/// the front of cells ("# layers" -> "layers").
+struct Table {
+    std::vector<std::string> header;
+    std::vector<std::vector<std::string>> rows;
+
+    int column(const std::string& name) const {
+        for (std::size_t i = 0; i < header.size(); ++i)
+            if (header[i] == name) return int(i);
+        throw IoError("csv: no column '" + name + "'");
+    }
+    double number(std::size_t row, const std::string& name) const {
+        return std::stod(rows.at(row).at(column(name)));
+    }
+    const std::string& text(std::size_t row, const std::string& name) const {
+        return rows.at(row).at(column(name));
+    }
+};
+
+inline std::vector<std::string> split_csv_line(const std::string& line) {
+    std::vector<std::string> cells;
+    std::stringstream in(line);
+    std::string cell;
+    while (std::getline(in, cell, ',')) {
+        while (!cell.empty() && (cell.back() == '\r' || cell.back() == ' ')) cell.pop_back();
+        while (!cell.empty() && (cell.front() == ' ' || cell.front() == '#')) cell.erase(0, 1);
+        cells.push_back(cell);
+    }
+    return cells;
+}
+
+inline Table read_table(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw IoError("cannot read " + path);
+    Table t;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        if (t.header.empty()) {
+            t.header = split_csv_line(line);
+        } else {
+            t.rows.push_back(split_csv_line(line));
+        }
+    }
+    return t;
+}
+
+/// One training configuration of a published run, in the terms of the experiment file.
+struct Case {
+    std::string label;
+    int layers = 0, hidden = 0, heads = 0, seq = 2048, vocab = 51200;
+    std::int64_t global_batch = 0;
+    int tp = 1, pp = 1, dp = 1, microbatch = 1, interleave = 1;
+    std::string recompute = "none";
+    bool sequence_parallel = false;
+    double measured = 0;  ///< step time (s) or TFLOP/s per GPU, per dataset
+};
+
+/// Experiment for `c` on the shipped a100-80gb preset. The published runs predate flash
+/// attention (Megatron's unfused softmax) and overlapped gradient reduction.
+inline Experiment make_experiment(const Case& c, const std::string& gpu_preset = "a100-80gb") {
+    const std::string text = fmt::format(
+        "[model]\nlayers = {}\nhidden = {}\nheads = {}\nkv_heads = {}\nffn = {}\nvocab = {}\n"
+        "seq = {}\n\n[training]\nglobal_batch = {}\nflash_attention = false\n"
+        "overlap_grad_reduce = false\n\n[hardware.gpu]\npreset = \"{}\"\n\n[defaults]\n"
+        "tp = {}\npp = {}\ndp = {}\nmicrobatch = {}\ninterleave = {}\nrecompute = \"{}\"\n"
+        "sequence_parallel = {}\n",
+        c.layers, c.hidden, c.heads, c.heads, 4 * c.hidden, c.vocab, c.seq, c.global_batch,
+        gpu_preset, c.tp, c.pp, c.dp, c.microbatch, c.interleave, c.recompute,
+        c.sequence_parallel ? "true" : "false");
+    return io::parse_experiment(text, c.label);
+}
+
+inline std::string data_file(const std::string& dir, const char* name) {
+    return dir + "/reference/" + name;
+}
+
+/// Korthikanti et al. 2022 Table 5: both modes of every model; measured = step time (s).
+inline std::vector<Case> korthikanti_table5(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "korthikanti_2022_table5_a100.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        for (int mode = 0; mode < 2; ++mode) {
+            Case c;
+            c.layers = int(t.number(i, "layers"));
+            c.hidden = int(t.number(i, "hidden"));
+            c.heads = int(t.number(i, "heads"));
+            c.seq = int(t.number(i, "seq"));
+            c.tp = int(t.number(i, "tp"));
+            c.pp = int(t.number(i, "pp"));
+            c.dp = int(t.number(i, "gpus")) / (c.tp * c.pp);
+            c.interleave = int(t.number(i, "interleave"));
+            c.global_batch = std::int64_t(t.number(i, "global_batch"));
+            c.microbatch = int(t.number(i, "micro_batch"));
+            c.recompute = mode == 0 ? "full" : "selective";
+            c.sequence_parallel = mode == 1;
+            c.measured = t.number(
+                i, mode == 0 ? "step_s_full_recompute" : "step_s_seqpar_selective_recompute");
+            c.label = t.text(i, "model") + (mode == 0 ? " full-recompute" : " seqpar+selective");
+            cases.push_back(c);
+        }
+    }
+    return cases;
+}
+
+/// Narayanan et al. SC'21 Table 1; measured = TFLOP/s per GPU. Micro-batch 1, no interleaving
+/// (the table gives neither).
+inline std::vector<Case> megatron_sc21(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "megatron_sc21_table1_a100.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.layers = int(t.number(i, "layers"));
+        c.hidden = int(t.number(i, "hidden"));
+        c.heads = int(t.number(i, "heads"));
+        c.seq = int(t.number(i, "seq"));
+        c.vocab = int(t.number(i, "vocab"));
+        c.tp = int(t.number(i, "tp"));
+        c.pp = int(t.number(i, "pp"));
+        c.dp = int(t.number(i, "gpus")) / (c.tp * c.pp);
+        c.global_batch = std::int64_t(t.number(i, "global_batch"));
+        c.recompute = "full";
+        c.measured = t.number(i, "tflops_per_gpu");
+        c.label = t.text(i, "params_billion") + "B";
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+/// vTrain single-node ground truth; measured = iteration time (s). No recomputation, vocab
+/// 51200 (GPT-2's, padded), Megatron-DeepSpeed defaults.
+inline std::vector<Case> vtrain(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "vtrain_a100_single_node.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.global_batch = std::int64_t(t.number(i, "global batch"));
+        c.microbatch = int(t.number(i, "micro batch"));
+        c.hidden = int(t.number(i, "hidden size"));
+        c.heads = int(t.number(i, "attention heads"));
+        c.layers = int(t.number(i, "layers"));
+        c.seq = int(t.number(i, "sequence length"));
+        c.tp = int(t.number(i, "tensor parallelism"));
+        c.dp = int(t.number(i, "data parallelism"));
+        c.pp = int(t.number(i, "pipeline parallelism"));
+        c.measured = t.number(i, "iteration time (ms)") * 1e-3;
+        c.recompute = "full";
+        c.label = fmt::format("vtrain row {}", i);
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+/// The stated split of the vTrain rows: even file rows (0-based) fit, odd rows test.
+inline bool vtrain_is_train_row(std::size_t row) { return row % 2 == 0; }
+/// The SC'21 rows used for fitting (0-based): 1.7B, 7.5B, 39.1B, 145.6B, 529.6B.
+inline bool sc21_is_train_row(std::size_t row) { return row % 2 == 0; }
+
+/// Achieved TFLOP/s per GPU as SC'21 counts it, from a result.
+inline double tflops_per_gpu(const DeterministicResult& r, const DesignPoint& p) {
+    return r.megatron_flops_per_step / (r.step_time_s * double(p.gpus())) * 1e-12;
+}
+
+/// Predicted value of `c` in the unit of `measured`, on `hw` (the experiment's hardware
+/// replaced: used by the fit to try constants).
+enum class Quantity { step_time_s, tflops_per_gpu };
+inline double predict(const Experiment& e, const Case& c, Quantity q) {
+    const DeterministicResult r = evaluate_deterministic(e, e.defaults);
+    return q == Quantity::step_time_s ? r.step_time_s : tflops_per_gpu(r, e.defaults);
+}
+
+inline double relative_error(double predicted, double measured) {
+    return (predicted - measured) / measured;
+}
+
+}  // namespace prism::calibration
