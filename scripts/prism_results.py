@@ -16,6 +16,7 @@ As a program:
 """
 import argparse
 import re
+import signal
 import sys
 
 import h5py
@@ -246,6 +247,7 @@ def plot_quantiles(path, output, top=10, by=None):
 
 
 def main(argv=None):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `... summary FILE | head` ends quietly
     parser = argparse.ArgumentParser(description="PRISM result files: summary and plots")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("summary", help="print the header, status counts, metric ranges, fronts")

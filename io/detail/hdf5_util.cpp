@@ -48,6 +48,16 @@ Handle attribute_for_write(hid_t obj, const std::string& name, hid_t type, hid_t
     const htri_t exists =
         check(H5Aexists(obj, name.c_str()), where, "cannot look up attribute '" + name + "'");
     if (exists > 0) {
+        // Overwrite in place when type and shape agree: no churn in the object header on
+        // every flush.
+        Handle old = attribute_handle(H5Aopen(obj, name.c_str(), H5P_DEFAULT));
+        Handle old_type = type_handle(old ? H5Aget_type(old.get()) : H5I_INVALID_HID);
+        Handle old_space = space_handle(old ? H5Aget_space(old.get()) : H5I_INVALID_HID);
+        if (old_type && old_space && H5Tequal(old_type.get(), type) > 0 &&
+            H5Sextent_equal(old_space.get(), space) > 0) {
+            return old;
+        }
+        old.close();
         check(H5Adelete(obj, name.c_str()), where, "cannot replace attribute '" + name + "'");
     }
     Handle attr =
