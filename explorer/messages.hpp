@@ -61,7 +61,7 @@ namespace boost::serialization {
 
 template <class Archive>
 void serialize(Archive& ar, prism::PointResult& r, unsigned /*version*/) {
-    ar & r.index & r.status & r.reason & r.values;
+    ar & r.index & r.status & r.reason & r.values & r.histogram & r.histogram_lo_s & r.histogram_hi_s;
 }
 
 }  // namespace boost::serialization

@@ -95,6 +95,7 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
     if (rows.empty()) return;
     const std::size_t n = rows.size();
     const std::size_t metrics = writer_.metric_schema().size();
+    const std::size_t bins = writer_.header().histogram_bins;
     io::RowBatch batch;
     batch.index.reserve(n);
     batch.status.reserve(n);
@@ -135,6 +136,15 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
         batch.float_columns[1][r] = p.learning_rate;
         for (std::size_t m = 0; m < metrics; ++m) {
             batch.metrics[m][r] = m < row.values.size() ? row.values[m] : kNaN;
+        }
+        if (bins > 0) {
+            // Rows without a histogram (failed points) get an empty one: all zeros, range NaN.
+            const bool has = row.histogram.size() == bins;
+            for (std::size_t b = 0; b < bins; ++b) {
+                batch.histogram.push_back(has ? row.histogram[b] : 0.0f);
+            }
+            batch.histogram_lo_s.push_back(has ? row.histogram_lo_s : kNaN);
+            batch.histogram_hi_s.push_back(has ? row.histogram_hi_s : kNaN);
         }
         if (row.status == PointStatus::failed) {
             writer_.add_failure(row.index, row.reason);

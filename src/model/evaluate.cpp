@@ -8,6 +8,7 @@
 #include "src/model/deterministic.hpp"
 #include "src/model/flops.hpp"
 #include "src/run/run_model.hpp"
+#include "src/stochastic/step_distribution.hpp"
 
 namespace prism {
 
@@ -64,8 +65,15 @@ private:
 };
 
 /// One pass over the metric definitions: with `det == nullptr` only the schema is built.
+struct StochasticPart {
+    StepDistribution dist;
+    Sensitivity sens;
+    bool have_sensitivity = false;
+};
+
 void build_row(const Experiment& e, const DesignPoint& p, const DeterministicResult* det,
-               double baseline_step_s, std::uint64_t index, RowBuilder& row) {
+               const StochasticPart* st, double baseline_step_s, std::uint64_t index,
+               RowBuilder& row) {
     const bool have = det != nullptr;
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(p.hardware));
     const double gpus = static_cast<double>(p.gpus());
@@ -97,6 +105,50 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
                 baseline_step_s / step);
     }
 
+    // Step-time distribution (DESIGN.md sections 2, 3, 5).
+    const StepDistribution* d = st ? &st->dist : nullptr;
+    auto q = [&](double StepDistribution::*field) { return d ? d->*field : kNaN; };
+    row.add("step_time_mean_s", "s", "mean step time with variability", q(&StepDistribution::mean_s));
+    row.add("step_time_std_s", "s", "standard deviation of the step time",
+            q(&StepDistribution::std_s));
+    row.add("step_time_p50_s", "s", "median step time", q(&StepDistribution::p50_s));
+    row.add("step_time_p90_s", "s", "90th percentile of the step time", q(&StepDistribution::p90_s));
+    row.add("step_time_p95_s", "s", "95th percentile of the step time", q(&StepDistribution::p95_s));
+    row.add("step_time_p99_s", "s", "99th percentile of the step time", q(&StepDistribution::p99_s));
+    row.add("step_time_p999_s", "s", "99.9th percentile of the step time",
+            q(&StepDistribution::p999_s));
+    row.add("tail_ratio_p99", "1", "p99 step time / deterministic step time",
+            q(&StepDistribution::p99_s) / step);
+    for (std::size_t k = 0; k < e.evaluation.slow_deltas.size(); ++k) {
+        const double delta = e.evaluation.slow_deltas[k];
+        row.add("p_slow_" + percent_name(delta) + "pct", "1",
+                "probability that a step is more than " + percent_name(delta) +
+                    "% slower than deterministic",
+                d && k < d->p_slow.size() ? d->p_slow[k] : kNaN);
+    }
+    row.add("tokens_per_s_mean", "tokens/s", "tokens per second at the mean step time",
+            tokens / q(&StepDistribution::mean_s));
+    row.add("tokens_per_s_p95", "tokens/s", "tokens per second at the p95 step time",
+            tokens / q(&StepDistribution::p95_s));
+    row.add("mfu_mean", "1", "model FLOPs utilization at the mean step time",
+            have ? det->model_flops_per_step / q(&StepDistribution::mean_s) / gpus / peak : kNaN);
+    row.add("mfu_p95", "1", "model FLOPs utilization at the p95 step time",
+            have ? det->model_flops_per_step / q(&StepDistribution::p95_s) / gpus / peak : kNaN);
+    if (e.evaluation.sensitivity) {
+        for (int c = 0; c < kKernelClassCount; ++c) {
+            const std::string cls = kKernelClassNames[c];
+            row.add("sens_p95_" + cls + "_s", "s",
+                    "drop in p95 step time when " + cls + " kernels are made deterministic",
+                    st && st->have_sensitivity ? st->sens.p95_drop_s[c] : kNaN);
+        }
+        for (int c = 0; c < kKernelClassCount; ++c) {
+            const std::string cls = kKernelClassNames[c];
+            row.add("sens_var_" + cls + "_s2", "s^2",
+                    "drop in step-time variance when " + cls + " kernels are made deterministic",
+                    st && st->have_sensitivity ? st->sens.variance_drop_s2[c] : kNaN);
+        }
+    }
+
     if (has_run_metrics(e)) {
         const double tokens_per_step = have ? tokens : 1;
         const auto steps = static_cast<std::int64_t>(std::ceil(e.training.total_tokens /
@@ -106,8 +158,13 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             RunInput in;
             in.steps = steps;
             in.deterministic_step_s = step;
-            in.cluster_mean_s = {step};
-            in.cluster_var_s2 = {0.0};
+            if (d && !d->cluster_mean_s.empty()) {
+                in.cluster_mean_s = d->cluster_mean_s;
+                in.cluster_var_s2 = d->cluster_var_s2;
+            } else {
+                in.cluster_mean_s = {step};
+                in.cluster_var_s2 = {0.0};
+            }
             in.gpus = p.gpus();
             in.gpus_per_node = hw.gpus_per_node;
             // Checkpoint: bf16 weights + fp32 master weights, Adam moments: 14 bytes/param.
@@ -157,11 +214,11 @@ MetricSchema metric_schema(const Experiment& experiment) {
         Experiment copy = experiment;
         copy.hardware.emplace_back();
         p.hardware = 0;
-        build_row(copy, p, nullptr, 0, 0, row);
+        build_row(copy, p, nullptr, nullptr, 0, 0, row);
         return schema;
     }
     p.hardware = 0;
-    build_row(experiment, p, nullptr, 0, 0, row);
+    build_row(experiment, p, nullptr, nullptr, 0, 0, row);
     return schema;
 }
 
@@ -180,9 +237,24 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index) c
     PointResult result;
     result.index = index;
     const DeterministicResult det = evaluate_deterministic(*experiment_, point);
+    const Experiment& e = *experiment_;
+    const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(point.hardware));
+    StochasticPart st;
+    st.dist = step_distribution(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
+                                e.seed, index);
+    if (e.evaluation.sensitivity) {
+        st.sens = sensitivity(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
+                              e.seed, index);
+        st.have_sensitivity = true;
+    }
     RowBuilder row(nullptr, &result.values);
     result.values.reserve(schema_.size());
-    build_row(*experiment_, point, &det, baseline_step_s_, index, row);
+    build_row(e, point, &det, &st, baseline_step_s_, index, row);
+    if (e.evaluation.histogram) {
+        result.histogram = st.dist.histogram;
+        result.histogram_lo_s = st.dist.histogram_lo_s;
+        result.histogram_hi_s = st.dist.histogram_hi_s;
+    }
     if (!det.feasible) {
         result.status = PointStatus::infeasible;
         result.reason = det.reason;

@@ -34,6 +34,10 @@ struct PointResult {
     PointStatus status = PointStatus::ok;
     std::string reason;          ///< empty when ok
     std::vector<double> values;  ///< schema.size() entries
+    /// Step-time histogram (probability per bin over [lo, hi)) when the experiment asks for it.
+    std::vector<float> histogram;
+    double histogram_lo_s = 0;
+    double histogram_hi_s = 0;
 };
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
