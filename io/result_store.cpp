@@ -607,6 +607,61 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultHeader& h
     return ResultWriter(std::move(impl));
 }
 
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+std::string column_text(const ColumnSpec& c) {
+    switch (c.type) {
+        case ColumnSpec::Type::int64:
+            return c.name + " (int64)";
+        case ColumnSpec::Type::float64:
+            return c.name + " (float64)";
+        case ColumnSpec::Type::enumeration:
+            return c.name + " (enum " + joined(c.labels) + ")";
+    }
+    return c.name;
+}
+
+void check_same_layout(const std::string& path, const Layout& file,
+                       const std::vector<ColumnSpec>& columns, const MetricSchema& metrics) {
+    std::vector<std::string> have, want;
+    for (const auto& c : file.columns) have.push_back(column_text(c));
+    for (const auto& c : columns) want.push_back(column_text(c));
+    if (have != want) {
+        invalid(path, "/points: columns differ from this program's (file: " + joined(have) +
+                          "; expected: " + joined(want) + ")");
+    }
+    have.clear();
+    want.clear();
+    for (const auto& m : file.metrics) have.push_back(m.name);
+    for (const auto& m : metrics) want.push_back(m.name);
+    if (have != want) {
+        invalid(path, "/metrics: columns differ from this program's (file: " + joined(have) +
+                          "; expected: " + joined(want) + ")");
+    }
+}
+
+}  // namespace
+
+ResultWriter ResultWriter::open_resume(const std::string& path, const ResultHeader& expected,
+                                       const std::vector<ColumnSpec>& point_columns,
+                                       const MetricSchema& metric_schema) {
+    {
+        // Check before open_resume changes anything (it truncates and sets the status).
+        Handle file = open_file(path, false);
+        const ResultHeader header = read_header(file.get(), path);
+        if (header.experiment_sha256 == expected_sha(expected)) {
+            check_same_layout(path, read_layout(file.get(), path), point_columns, metric_schema);
+        }
+    }
+    return open_resume(path, expected);
+}
+
 ResultWriter ResultWriter::open_resume(const std::string& path, const ResultHeader& expected) {
     auto impl = std::make_unique<Impl>();
     impl->path = path;
@@ -667,11 +722,26 @@ ResultWriter ResultWriter::open_resume(const std::string& path, const ResultHead
     failures = std::min(
         {failures, detail::row_count(impl->ds_fail_index.get(), impl->at("/failures/index")),
          detail::row_count(impl->ds_fail_message.get(), impl->at("/failures/message"))});
-    const auto failed = read_u64s(impl->ds_fail_index.get(), failures, impl->at("/failures/index"));
-    failures = static_cast<std::uint64_t>(
-        std::count_if(failed.begin(), failed.end(),
-                      [&](std::uint64_t i) { return i < impl->header.next_index; }));
-    // Failures are committed in index order, so the ones kept are a prefix.
+    // Keep the committed failures of points below next_index, whatever order they came in.
+    const auto failed_index =
+        read_u64s(impl->ds_fail_index.get(), failures, impl->at("/failures/index"));
+    const auto failed_message = detail::read_string_rows(impl->ds_fail_message.get(), failures,
+                                                         impl->at("/failures/message"));
+    std::vector<std::uint64_t> kept_index;
+    std::vector<std::string> kept_message;
+    for (std::size_t k = 0; k < failed_index.size(); ++k) {
+        if (failed_index[k] < impl->header.next_index) {
+            kept_index.push_back(failed_index[k]);
+            kept_message.push_back(failed_message[k]);
+        }
+    }
+    failures = kept_index.size();
+    if (failures != failed_index.size()) {
+        detail::write_rows(impl->ds_fail_index.get(), H5T_NATIVE_UINT64, kept_index.data(), 0,
+                           failures, impl->at("/failures/index"));
+        detail::write_string_rows(impl->ds_fail_message.get(), kept_message, 0,
+                                  impl->at("/failures/message"));
+    }
     detail::resize_rows(impl->ds_fail_index.get(), failures, impl->at("/failures/index"));
     detail::resize_rows(impl->ds_fail_message.get(), failures, impl->at("/failures/message"));
     impl->failures_written = failures;
@@ -777,9 +847,10 @@ void ResultWriter::append(const RowBatch& batch) {
     w.b_lo.insert(w.b_lo.end(), batch.histogram_lo_s.begin(), batch.histogram_lo_s.end());
     w.b_hi.insert(w.b_hi.end(), batch.histogram_hi_s.begin(), batch.histogram_hi_s.end());
 
-    if (w.buffered() >= w.chunk) {
-        // Uncommitted until the next flush, but flushed to disk so that the file stays
-        // consistent if the process is killed before then.
+    // Write when the buffer reaches the next chunk boundary of the file, so that writes stay
+    // chunk-aligned after a flush of a partial chunk. The rows are uncommitted until the next
+    // flush, but flushed to disk so that the file stays consistent if the process is killed.
+    if (w.buffered() >= w.chunk - w.rows_written % w.chunk) {
         w.write_buffer();
         w.flush_file();
     }

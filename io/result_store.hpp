@@ -119,6 +119,14 @@ class ResultWriter {
     /// >= next_index). Sets the status to "running".
     static ResultWriter open_resume(const std::string& path, const ResultHeader& expected);
 
+    /// As above, and also checks that the file's point columns (names, types, enumeration
+    /// labels) and metric names equal this program's, before changing anything:
+    /// "PATH: /metrics: columns differ from this program's (file: a, b; expected: a, c)".
+    /// Use it when the caller fills batches by position from its own schema.
+    static ResultWriter open_resume(const std::string& path, const ResultHeader& expected,
+                                    const std::vector<ColumnSpec>& point_columns,
+                                    const MetricSchema& metric_schema);
+
     ResultWriter(ResultWriter&&) noexcept;
     ResultWriter& operator=(ResultWriter&&) noexcept;
     ResultWriter(const ResultWriter&) = delete;
@@ -162,7 +170,9 @@ class ResultWriter {
     std::unique_ptr<Impl> impl_;
 };
 
-/// Read-only view of a result file (committed rows only).
+/// Read-only view of a result file (committed rows only). HDF5 refuses to open a file for
+/// writing (`open_resume`) while the same process has it open read-only: destroy the reader
+/// first. Opening a reader while a writer of this process holds the file works.
 class ResultReader {
   public:
     /// Opens `path`; IoError "PATH: cannot open: not an HDF5 file", "PATH: not a prism result

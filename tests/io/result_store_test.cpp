@@ -274,6 +274,7 @@ TEST_F(ResultStore, ResumeDropsRowsPastNextIndexAndContinues) {
         ResultWriter w =
             ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
         w.append(batch_rows(0, 6));
+        w.add_failure(40, "ahead of next_index");
         w.add_failure(index_of(4), "kernel exploded");
         w.flush(index_of(6));
         w.set_status("interrupted");
@@ -290,7 +291,10 @@ TEST_F(ResultStore, ResumeDropsRowsPastNextIndexAndContinues) {
     w.flush(index_of(17));
     w.close();
     expect_rows(ResultReader(file), 17);
-    ASSERT_EQ(ResultReader(file).failures().size(), 1U);
+    const auto failures = ResultReader(file).failures();
+    ASSERT_EQ(failures.size(), 1U);
+    EXPECT_EQ(failures[0].index, index_of(4));
+    EXPECT_EQ(failures[0].message, "kernel exploded");
     // Reasons stay interned once: "memory: 0 GiB" appears before and after the resume.
     const auto reasons = ResultReader(file).reasons();
     EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "memory: 0 GiB"), 1);
@@ -348,6 +352,32 @@ TEST_F(ResultStore, RefusesToResumeAFileOfAnotherExperiment) {
                          "3e23e8160039...)");
     EXPECT_EQ(ResultReader(file).header().experiment_sha256,
               "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb");
+}
+
+TEST_F(ResultStore, RefusesToResumeWithOtherColumnsOrMetricsAndLeavesTheFileAlone) {
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+    auto columns = test_columns();
+    columns[1].labels.push_back("ring");
+    MetricSchema metrics = test_metrics();
+    metrics.push_back({"mfu", "1", "model FLOPs utilization"});
+
+    EXPECT_THROW_MSG(
+        ResultWriter::open_resume(file, test_header(), columns, test_metrics()), IoError,
+        file +
+            ": /points: columns differ from this program's (file: tp (int64), placement (enum "
+            "tp_inner, dp_inner, spread), lr (float64), zero_stage (int64); expected: tp "
+            "(int64), placement (enum tp_inner, dp_inner, spread, ring), lr (float64), "
+            "zero_stage (int64))");
+    EXPECT_THROW_MSG(ResultWriter::open_resume(file, test_header(), test_columns(), metrics),
+                     IoError,
+                     file +
+                         ": /metrics: columns differ from this program's (file: "
+                         "step_time_p95_s, tokens_per_s; expected: step_time_p95_s, "
+                         "tokens_per_s, mfu)");
+    EXPECT_EQ(ResultReader(file).header().status, "complete");
+    ResultWriter::open_resume(file, test_header(), test_columns(), test_metrics()).close();
+    expect_rows(ResultReader(file), 17);
 }
 
 TEST_F(ResultStore, RefusesAForeignHdf5File) {
