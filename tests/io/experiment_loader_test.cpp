@@ -184,6 +184,60 @@ TEST(ExperimentLoader, NegativeCvIsRejected) {
               "exp.toml:8:32: variability.gemm.cv: value -0.1 must be >= 0");
 }
 
+TEST(ExperimentLoader, UnknownKeyInArrayOfTablesIsReported) {
+    EXPECT_EQ(error_of(kBase + "[[failures.cause]]\nmtbf = \"1000 h\"\nscop = \"gpu\"\n"),
+              "exp.toml:9:1: unknown key 'scop' in [failures.cause[0]]; did you mean 'scope'?");
+}
+
+TEST(ExperimentLoader, SectionThatIsNotATableIsReported) {
+    EXPECT_EQ(error_of("evaluation = 3\n" + kBase),
+              "exp.toml:1:14: evaluation: expected a table, got an integer");
+}
+
+TEST(ExperimentLoader, DistributionWithoutDistIsReported) {
+    EXPECT_EQ(error_of(kBase + "[variability]\ngemm = { cv = 0.1 }\n"),
+              "exp.toml:8:8: variability.gemm: missing 'dist' (one of \"constant\", \"normal\", "
+              "\"lognormal\", \"gamma\", \"empirical\", \"mixture\")");
+}
+
+TEST(ExperimentLoader, GammaWithCvAndShapeIsRejected) {
+    EXPECT_EQ(error_of(kBase + "[variability]\ngemm = { dist = \"gamma\", cv = 0.1, shape = 4 }\n"),
+              "exp.toml:8:44: variability.gemm: give either cv or shape, not both");
+}
+
+TEST(ExperimentLoader, Fp8OnHardwareWithoutFp8IsRejected) {
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+                       "precision = \"fp8\"\n[hardware.a100]\npreset = \"a100-80gb\"\n"),
+              "exp.toml:5:13: training.precision: \"fp8\" needs peak_fp8, which [hardware.a100] "
+              "does not have");
+}
+
+TEST(ExperimentLoader, CustomModelMissingFieldIsReported) {
+    EXPECT_EQ(error_of("[model]\nlayers = 2\nhidden = 64\nheads = 4\nseq = 16\n"),
+              "exp.toml:1:1: model: missing 'vocab' (give it or a preset)");
+}
+
+TEST(ExperimentLoader, HeadsMustDivideHidden) {
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\nheads = 48\n"),
+              "exp.toml:3:9: model.heads: 48 does not divide hidden = 4096");
+}
+
+TEST(ExperimentLoader, FixedCheckpointPolicyNeedsAnInterval) {
+    EXPECT_EQ(error_of(kBase + "[failures]\ncheckpoint_policy = \"fixed\"\n"),
+              "exp.toml:8:21: failures.checkpoint_policy: \"fixed\" needs checkpoint_interval");
+}
+
+TEST(ExperimentLoader, DpInSpaceWithGpusInDefaultsIsRejected) {
+    EXPECT_EQ(error_of(kBase + "[defaults]\ngpus = 64\n[space]\ndp = [1, 2]\n"),
+              "exp.toml:10:6: space.dp: dp and gpus are mutually exclusive ([defaults] sets gpus)");
+}
+
+TEST(ExperimentLoader, UnknownChoiceListsTheChoices) {
+    EXPECT_EQ(error_of("[experiment]\non_error = \"ignore\"\n" + kBase),
+              "exp.toml:2:12: experiment.on_error: unknown value 'ignore'; expected one of "
+              "\"skip\", \"abort\"");
+}
+
 TEST(ExperimentLoader, MissingModelTableIsReported) {
     EXPECT_EQ(error_of("[training]\nglobal_batch = 8\n"), "exp.toml: missing [model] table");
 }
