@@ -465,6 +465,12 @@ RunAnalysis analyze_run(const RunInput& in) {
         component(p_fail, c.k1 + c1, std::max(c2 - c1 * c1, 0.0) + noise,
                   c3 - 3.0 * c1 * c2 + 2.0 * c1 * c1 * c1);
     };
+    if (!std::isfinite(base.k1) || !std::isfinite(base.k2) || !std::isfinite(base.k3)) {
+        // Segments essentially never complete (lambda * (tau + C) beyond ~700): the run does
+        // not finish; report it as an infinite time rather than NaN moments.
+        out.run_time = RunTimeDistribution({{1.0, kInf, 0.0, 0.0}});
+        return out;
+    }
     if (in.cluster_mean_s.empty()) {
         add(in.deterministic_step_s, 0.0);
     } else {

@@ -1,6 +1,7 @@
 #include "src/run/run_model.hpp"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -307,6 +308,18 @@ TEST(RunModel, InvalidInputsNameTheField) {
     in.cluster_mean_s = {10.0};
     EXPECT_THROW_MSG(evaluate_run(in, 0, 0), ModelError,
                      "run: 1 cluster step means but 0 cluster step variances; they must pair up");
+}
+
+TEST(RunModel, RunThatCannotFinishReportsInfiniteTime) {
+    // Failures every 3 s against 1-hour segments: e^{lambda (tau + C)} = e^1200 overflows.
+    RunInput in = failing_run(16384, 3.0);
+    in.checkpoint_bytes = 1.0e12;
+    in.failures.checkpoint_interval_s = 3600.0;
+
+    const RunMetrics m = evaluate_run(in, 0, 0);
+
+    EXPECT_EQ(m.run_time_p95_days, std::numeric_limits<double>::infinity());
+    EXPECT_EQ(m.ettr, 0.0);
 }
 
 TEST(RunModel, KokolisEttrAtFiveMinuteCheckpointsIsNearPointNineThree) {
