@@ -380,6 +380,37 @@ TEST_F(ResultStore, RefusesToResumeWithOtherColumnsOrMetricsAndLeavesTheFileAlon
     expect_rows(ResultReader(file), 17);
 }
 
+TEST_F(ResultStore, RefusesAnotherFormatOrFormatVersion) {
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+    const std::string other = path("other.h5");
+    write_complete_file(other);
+    // Rewrite the attributes with the raw C API, as another program would have written them.
+    auto set_attribute = [](const std::string& f, const char* name, hid_t type, const void* v) {
+        const hid_t id = H5Fopen(f.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        H5Adelete(id, name);
+        const hid_t space = H5Screate(H5S_SCALAR);
+        const hid_t attr = H5Acreate2(id, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+        H5Awrite(attr, type, v);
+        H5Aclose(attr);
+        H5Sclose(space);
+        H5Fclose(id);
+    };
+    const std::int64_t version = 2;
+    set_attribute(file, "format_version", H5T_NATIVE_INT64, &version);
+    const hid_t fixed = H5Tcopy(H5T_C_S1);
+    H5Tset_size(fixed, 8);
+    set_attribute(other, "format", fixed, "netcdf4\0");
+    H5Tclose(fixed);
+
+    EXPECT_THROW_MSG(ResultReader{file}, IoError,
+                     file + ": unsupported format_version 2 (this program reads 1)");
+    EXPECT_THROW_MSG(ResultWriter::open_resume(file, test_header()), IoError,
+                     file + ": unsupported format_version 2 (this program reads 1)");
+    EXPECT_THROW_MSG(ResultReader{other}, IoError,
+                     other + ": not a prism result file (format 'netcdf4')");
+}
+
 TEST_F(ResultStore, RefusesAForeignHdf5File) {
     const std::string file = path("foreign.h5");
     const hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
