@@ -1,0 +1,247 @@
+#include "src/model/deterministic.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "model_test_helpers.hpp"
+#include "src/model/flops.hpp"
+
+namespace {
+
+using prism::DesignPoint;
+using prism::KernelClass;
+using prism::Recompute;
+
+/// Compute-bound limit: every GEMM at eff_max (F_half = 0), memory and host costs zero.
+prism::Experiment compute_only() {
+    auto e = prism::test::small_experiment();
+    auto& hw = e.hardware[0];
+    hw.gpu.gemm.half_flops = 0;
+    hw.gpu.hbm_bytes_per_s = 1e30;
+    hw.kernel_launch_s = 0;
+    return e;
+}
+
+int count_class(const prism::SegmentList& list, KernelClass cls) {
+    int n = 0;
+    for (const auto& seg : list)
+        for (const auto& op : seg.ops) n += op.cls == cls;
+    return n;
+}
+
+TEST(Deterministic, ComputeBoundStepIsModelFlopsOverAchievedPeak) {
+    const auto e = compute_only();
+    const DesignPoint p;  // one GPU, 16 microbatches of 1
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // 3 x forward FLOPs at 0.7 x 300 TFLOP/s: no recompute, nothing else costs time
+    EXPECT_NEAR(r.step_time_s, r.model_flops_per_step / (0.7 * 300e12), 1e-12);
+    EXPECT_DOUBLE_EQ(r.model_flops_per_step, prism::model_flops_per_step(e.model, 16));
+    EXPECT_DOUBLE_EQ(r.tokens_per_step, 16.0 * 1024);
+}
+
+TEST(Deterministic, FullRecomputeStepIsMegatronFlopsOverAchievedPeak) {
+    const auto e = compute_only();
+    DesignPoint p;
+    p.recompute = Recompute::full;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    EXPECT_NEAR(r.step_time_s, r.megatron_flops_per_step / (0.7 * 300e12), 1e-12);
+}
+
+TEST(Deterministic, Fp8RunsGemmsAtFp8PeakAndAttentionAtBf16) {
+    auto e = compute_only();
+    e.training.precision = prism::Precision::fp8;
+    const DesignPoint p;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    const double attention =
+        3.0 * 16 * e.model.layers * prism::layer_forward_flops(e.model, 1).attention;
+    const double gemm = r.model_flops_per_step - attention;
+    EXPECT_NEAR(r.step_time_s, gemm / (0.7 * 600e12) + attention / (0.7 * 300e12), 1e-12);
+}
+
+TEST(Deterministic, TensorParallelAllReducesMatchHandCalculation) {
+    auto e = compute_only();
+    e.hardware[0].gpu.peak_bf16_flop_per_s = 1e30;  // compute free: only TP comm remains
+    DesignPoint p;
+    p.tp = 2;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // per microbatch: 8 layers x (2 forward + 2 backward) AllReduce of 2 s h bytes, the head's
+    // 3 loss AllReduces (4 s bytes) and its input-gradient AllReduce; ring over NVLink at 0.8
+    auto ar = [](double bytes) { return 2 * 0.5 * bytes / (0.8 * 300e9) + 2 * 1 * 3e-6; };
+    const double act = 2.0 * 1024 * 1024;
+    const double per_microbatch = 8 * 4 * ar(act) + 3 * ar(4.0 * 1024) + ar(act);
+    EXPECT_NEAR(r.step_time_s, 16 * per_microbatch, 1e-12);
+    EXPECT_NEAR(r.breakdown.tp_comm_exposed_s, 16 * 8 * 4 * ar(act), 1e-12);
+}
+
+TEST(Deterministic, SequenceParallelReplacesAllReduceByGatherAndScatter) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.tp = 4;
+    p.sequence_parallel = true;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    EXPECT_EQ(count_class(r.profile.layer_forward, KernelClass::allreduce), 0);
+    EXPECT_EQ(count_class(r.profile.layer_forward, KernelClass::allgather), 2);
+    EXPECT_EQ(count_class(r.profile.layer_forward, KernelClass::reducescatter), 2);
+    for (const auto& seg : r.profile.layer_forward)
+        for (const auto& op : seg.ops) {
+            if (prism::is_communication(op.cls)) {
+                EXPECT_EQ(op.link, prism::LinkLevel::nvlink);
+            } else {
+                EXPECT_EQ(op.sync_size, 4);
+            }
+        }
+}
+
+TEST(Deterministic, ContextParallelExchangesKvConcurrentlyWithAttention) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.tp = 2;
+    p.cp = 2;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    bool found = false;
+    for (const auto& seg : r.profile.layer_forward) {
+        if (seg.ops.size() == 2 && seg.ops[0].cls == KernelClass::attention) {
+            EXPECT_EQ(seg.ops[0].sync_size, 4);
+            EXPECT_EQ(seg.ops[1].cls, KernelClass::p2p);
+            found = true;
+        }
+    }
+    EXPECT_TRUE(found);
+}
+
+TEST(Deterministic, FsdpGathersWeightsConcurrentlyAndLocksReplicas) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.dp = 4;
+    p.microbatch = 4;
+    p.zero_stage = 3;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    EXPECT_TRUE(r.profile.dp_lockstep);
+    ASSERT_FALSE(r.profile.layer_forward.empty());
+    EXPECT_EQ(count_class({r.profile.layer_forward.front()}, KernelClass::allgather), 1);
+    EXPECT_EQ(count_class({r.profile.layer_forward.front()}, KernelClass::gemm), 1);
+    EXPECT_EQ(count_class(r.profile.layer_backward, KernelClass::reducescatter), 1);
+    EXPECT_TRUE(r.profile.dp_sync.empty());
+}
+
+TEST(Deterministic, OverlappedGradientReductionHidesItsWindow) {
+    auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.tp = 8;
+    p.dp = 4;
+    p.microbatch = 4;
+    const auto exposed = prism::evaluate_deterministic(e, p);
+    e.training.overlap_grad_reduce = true;
+
+    const auto overlapped = prism::evaluate_deterministic(e, p);
+
+    EXPECT_EQ(exposed.profile.dp_overlap_s, 0.0);
+    EXPECT_GT(overlapped.profile.dp_overlap_s, 0.0);
+    EXPECT_NEAR(exposed.step_time_s - overlapped.step_time_s, overlapped.profile.dp_overlap_s,
+                1e-12);
+}
+
+TEST(Deterministic, LaunchBoundLayerTakesKernelCountTimesLaunchTime) {
+    auto e = compute_only();
+    e.hardware[0].kernel_launch_s = 1e-3;
+    const DesignPoint p;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // forward kernels: 2 layer norms, QKV, attention, softmax/dropout, projection, 2 bias-dropout-
+    // residual, MLP up, activation, MLP down = 11
+    EXPECT_NEAR(prism::deterministic_time(r.profile.layer_forward), 11e-3, 1e-12);
+}
+
+TEST(Deterministic, PointOverMemoryCapacityIsInfeasibleWithReason) {
+    auto e = prism::test::small_experiment();
+    e.model.layers = 96;
+    e.model.hidden = 12288;
+    e.model.heads = 96;
+    e.model.kv_heads = 96;
+    e.model.ffn = 4 * 12288;
+    e.constraints.max_memory_fraction = 0.5;  // 40 GB = 37.3 GiB usable
+    DesignPoint p;
+    p.tp = 8;
+    p.pp = 8;
+    p.microbatch = 1;
+    p.recompute = Recompute::full;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    EXPECT_FALSE(r.feasible);
+    const double total_gib = r.memory.total_bytes() / (1024.0 * 1024 * 1024);
+    char expected[64];
+    std::snprintf(expected, sizeof expected, "memory %.1f GiB > 37.3 GiB capacity", total_gib);
+    EXPECT_EQ(r.reason, expected);
+}
+
+TEST(Deterministic, BreakdownTableIsAligned) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.tp = 2;
+    p.pp = 2;
+    p.microbatch = 2;
+
+    const auto text = prism::format_breakdown(prism::evaluate_deterministic(e, p));
+
+    std::istringstream in(text);
+    std::string line;
+    int rows = 0;
+    while (std::getline(in, line)) {
+        ASSERT_GT(line.size(), 43u) << line;
+        EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(line[41]))) << line;
+        EXPECT_EQ(line[42], ' ') << line;
+        ++rows;
+    }
+    EXPECT_EQ(rows, 17);
+    EXPECT_NE(text.find("pipeline bubble"), std::string::npos);
+    EXPECT_NE(text.find("memory: total"), std::string::npos);
+}
+
+TEST(Deterministic, EvaluatesGpt3ScalePointsQuickly) {
+    auto e = prism::test::small_experiment();
+    e.model.layers = 96;
+    e.model.hidden = 12288;
+    e.model.heads = 96;
+    e.model.kv_heads = 96;
+    e.model.ffn = 4 * 12288;
+    e.training.global_batch_seqs = 512;
+    DesignPoint p;
+    p.tp = 8;
+    p.pp = 8;
+    p.dp = 16;  // 32 microbatches per replica
+    p.sequence_parallel = true;
+    p.recompute = Recompute::selective;
+    constexpr int kRuns = 2000;
+
+    const auto start = std::chrono::steady_clock::now();
+    double sink = 0;
+    for (int i = 0; i < kRuns; ++i) sink += prism::evaluate_deterministic(e, p).step_time_s;
+    const double per_point =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kRuns;
+
+    std::printf("  %.1f us per point (pp 8, 32 microbatches)\n", per_point * 1e6);
+    EXPECT_GT(sink, 0);
+    // generous bound against regressions (Release builds measure ~tens of us)
+    EXPECT_LT(per_point, 1e-3);
+}
+
+}  // namespace

@@ -1,0 +1,84 @@
+#include "src/model/memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include "model_test_helpers.hpp"
+
+namespace {
+
+using prism::DesignPoint;
+using prism::Recompute;
+
+// The helper model: h = 1024, a = 16, L = 8, s = 1024, V = 32000, f = 4h.
+DesignPoint tp2_b2() {
+    DesignPoint p;
+    p.tp = 2;
+    p.microbatch = 2;
+    return p;
+}
+
+TEST(Memory, ActivationsPerLayerFollowKorthikantiByHand) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p = tp2_b2();
+
+    // s b h (10 + 24/t + 5 a s / (h t)) = 1024*2*1024 * (10 + 12 + 5*16*1024/2048 = 40) bytes
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, p), 2097152.0 * 62);
+    p.sequence_parallel = true;  // s b h (34 + 5 a s / h) / t
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, p),
+                     2097152.0 * (34 + 80) / 2);
+    p.recompute = Recompute::selective;  // 34 s b h / t
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, p), 2097152.0 * 17);
+    p.sequence_parallel = false;
+    p.recompute = Recompute::full;  // the layer input only: 2 s b h
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, p), 2097152.0 * 2);
+}
+
+TEST(Memory, FlashAttentionDropsTheScoreTerm) {
+    auto e = prism::test::small_experiment();
+    e.training.flash_attention = true;
+
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
+                     2097152.0 * 22);
+}
+
+TEST(Memory, ModelStateIsEighteenBytesPerParameterShardedByZero) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p = tp2_b2();
+    p.dp = 4;
+    // per layer 12 h^2 + 13 h = 12,596,224; 8 layers + V h = 100,769,792 + 32,768,000
+    const double params = (8 * 12596224.0 + 32768000.0) / 2;
+
+    const auto none = prism::memory_per_gpu(e.model, e.training, p, 8);
+    p.zero_stage = 1;
+    const auto zero1 = prism::memory_per_gpu(e.model, e.training, p, 8);
+    p.zero_stage = 3;
+    const auto zero3 = prism::memory_per_gpu(e.model, e.training, p, 8);
+
+    EXPECT_DOUBLE_EQ(none.weights_bytes, 2 * params);
+    EXPECT_DOUBLE_EQ(none.grads_bytes, 4 * params);
+    EXPECT_DOUBLE_EQ(none.optimizer_bytes, 12 * params);
+    EXPECT_DOUBLE_EQ(zero1.optimizer_bytes, 3 * params);
+    EXPECT_DOUBLE_EQ(zero1.grads_bytes, 4 * params);
+    EXPECT_DOUBLE_EQ(zero3.weights_bytes, 0.5 * params);
+    EXPECT_DOUBLE_EQ(zero3.grads_bytes, params);
+}
+
+TEST(Memory, FirstStageHoldsPipelineDepthMicrobatches) {
+    EXPECT_DOUBLE_EQ(prism::inflight_microbatches(4, 1, 16), 4.0);
+    EXPECT_DOUBLE_EQ(prism::inflight_microbatches(4, 1, 2), 2.0);
+    // interleaved: (1 + (p - 1) / (p v)) = 1 + 3/8
+    EXPECT_DOUBLE_EQ(prism::inflight_microbatches(4, 2, 16), 5.5);
+}
+
+TEST(Memory, StageActivationsAreLayersTimesInflightMicrobatches) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p = tp2_b2();
+    p.pp = 2;
+
+    const auto mem = prism::memory_per_gpu(e.model, e.training, p, 4);
+
+    // 4 layers per stage x 2 microbatches in flight x 62 s b h
+    EXPECT_DOUBLE_EQ(mem.activations_bytes, 4 * 2 * 2097152.0 * 62);
+}
+
+}  // namespace

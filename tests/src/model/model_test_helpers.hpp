@@ -1,0 +1,44 @@
+#pragma once
+
+// Hand-built experiments for the model's unit tests (no TOML: prism::model is tested alone).
+
+#include "src/model/spec.hpp"
+
+namespace prism::test {
+
+/// A GPT-3-like model on an A100-like node with round numbers, so that hand calculations stay
+/// simple: 8 GPUs per node, NVLink 300 GB/s, NIC 25 GB/s.
+inline Experiment small_experiment() {
+    Experiment e;
+    e.model.layers = 8;
+    e.model.hidden = 1024;
+    e.model.heads = 16;
+    e.model.kv_heads = 16;
+    e.model.ffn = 4096;
+    e.model.vocab = 32000;
+    e.model.seq = 1024;
+    e.training.global_batch_seqs = 16;
+    e.training.overlap_grad_reduce = false;
+    HardwareSpec hw;
+    hw.name = "test";
+    hw.gpu.peak_bf16_flop_per_s = 300e12;
+    hw.gpu.peak_fp8_flop_per_s = 600e12;
+    hw.gpu.hbm_bytes = 80e9;
+    hw.gpu.hbm_bytes_per_s = 2e12;
+    hw.gpu.hbm_efficiency = 0.8;
+    hw.gpu.gemm = {0.7, 1e9};
+    hw.gpus_per_node = 8;
+    hw.nvlink_bytes_per_s = 300e9;
+    hw.nvlink_latency_s = 3e-6;
+    hw.nic_bytes_per_s = 25e9;
+    hw.nic_latency_s = 10e-6;
+    hw.collective_efficiency = 0.8;
+    e.hardware.push_back(hw);
+    e.cluster.nodes_per_rack = 4;
+    e.cluster.racks_per_pod = 2;
+    e.cluster.rack_oversubscription = 2;
+    e.cluster.pod_oversubscription = 3;
+    return e;
+}
+
+}  // namespace prism::test
