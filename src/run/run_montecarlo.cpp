@@ -75,6 +75,11 @@ class FailureArrivals {
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
 };
 
+struct Progress {
+    std::int64_t steps = 0;
+    double work_s = 0;
+};
+
 }  // namespace
 
 std::vector<RunSample> simulate_runs(const RunInput& input, int samples, std::uint64_t seed,
@@ -97,6 +102,11 @@ std::vector<RunSample> simulate_runs(const RunInput& input, int samples, std::ui
                   1, std::llround(std::min(plan.interval_s / mean_step_s, static_cast<double>(n))))
             : n;
 
+    // Asynchronous checkpoints are simulated as they happen (a failure loses the write in
+    // flight), not by the fast path's rule of one extra write time of downtime per failure.
+    const bool async = input.failures.async_checkpoint;
+    const double detection_s = input.failures.detection_s;
+
     std::vector<RunSample> out(static_cast<std::size_t>(samples));
     for (int i = 0; i < samples; ++i) {
         detail::PhiloxStream rng(seed, point_index, static_cast<std::uint64_t>(i));
@@ -112,25 +122,42 @@ std::vector<RunSample> simulate_runs(const RunInput& input, int samples, std::ui
             continue;
         }
         FailureArrivals arrivals(input.failures, input.gpus, input.gpus_per_node, rng);
+        // Progress (steps, their compute time) reached, in the last committed checkpoint, and in
+        // the asynchronous write still in flight (commits `commit_s` after its snapshot).
+        Progress reached;
+        Progress committed;
+        Progress in_flight;
+        double in_flight_commit_s = kInf;
         double t = 0;
-        std::int64_t done = 0;
-        while (done < n) {
-            const std::int64_t s = std::min(steps_per_segment, n - done);
+        while (reached.steps < n) {
+            const std::int64_t s = std::min(steps_per_segment, n - reached.steps);
             const double work = compute_s(s);
             const double window = work + plan.blocking_s;
             if (arrivals.peek() >= t + window) {
                 t += window;
-                done += s;
-                r.work_s += work;
+                reached.steps += s;
+                reached.work_s += work;
                 ++r.checkpoints;
+                if (async) {
+                    // A newer snapshot replaces a write that has not committed yet.
+                    if (in_flight_commit_s <= t) committed = in_flight;
+                    in_flight = reached;
+                    in_flight_commit_s = t + plan.commit_s;
+                } else {
+                    committed = reached;
+                }
                 continue;
             }
-            // The segment is lost; detect (no failure strikes), then restart until one succeeds.
+            // Roll back to the last committed checkpoint; detect (no failure strikes), then
+            // restart until one succeeds.
             t = arrivals.peek();
             arrivals.pop();
             ++r.interruptions;
+            if (in_flight_commit_s <= t) committed = in_flight;
+            in_flight_commit_s = kInf;
+            reached = committed;
             for (;;) {
-                t += plan.downtime_s;
+                t += detection_s;
                 while (arrivals.peek() < t) arrivals.pop();
                 if (arrivals.peek() >= t + plan.recovery_s) {
                     t += plan.recovery_s;
@@ -141,6 +168,7 @@ std::vector<RunSample> simulate_runs(const RunInput& input, int samples, std::ui
                 ++r.interruptions;
             }
         }
+        r.work_s = reached.work_s;
         r.run_time_s = t;
     }
     return out;

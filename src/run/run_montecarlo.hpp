@@ -5,8 +5,10 @@
 // Poisson stream for exponential causes; one renewal process per GPU or node for Weibull
 // causes, each started in its stationary state), segments of whole steps whose compute time is
 // drawn per attempt, blocking checkpoint writes, detection and restart, and failures during
-// restart. Same conventions as the fast path: no failure strikes during detection (downtime),
-// and the asynchronous-checkpoint rule of run_model.hpp.
+// restart, rollback to the last committed checkpoint. Same convention as the fast path: no
+// failure strikes during detection. Asynchronous checkpoints are simulated as they happen (the
+// snapshot blocks, the storage write commits later, a failure loses a write in flight), which
+// tests the fast path's one-write-time-per-failure rule rather than repeating it.
 
 #include <cstdint>
 #include <vector>
@@ -18,7 +20,7 @@ namespace prism {
 /// One simulated run.
 struct RunSample {
     double run_time_s = 0;           ///< wall time from start to the last checkpoint
-    double work_s = 0;               ///< compute of the committed steps (no lost work)
+    double work_s = 0;               ///< compute of the steps of the run (no lost work)
     std::int64_t interruptions = 0;  ///< failures that struck the job (not during detection)
     std::int64_t checkpoints = 0;    ///< checkpoints completed
 };
