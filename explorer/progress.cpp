@@ -72,8 +72,11 @@ std::string Progress::live_line() const {
         total_ == 0 ? 1.0
                     : static_cast<double>(std::min(done_, total_)) / static_cast<double>(total_);
     const int filled = static_cast<int>(std::floor(fraction * bar_width));
-    std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
-                      std::string(static_cast<std::size_t>(bar_width - filled), '.') + "]";
+    // Appended piece by piece: "[" + std::string(n, c) trips a false -Wrestrict in GCC 12.
+    std::string bar(static_cast<std::size_t>(bar_width + 2), '.');
+    bar.front() = '[';
+    bar.back() = ']';
+    std::fill_n(bar.begin() + 1, filled, '#');
     return bar + " " + std::to_string(done_) + "/" + std::to_string(total_) + " " +
            percent_text(done_, total_) + "  " + rate_text(rate_per_s()) + "  ETA " +
            format_duration(eta_s()) + "  elapsed " + format_duration(elapsed_s());
