@@ -1,0 +1,645 @@
+// Analytic evaluator: block-based statistical timing (DESIGN.md section 3) on the reduced model
+// of step_model.hpp. Approximations, each checked against Monte Carlo by the accuracy tests:
+//  * a replica's pipeline time is linearized around the schedule at g = 1:
+//      T = T(g=1, R) + m (W - W1) + (1/v) (S_o - S_o1) + eps,
+//    with W = max over stages of the per-microbatch stage time (its CDF is the product of the
+//    stages' CDFs, exact), S_o the other stages' sum (normal, moments of the group factor) and
+//    eps the transient noise along the critical path (normal, (m + (p-1)/v) stage variances);
+//    (m, 1/v) are the weights of the slowest stage and of the others in 1F1B's makespan
+//    (v m + p - 1 chunk slots; Narayanan et al. SC'21);
+//  * replicas are independent given R: the max over d of them has CDF F^d, in log space;
+//  * R (shared by all collectives of a step) is integrated over cells of its quantile function,
+//    the shift T(g=1, R) being linear inside a cell; the DP sync and optimizer by Gauss-Hermite.
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include "src/stochastic/detail/evaluators.hpp"
+#include "src/stochastic/step_distribution.hpp"
+
+namespace prism::stochastic::detail {
+
+namespace {
+
+// probabilists' Gauss-Hermite, 8 nodes (physicists' nodes * sqrt 2, weights / sqrt pi)
+constexpr std::array<double, 8> kGhZ{-4.1445471861258945, -2.8024858612875416, -1.6365190424351083,
+                                     -0.5390798113513751, 0.5390798113513751,  1.6365190424351083,
+                                     2.8024858612875416,  4.1445471861258945};
+constexpr std::array<double, 8> kGhW{
+    1.1261453837536784e-4, 9.635220120788266e-3, 0.11723990766175913,  0.3730122576790774,
+    0.3730122576790774,    0.11723990766175913,  9.635220120788266e-3, 1.1261453837536784e-4};
+
+/// log of the CDF of a group factor: prod over units spanned of ((1-q) F(g)^c + q F(g/sf)^c)
+struct GroupLaw {
+    const StepModel* m = nullptr;
+    std::vector<std::pair<int, int>> unit_members;  ///< (members per unit, how many such units)
+    int slow_members = -1;  ///< >= 0: a fixed number of slow members (variability-aware)
+    double power = 1;       ///< max over `power` iid groups (lockstep)
+
+    double log_cdf(double g) const {
+        const auto& S = m->spatial;
+        const int n = m->group_gpus;
+        auto logf = [&](double x) {
+            const double f = S.cdf(x);
+            if (f <= 0) return -1e300;
+            const double s = S.sf(x);
+            return s < 0.5 ? std::log1p(-s) : std::log(f);
+        };
+        double total;
+        if (slow_members >= 0) {
+            total = (n - slow_members) * logf(g);
+            if (slow_members > 0) total += slow_members * logf(g / m->slow_factor);
+        } else if (m->slow_probability <= 0 || m->slow_factor == 1.0) {
+            total = n * logf(g);
+        } else {
+            const double q = m->slow_probability;
+            const double a = logf(g);
+            const double b = logf(g / m->slow_factor);
+            total = 0;
+            for (const auto& [c, count] : unit_members) {
+                const double la = std::log1p(-q) + c * a;
+                const double lb = std::log(q) + c * b;
+                const double hi = std::max(la, lb);
+                total += count * (hi + std::log(std::exp(la - hi) + std::exp(lb - hi)));
+            }
+        }
+        return power * std::max(total, -1e300);
+    }
+};
+
+/// The distribution of one replica type's Delta on the common x grid.
+struct ReplicaType {
+    std::vector<const GroupLaw*> stage_law;  ///< per stage
+};
+
+struct Grid {
+    double lo = 0, hi = 0, h = 0;
+    int n = 0;
+    double at(int i) const { return lo + h * i; }
+};
+
+double interp(const std::vector<double>& y, const Grid& g, double x, double below, double above) {
+    if (x <= g.lo) return below;
+    if (x >= g.hi) return above;
+    const double t = (x - g.lo) / g.h;
+    const auto i = std::min(static_cast<int>(t), g.n - 2);
+    const double f = t - i;
+    return y[i] + f * (y[i + 1] - y[i]);
+}
+
+class Analytic {
+  public:
+    Analytic(const StepModel& m, const PersistentLayout& l) : m_(m), l_(l) {}
+
+    void run(const EvaluationSpec& eval, int clusters, StepDistribution& out,
+             const std::vector<double>* query, std::vector<double>* cdf_out);
+
+  private:
+    double makespan_at(double r) const;
+    /// log CDF of W for a replica type at w (sum over stages)
+    double log_cdf_w(const ReplicaType& t, double w) const {
+        double s = 0;
+        for (int st = 0; st < m_.stages; ++st) {
+            const double g = (w - r_bar_ * m_.stage_comm_s[st]) / m_.stage_comp_s[st];
+            s += t.stage_law[st]->log_cdf(g);
+            if (s < -700) return s;
+        }
+        return s;
+    }
+    /// sf of Delta on the x grid for a replica type (persistent part smoothed by `extra_sd`)
+    std::vector<double> delta_sf(const ReplicaType& t, double noise_sd) const;
+    void moments_of_g(const GroupLaw& law, double& mean, double& var) const;
+
+    const StepModel& m_;
+    const PersistentLayout& l_;
+    double r_bar_ = 1;
+    double w1_ = 0;      ///< W at g = 1
+    double slow_w_ = 1;  ///< weight of the slowest stage (m)
+    double rest_w_ = 1;  ///< weight of the others (1/v)
+    double mu_o_ = 0, var_o_ = 0, var_eps_ = 0;
+    double w_lo_ = 0, w_hi_ = 0;
+    Grid x_;
+};
+
+double Analytic::makespan_at(double r) const {
+    const auto& ops = m_.pipeline.ops();
+    thread_local std::vector<double> dur, xfer, fin;
+    dur.resize(ops.size());
+    xfer.resize(ops.size());
+    fin.resize(ops.size());
+    const double tr = m_.p2p.mean(1.0, r);
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const int j = ops[i].stage * m_.chunks + ops[i].chunk;
+        dur[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(1.0, r);
+        xfer[i] = tr;
+    }
+    return m_.pipeline.makespan(dur.data(), xfer.data(), m_.dataloader.mean(1.0, r), fin.data());
+}
+
+void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) const {
+    if (m_.persistent_deterministic) {
+        mean = 1;
+        var = 0;
+        return;
+    }
+    // integrate over a g grid: E[g] = g_lo + int (1 - H), E[(g-g_lo)^2] = int 2 (g-g_lo)(1-H)
+    const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
+    const double sfmin = std::min(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
+    const double n = m_.group_gpus * law.power;
+    const double lo = m_.spatial.max_quantile(1e-14, 1.0) * sfmin;
+    const double hi = m_.spatial.max_quantile(1.0 - 1e-14, n) * sfmax;
+    constexpr int kN = 2000;
+    const double h = (hi - lo) / kN;
+    double m1 = 0, m2 = 0;
+    double prev = 1.0 - std::exp(law.log_cdf(lo));
+    for (int i = 1; i <= kN; ++i) {
+        const double g = lo + h * i;
+        const double cur = -std::expm1(law.log_cdf(g));
+        m1 += 0.5 * h * (prev + cur);
+        m2 += h * ((g - h - lo) * prev + (g - lo) * cur);
+        prev = cur;
+    }
+    mean = lo + m1;
+    var = std::max(0.0, m2 - m1 * m1);
+}
+
+std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) const {
+    std::vector<double> sf(x_.n);
+    const double a = slow_w_;
+    if (m_.persistent_deterministic) {
+        const double mu = rest_w_ * mu_o_;
+        for (int i = 0; i < x_.n; ++i) {
+            const double x = x_.at(i);
+            if (m_.single.present) {
+                const auto& s = m_.single;
+                const auto& X = m_.transient[s.cls];
+                const double scale = s.base_s * (s.comm ? r_bar_ : 1.0);
+                const double y = X.max_moments(s.n).mean + x / scale;
+                sf[i] = 1.0 - X.max_cdf(y, s.n);
+            } else {
+                sf[i] = noise_sd > 0 ? normal_sf((x - mu) / noise_sd) : (x < mu ? 1.0 : 0.0);
+            }
+        }
+        return sf;
+    }
+    // W cells on a uniform w grid, as atoms at the cell midpoints smoothed by the cell width
+    constexpr int kW = 384;
+    const double hw = (w_hi_ - w_lo_) / kW;
+    std::vector<double> xj(kW), pj(kW);
+    double prev_sf = -std::expm1(log_cdf_w(t, w_lo_));
+    for (int j = 0; j < kW; ++j) {
+        const double w = w_lo_ + hw * (j + 1);
+        const double cur = -std::expm1(log_cdf_w(t, w));
+        pj[j] = std::max(0.0, prev_sf - cur);
+        xj[j] = a * (w - 0.5 * hw - w1_) + rest_w_ * mu_o_;
+        prev_sf = cur;
+    }
+    const double hx = a * hw;
+    const double sd = std::sqrt(noise_sd * noise_sd + hx * hx / 12.0);
+    // suffix sums for atoms entirely above x
+    std::vector<double> above(kW + 1, 0.0);
+    for (int j = kW - 1; j >= 0; --j) above[j] = above[j + 1] + pj[j];
+    const double reach = 8.5 * sd;
+    int jlo = 0;
+    for (int i = 0; i < x_.n; ++i) {
+        const double x = x_.at(i);
+        while (jlo < kW && xj[jlo] < x - reach) ++jlo;
+        double s = 0;
+        int j = jlo;
+        for (; j < kW && xj[j] <= x + reach; ++j) s += pj[j] * normal_sf((x - xj[j]) / sd);
+        s += above[j];
+        sf[i] = std::min(1.0, s);
+    }
+    return sf;
+}
+
+void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& out,
+                   const std::vector<double>* query, std::vector<double>* cdf_out) {
+    const int p = m_.stages;
+    const int v = m_.chunks;
+    const int mb = m_.microbatches;
+    r_bar_ = m_.regime.mean();
+    slow_w_ = mb;
+    rest_w_ = 1.0 / v;
+
+    // group laws
+    GroupLaw healthy;
+    healthy.m = &m_;
+    healthy.power = m_.lockstep ? m_.dp : 1;
+    if (!m_.persistent_deterministic) {
+        if (l_.kind == PlacementKind::random) {
+            healthy.unit_members = {{1, m_.group_gpus}};
+        } else {
+            std::map<int, int> per_unit;
+            for (int j = 0; j < m_.group_gpus; ++j) per_unit[l_.gpu_of[j] / l_.unit_gpus]++;
+            std::map<int, int> hist;
+            for (const auto& [unit, c] : per_unit) hist[c]++;
+            for (const auto& [c, k] : hist) healthy.unit_members.push_back({c, k});
+        }
+    }
+    const bool aware = l_.kind == PlacementKind::variability_aware &&
+                       !m_.persistent_deterministic && m_.slow_probability > 0 &&
+                       m_.slow_factor != 1.0;
+    GroupLaw clean = healthy;  // no slow member
+    clean.slow_members = 0;
+    const GroupLaw& base_law = aware ? clean : healthy;
+
+    // stage time at g = 1, its max, the other stages' sum and the transient noise
+    double comp_sum = 0, comp_sq = 0, var_sum = 0;
+    int smax = 0;
+    w1_ = -1;
+    for (int s = 0; s < p; ++s) {
+        const double tau = r_bar_ * m_.stage_comm_s[s] + m_.stage_comp_s[s];
+        if (tau > w1_) {
+            w1_ = tau;
+            smax = s;
+        }
+        comp_sum += m_.stage_comp_s[s];
+        comp_sq += m_.stage_comp_s[s] * m_.stage_comp_s[s];
+    }
+    double eg = 1, vg = 0;
+    moments_of_g(base_law, eg, vg);
+    for (int s = 0; s < p; ++s) {
+        var_sum += eg * eg * m_.stage_var_comp[s] + r_bar_ * r_bar_ * m_.stage_var_comm[s];
+    }
+    const double cmax = m_.stage_comp_s[smax];
+    mu_o_ = (comp_sum - cmax) * (eg - 1.0);
+    var_o_ = (comp_sq - cmax * cmax) * vg;
+    const double var_smax =
+        eg * eg * m_.stage_var_comp[smax] + r_bar_ * r_bar_ * m_.stage_var_comm[smax];
+    var_eps_ = rest_w_ * var_sum + (mb - rest_w_) * var_smax + m_.dataloader.var(1.0, r_bar_) +
+               2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
+    const double noise_sd = std::sqrt(rest_w_ * rest_w_ * var_o_ + var_eps_);
+
+    // replica types and scenarios (weight, counts per type)
+    std::deque<GroupLaw> laws;  // stable addresses
+    std::vector<ReplicaType> types;
+    struct Scenario {
+        double weight;
+        std::vector<std::pair<int, int>> counts;  // (type, replicas)
+    };
+    std::vector<Scenario> scenarios;
+    ReplicaType base_type;
+    base_type.stage_law.assign(p, &base_law);
+    types.push_back(base_type);
+    if (!aware) {
+        scenarios.push_back({1.0, {{0, m_.replicas}}});
+    } else {
+        // slow units that must be used ~ max(0, Binomial(machine_units, q) - spare)
+        const double q = m_.slow_probability;
+        const auto units = static_cast<double>(l_.machine_units);
+        const std::int64_t spare = l_.machine_units - l_.job_units;
+        // binomial pmf by recurrence in log space
+        std::map<std::vector<int>, int> type_of;  // per-stage slow members -> type index
+        double mass_zero = 0;
+        const int kmax = static_cast<int>(
+            std::min<double>(units, units * q + 12.0 * std::sqrt(units * q * (1 - q)) + 12.0));
+        const double lq = std::log(q), l1q = std::log1p(-q);
+        for (int k = 0; k <= kmax; ++k) {
+            const double lp = std::lgamma(units + 1) - std::lgamma(k + 1.0) -
+                              std::lgamma(units - k + 1) + k * lq + (units - k) * l1q;
+            const double pk = std::exp(lp);
+            const std::int64_t e = std::max<std::int64_t>(0, k - spare);
+            if (e == 0) {
+                mass_zero += pk;
+                continue;
+            }
+            if (pk < 1e-12) continue;
+            // fill groups in preference order
+            std::int64_t slow_gpus = e * l_.unit_gpus;
+            std::vector<std::vector<int>> per_rep(m_.dp, std::vector<int>(p, 0));
+            for (const auto gi : l_.preference) {
+                if (slow_gpus <= 0) break;
+                const int c = static_cast<int>(std::min<std::int64_t>(m_.group_gpus, slow_gpus));
+                per_rep[gi % m_.dp][gi / m_.dp] = c;
+                slow_gpus -= c;
+            }
+            auto law_for = [&](int slow_members, double power) -> const GroupLaw* {
+                GroupLaw law = healthy;
+                law.slow_members = slow_members;
+                law.power = power;
+                laws.push_back(law);
+                return &laws.back();
+            };
+            Scenario sc{pk, {}};
+            if (m_.lockstep) {
+                // one replica: each stage's law is the product over its dp groups
+                std::vector<int> key;
+                for (int s = 0; s < p; ++s) {
+                    for (int r = 0; r < m_.dp; ++r) key.push_back(per_rep[r][s]);
+                }
+                auto it = type_of.find(key);
+                if (it == type_of.end()) {
+                    // approximate the product by its dominant factor: the most-slow group
+                    ReplicaType t;
+                    for (int s = 0; s < p; ++s) {
+                        int worst = 0;
+                        for (int r = 0; r < m_.dp; ++r) worst = std::max(worst, per_rep[r][s]);
+                        t.stage_law.push_back(worst == 0 ? &base_law : law_for(worst, 1.0));
+                    }
+                    it = type_of.emplace(key, static_cast<int>(types.size())).first;
+                    types.push_back(t);
+                }
+                sc.counts.push_back({it->second, 1});
+            } else {
+                std::map<int, int> count;
+                for (int r = 0; r < m_.dp; ++r) {
+                    auto it = type_of.find(per_rep[r]);
+                    if (it == type_of.end()) {
+                        ReplicaType t;
+                        bool any = false;
+                        for (int s = 0; s < p; ++s) {
+                            const int c = per_rep[r][s];
+                            any = any || c > 0;
+                            t.stage_law.push_back(c == 0 ? &base_law : law_for(c, 1.0));
+                        }
+                        const int idx = any ? static_cast<int>(types.size()) : 0;
+                        if (any) types.push_back(t);
+                        it = type_of.emplace(per_rep[r], idx).first;
+                    }
+                    count[it->second]++;
+                }
+                for (const auto& [t, c] : count) sc.counts.push_back({t, c});
+            }
+            scenarios.push_back(sc);
+        }
+        scenarios.push_back({mass_zero, {{0, m_.replicas}}});
+        double total = 0;
+        for (const auto& s : scenarios) total += s.weight;
+        for (auto& s : scenarios) s.weight /= total;
+    }
+
+    // W range over all types: from CDF_W = 1e-13 (base type) to sf_W = 1e-15 (slowest type)
+    if (!m_.persistent_deterministic) {
+        const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
+        const double sfmin = std::min(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
+        const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
+        double lo = 1e300, hi = -1e300;
+        for (int s = 0; s < p; ++s) {
+            const double c = r_bar_ * m_.stage_comm_s[s];
+            lo = std::min(lo, c + m_.stage_comp_s[s] * m_.spatial.max_quantile(1e-14, 1) * sfmin);
+            hi = std::max(
+                hi, c + m_.stage_comp_s[s] * m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax);
+        }
+        lo = std::max(lo, w1_ * 0.0);
+        // tighten: bisection on the base type's CDF (lower) and all types' sf (upper)
+        auto tighten_lo = [&](double a, double b) {
+            for (int i = 0; i < 60; ++i) {
+                const double mid = 0.5 * (a + b);
+                (log_cdf_w(types[0], mid) < std::log(1e-13) ? a : b) = mid;
+            }
+            return a;
+        };
+        auto sf_all = [&](double w) {
+            double s = 0;
+            for (const auto& t : types) s = std::max(s, -std::expm1(log_cdf_w(t, w)));
+            return s;
+        };
+        auto tighten_hi = [&](double a, double b) {
+            for (int i = 0; i < 60; ++i) {
+                const double mid = 0.5 * (a + b);
+                (sf_all(mid) > 1e-15 ? a : b) = mid;
+            }
+            return b;
+        };
+        w_lo_ = tighten_lo(lo, hi);
+        w_hi_ = tighten_hi(w_lo_, hi);
+        if (!(w_hi_ > w_lo_)) w_hi_ = w_lo_ + 1e-9 * std::max(1.0, std::fabs(w_lo_));
+    } else {
+        w_lo_ = w_hi_ = w1_;
+    }
+
+    // x grid for Delta
+    {
+        double lo = slow_w_ * (w_lo_ - w1_) + rest_w_ * mu_o_ - 9.0 * noise_sd;
+        double hi = slow_w_ * (w_hi_ - w1_) + rest_w_ * mu_o_ + 9.0 * noise_sd;
+        if (m_.single.present) {
+            const auto& s = m_.single;
+            const auto& X = m_.transient[s.cls];
+            const double scale = s.base_s * (s.comm ? r_bar_ : 1.0);
+            const double mean = X.max_moments(s.n).mean;
+            const double dmax = m_.replicas;
+            lo = scale * (X.max_quantile(1e-15, s.n) - mean);
+            hi = scale * (X.max_quantile(1.0 - 1e-15 / dmax, s.n) - mean);
+        }
+        if (!(hi > lo)) {
+            lo -= 1e-12;
+            hi += 1e-12;
+        }
+        x_.n = 2049;
+        x_.lo = lo;
+        x_.hi = hi;
+        x_.h = (hi - lo) / (x_.n - 1);
+    }
+
+    std::vector<std::vector<double>> sf_type;
+    std::vector<std::vector<double>> sf_type_pers;
+    for (const auto& t : types) {
+        sf_type.push_back(delta_sf(t, noise_sd));
+        if (clusters > 1) sf_type_pers.push_back(delta_sf(t, 0.0));
+    }
+    auto max_table = [&](const std::vector<std::vector<double>>& sft) {
+        std::vector<double> F(x_.n, 0.0);
+        for (const auto& sc : scenarios) {
+            for (int i = 0; i < x_.n; ++i) {
+                double lf = 0;
+                for (const auto& [t, c] : sc.counts) {
+                    const double s = sft[t][i];
+                    lf += c * (s < 0.5 ? std::log1p(-s) : std::log(std::max(1e-300, 1.0 - s)));
+                }
+                F[i] += sc.weight * std::exp(lf);
+            }
+        }
+        F.back() = std::max(F.back(), 1.0 - 1e-15);
+        return F;
+    };
+    const std::vector<double> FD = max_table(sf_type);
+    // antiderivative of F_D, and its moments
+    std::vector<double> GD(x_.n, 0.0);
+    for (int i = 1; i < x_.n; ++i) GD[i] = GD[i - 1] + 0.5 * x_.h * (FD[i - 1] + FD[i]);
+    auto table_moments = [&](const std::vector<double>& F, double& mean, double& var) {
+        double m1 = 0, m2 = 0;
+        for (int i = 1; i < x_.n; ++i) {
+            const double a = 1.0 - F[i - 1], b = 1.0 - F[i];
+            const double xa = x_.h * (i - 1), xb = x_.h * i;
+            m1 += 0.5 * x_.h * (a + b);
+            m2 += x_.h * (xa * a + xb * b);
+        }
+        mean = x_.lo + m1;
+        var = std::max(0.0, m2 - m1 * m1);
+    };
+    double d_mean, d_var;
+    table_moments(FD, d_mean, d_var);
+
+    // regime cells (in normal-score space) and tail nodes per cell
+    struct Cell {
+        double w, shift_a, shift_b;
+        std::vector<std::pair<double, double>> tail;  // (value, weight)
+    };
+    std::vector<Cell> cells;
+    auto tail_nodes = [&](double r) {
+        std::vector<std::pair<double, double>> nodes;
+        const double sm = m_.sync.mean(1.0, r), ssd = std::sqrt(m_.sync.var(1.0, r));
+        const double om = m_.optimizer.mean(1.0, r), osd = std::sqrt(m_.optimizer.var(1.0, r));
+        const int ns = ssd > 0 ? 8 : 1, no = osd > 0 ? 8 : 1;
+        for (int a = 0; a < ns; ++a) {
+            for (int b = 0; b < no; ++b) {
+                const double s = ns > 1 ? sm + ssd * kGhZ[a] : sm;
+                const double o = no > 1 ? om + osd * kGhZ[b] : om;
+                const double w = (ns > 1 ? kGhW[a] : 1.0) * (no > 1 ? kGhW[b] : 1.0);
+                nodes.push_back({std::max(0.0, s - m_.sync_overlap_s) + std::max(0.0, o), w});
+            }
+        }
+        return nodes;
+    };
+    if (m_.regime.is_constant()) {
+        const double r = m_.regime.mean();
+        const double s = makespan_at(r);
+        cells.push_back({1.0, s, s, tail_nodes(r)});
+    } else {
+        constexpr int kCells = 96;
+        constexpr double kZ = 6.0;
+        std::vector<double> shift(kCells + 1);
+        std::vector<double> zs(kCells + 1);
+        for (int i = 0; i <= kCells; ++i) {
+            zs[i] = -kZ + 2.0 * kZ * i / kCells;
+            shift[i] = makespan_at(m_.regime.quantile(normal_cdf(zs[i])));
+        }
+        for (int i = 0; i < kCells; ++i) {
+            double w = normal_cdf(zs[i + 1]) - normal_cdf(zs[i]);
+            if (i == 0) w += normal_cdf(-kZ);
+            if (i == kCells - 1) w += normal_cdf(-kZ);
+            const double rmid = m_.regime.quantile(normal_cdf(0.5 * (zs[i] + zs[i + 1])));
+            cells.push_back({w, shift[i], shift[i + 1], tail_nodes(rmid)});
+        }
+    }
+
+    const double g_end = GD.back();
+    auto G = [&](double x) {
+        if (x <= x_.lo) return 0.0;
+        if (x >= x_.hi) return g_end + (x - x_.hi);
+        return interp(GD, x_, x, 0.0, g_end);
+    };
+    auto cdf = [&](double t) {
+        double f = 0;
+        for (const auto& c : cells) {
+            double fc = 0;
+            const double width = c.shift_b - c.shift_a;
+            for (const auto& [y, wy] : c.tail) {
+                const double x = t - y;
+                if (width > 1e-12 * std::fabs(c.shift_a) + 1e-300) {
+                    fc += wy * (G(x - c.shift_a) - G(x - c.shift_b)) / width;
+                } else {
+                    fc += wy * interp(FD, x_, x - c.shift_a, 0.0, 1.0);
+                }
+            }
+            f += c.w * fc;
+        }
+        return std::clamp(f, 0.0, 1.0);
+    };
+
+    // moments: step = shift(R) + D + tail(R), D independent of (R, tail)
+    double m1 = 0, m2 = 0;
+    for (const auto& c : cells) {
+        double ty = 0, ty2 = 0;
+        for (const auto& [y, wy] : c.tail) {
+            ty += wy * y;
+            ty2 += wy * y * y;
+        }
+        const double sh = 0.5 * (c.shift_a + c.shift_b);
+        const double shv = (c.shift_b - c.shift_a) * (c.shift_b - c.shift_a) / 12.0;
+        m1 += c.w * (sh + ty);
+        m2 += c.w * (sh * sh + shv + 2 * sh * ty + ty2);
+    }
+    out.mean_s = m1 + d_mean;
+    out.std_s = std::sqrt(std::max(0.0, m2 - m1 * m1) + d_var);
+
+    if (query != nullptr && cdf_out != nullptr) {
+        cdf_out->clear();
+        for (double t : *query) cdf_out->push_back(cdf(t));
+    }
+
+    // quantiles by bisection on the mixture CDF
+    double t_lo = 1e300, t_hi = -1e300;
+    for (const auto& c : cells) {
+        for (const auto& [y, wy] : c.tail) {
+            t_lo = std::min(t_lo, std::min(c.shift_a, c.shift_b) + y + x_.lo);
+            t_hi = std::max(t_hi, std::max(c.shift_a, c.shift_b) + y + x_.hi);
+        }
+    }
+    auto quantile = [&](double prob) {
+        double a = t_lo, b = t_hi;
+        for (int i = 0; i < 64 && b - a > 1e-13 * std::fabs(b); ++i) {
+            const double mid = 0.5 * (a + b);
+            (cdf(mid) < prob ? a : b) = mid;
+        }
+        return 0.5 * (a + b);
+    };
+    out.p50_s = quantile(0.5);
+    out.p90_s = quantile(0.9);
+    out.p95_s = quantile(0.95);
+    out.p99_s = quantile(0.99);
+    out.p999_s = quantile(0.999);
+    out.p_slow.clear();
+    for (double delta : eval.slow_deltas) {
+        out.p_slow.push_back(1.0 - cdf((1.0 + delta) * m_.deterministic_s));
+    }
+    out.histogram.clear();
+    if (eval.histogram && eval.histogram_bins > 0) {
+        out.histogram_lo_s = quantile(0.0005);
+        out.histogram_hi_s = quantile(0.9995);
+        if (!(out.histogram_hi_s > out.histogram_lo_s)) {
+            out.histogram_hi_s = out.histogram_lo_s * (1 + 1e-12) + 1e-300;
+        }
+        const int nb = eval.histogram_bins;
+        const double w = (out.histogram_hi_s - out.histogram_lo_s) / nb;
+        double prev = 0;
+        for (int b = 0; b < nb; ++b) {
+            const double cur = b == nb - 1 ? 1.0 : cdf(out.histogram_lo_s + w * (b + 1));
+            out.histogram.push_back(static_cast<float>(cur - prev));
+            prev = cur;
+        }
+    }
+
+    // cluster realizations: strata of the persistent-only max D_p at quantiles (k + 1/2) / K
+    out.cluster_mean_s.assign(clusters, out.mean_s);
+    out.cluster_var_s2.assign(clusters, out.std_s * out.std_s);
+    if (clusters > 1) {
+        const std::vector<double> FP = max_table(sf_type_pers);
+        double p_mean, p_var;
+        table_moments(FP, p_mean, p_var);
+        std::vector<double> qs(clusters);
+        double between = 0;
+        for (int k = 0; k < clusters; ++k) {
+            const double u = (k + 0.5) / clusters;
+            // invert the tabulated CDF
+            const auto it = std::lower_bound(FP.begin(), FP.end(), u);
+            const auto i = std::clamp<long>(it - FP.begin(), 1, x_.n - 1);
+            const double f0 = FP[i - 1], f1 = FP[i];
+            const double frac = f1 > f0 ? (u - f0) / (f1 - f0) : 0.5;
+            qs[k] = x_.at(static_cast<int>(i - 1)) + frac * x_.h - p_mean;
+        }
+        double qm = 0;
+        for (double q : qs) qm += q / clusters;
+        for (double& q : qs) q -= qm;
+        for (double q : qs) between += q * q / clusters;
+        const double within = std::max(0.0, out.std_s * out.std_s - between);
+        for (int k = 0; k < clusters; ++k) {
+            out.cluster_mean_s[k] = out.mean_s + qs[k];
+            out.cluster_var_s2[k] = within;
+        }
+    }
+}
+
+}  // namespace
+
+void analytic(const StepModel& model, const PersistentLayout& layout, const EvaluationSpec& eval,
+              int clusters, StepDistribution& out, const std::vector<double>* query,
+              std::vector<double>* cdf_out) {
+    Analytic a(model, layout);
+    a.run(eval, clusters, out, query, cdf_out);
+}
+
+}  // namespace prism::stochastic::detail

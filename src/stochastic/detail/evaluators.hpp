@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "src/model/spec.hpp"
+#include "src/stochastic/detail/persistent.hpp"
+#include "src/stochastic/detail/step_model.hpp"
+
+namespace prism {
+struct StepDistribution;
+}
+
+namespace prism::stochastic::detail {
+
+/// Monte Carlo: `samples` step times, each on its own cluster realization (the marginal law).
+std::vector<double> monte_carlo(const StepModel& model, const PersistentLayout& layout, int samples,
+                                std::uint64_t seed, std::uint64_t point_index);
+
+/// Monte Carlo estimates of the conditional mean and variance of one step for `clusters`
+/// cluster realizations, `per_cluster` steps each.
+void monte_carlo_clusters(const StepModel& model, const PersistentLayout& layout, int clusters,
+                          int per_cluster, std::uint64_t seed, std::uint64_t point_index,
+                          std::vector<double>& mean_s, std::vector<double>& var_s2);
+
+/// Summary statistics of Monte Carlo samples into `out` (all but deterministic_s and clusters).
+void summarize_samples(std::vector<double> samples, const EvaluationSpec& eval,
+                       double deterministic_s, StepDistribution& out);
+
+/// The analytic evaluator; if `query` is given, also its CDF at those times into `cdf_out`.
+void analytic(const StepModel& model, const PersistentLayout& layout, const EvaluationSpec& eval,
+              int clusters, StepDistribution& out, const std::vector<double>* query = nullptr,
+              std::vector<double>* cdf_out = nullptr);
+
+}  // namespace prism::stochastic::detail

@@ -1,0 +1,196 @@
+// Monte Carlo reference evaluator: draws the persistent factors of K cluster realizations, then
+// for each sample the regime R and every chunk op of every replica, and runs the pipeline DAG.
+
+#include <algorithm>
+#include <cmath>
+
+#include "src/stochastic/detail/evaluators.hpp"
+#include "src/stochastic/step_distribution.hpp"
+
+namespace prism::stochastic::detail {
+
+namespace {
+
+/// Group factors of cluster realization `id` (per stage with lockstep).
+void cluster_factors(const StepModel& m, const PersistentLayout& layout, std::uint64_t seed,
+                     std::uint64_t point_index, std::uint32_t id, std::vector<double>& g,
+                     std::vector<double>& out) {
+    if (m.persistent_deterministic) {
+        out.assign(m.lockstep ? m.stages : static_cast<size_t>(m.stages) * m.dp, 1.0);
+        return;
+    }
+    Stream stream(seed, point_index, StreamKind::cluster, id);
+    draw_group_factors(m, layout, stream, g);
+    if (!m.lockstep) {
+        out = g;
+        return;
+    }
+    out.assign(m.stages, 0.0);
+    for (int s = 0; s < m.stages; ++s) {
+        for (int r = 0; r < m.dp; ++r) out[s] = std::max(out[s], g[s * m.dp + r]);
+    }
+}
+
+/// One step of the cluster with factors `gk`, using the sample stream `rng`.
+class StepSampler {
+  public:
+    explicit StepSampler(const StepModel& m)
+        : m_(m),
+          dur_(m.pipeline.size()),
+          xfer_(m.pipeline.size()),
+          finish_(m.pipeline.size()),
+          mean_f_(m.stages * m.chunks),
+          sd_f_(mean_f_.size()),
+          mean_b_(mean_f_.size()),
+          sd_b_(mean_f_.size()) {}
+
+    double operator()(const std::vector<double>& gk, Stream& rng) {
+        const auto& m = m_;
+        const int p = m.stages;
+        const int v = m.chunks;
+        const int dp = m.dp;
+        const auto& ops = m.pipeline.ops();
+        const size_t nops = ops.size();
+        const bool single = m.single.present;
+        const double r = m.regime.is_constant() ? m.regime.mean() : m.regime.sample(rng.uniform());
+        const double p2p_mean = m.p2p.mean(1.0, r);
+        const double p2p_sd = single ? 0.0 : std::sqrt(m.p2p.var(1.0, r));
+        double slowest = 0;
+        for (int rep = 0; rep < m.replicas; ++rep) {
+            for (int s = 0; s < p; ++s) {
+                const double gg = m.lockstep ? gk[s] : gk[s * dp + rep];
+                for (int c = 0; c < v; ++c) {
+                    const int i = s * v + c;
+                    mean_f_[i] = m.fwd[i].mean(gg, r);
+                    sd_f_[i] = single ? 0.0 : std::sqrt(m.fwd[i].var(gg, r));
+                    mean_b_[i] = m.bwd[i].mean(gg, r);
+                    sd_b_[i] = single ? 0.0 : std::sqrt(m.bwd[i].var(gg, r));
+                }
+            }
+            for (size_t i = 0; i < nops; ++i) {
+                const auto& op = ops[i];
+                const int j = op.stage * v + op.chunk;
+                const double mu = op.backward ? mean_b_[j] : mean_f_[j];
+                const double sd = op.backward ? sd_b_[j] : sd_f_[j];
+                dur_[i] = sd > 0 ? std::max(0.0, mu + sd * rng.normal()) : mu;
+                if (op.input >= 0) {
+                    xfer_[i] =
+                        p2p_sd > 0 ? std::max(0.0, p2p_mean + p2p_sd * rng.normal()) : p2p_mean;
+                }
+            }
+            const double dl_sd = single ? 0.0 : std::sqrt(m.dataloader.var(1.0, r));
+            const double dl = std::max(0.0, m.dataloader.mean(1.0, r) + dl_sd * rng.normal());
+            double fin = m.pipeline.makespan(dur_.data(), xfer_.data(), dl, finish_.data());
+            if (single) {
+                // the replica's only random term, with its exact law
+                const auto& t = m.single;
+                const auto& x = m.transient[t.cls];
+                const double u = rng.uniform();
+                const double scale = t.comm ? r : gk[m.lockstep ? 0 : rep];
+                const double draw = t.n == 1 ? x.sample(u) : x.max_quantile(u, t.n);
+                fin += t.base_s * scale * (draw - x.max_moments(t.n).mean);
+            }
+            slowest = std::max(slowest, fin);
+        }
+        const double sync =
+            std::max(0.0, m.sync.mean(1.0, r) + std::sqrt(m.sync.var(1.0, r)) * rng.normal());
+        const double opt = std::max(
+            0.0, m.optimizer.mean(1.0, r) + std::sqrt(m.optimizer.var(1.0, r)) * rng.normal());
+        return slowest + std::max(0.0, sync - m.sync_overlap_s) + opt;
+    }
+
+  private:
+    const StepModel& m_;
+    std::vector<double> dur_, xfer_, finish_, mean_f_, sd_f_, mean_b_, sd_b_;
+};
+
+}  // namespace
+
+std::vector<double> monte_carlo(const StepModel& m, const PersistentLayout& layout, int samples,
+                                std::uint64_t seed, std::uint64_t point_index) {
+    // every sample is a step on its own cluster realization: the marginal distribution
+    StepSampler sample(m);
+    std::vector<double> g, gk;
+    std::vector<double> out(samples);
+    for (int k = 0; k < samples; ++k) {
+        cluster_factors(m, layout, seed, point_index, static_cast<std::uint32_t>(k), g, gk);
+        Stream rng(seed, point_index, StreamKind::sample, static_cast<std::uint32_t>(k));
+        out[k] = sample(gk, rng);
+    }
+    return out;
+}
+
+void monte_carlo_clusters(const StepModel& m, const PersistentLayout& layout, int clusters,
+                          int per_cluster, std::uint64_t seed, std::uint64_t point_index,
+                          std::vector<double>& mean_s, std::vector<double>& var_s2) {
+    StepSampler sample(m);
+    std::vector<double> g, gk;
+    mean_s.assign(clusters, 0.0);
+    var_s2.assign(clusters, 0.0);
+    for (int c = 0; c < clusters; ++c) {
+        // cluster ids and sample ids above those of monte_carlo's marginal samples
+        const auto id = static_cast<std::uint32_t>(0x800000u + c);
+        cluster_factors(m, layout, seed, point_index, id, g, gk);
+        double s1 = 0, s2 = 0;
+        for (int j = 0; j < per_cluster; ++j) {
+            Stream rng(seed, point_index, StreamKind::sample, id + 0x10000u * (j + 1));
+            const double x = sample(gk, rng);
+            s1 += x;
+            s2 += x * x;
+        }
+        mean_s[c] = s1 / per_cluster;
+        var_s2[c] =
+            per_cluster > 1 ? std::max(0.0, (s2 - s1 * s1 / per_cluster) / (per_cluster - 1)) : 0.0;
+    }
+}
+
+namespace {
+
+double sorted_quantile(const std::vector<double>& x, double p) {
+    // linear interpolation between order statistics (Hyndman-Fan type 7)
+    const double h = (static_cast<double>(x.size()) - 1) * p;
+    const auto lo = static_cast<size_t>(std::floor(h));
+    const size_t hi = std::min(lo + 1, x.size() - 1);
+    return x[lo] + (h - static_cast<double>(lo)) * (x[hi] - x[lo]);
+}
+
+}  // namespace
+
+void summarize_samples(std::vector<double> x, const EvaluationSpec& eval, double det,
+                       StepDistribution& out) {
+    const auto n = static_cast<double>(x.size());
+
+    double mean = 0;
+    for (double v : x) mean += v;
+    mean /= n;
+    double var = 0;
+    for (double v : x) var += (v - mean) * (v - mean);
+    out.mean_s = mean;
+    out.std_s = std::sqrt(var / std::max(1.0, n - 1));
+    std::sort(x.begin(), x.end());
+    out.p50_s = sorted_quantile(x, 0.50);
+    out.p90_s = sorted_quantile(x, 0.90);
+    out.p95_s = sorted_quantile(x, 0.95);
+    out.p99_s = sorted_quantile(x, 0.99);
+    out.p999_s = sorted_quantile(x, 0.999);
+    out.p_slow.clear();
+    for (double delta : eval.slow_deltas) {
+        const double t = (1.0 + delta) * det;
+        const auto above = x.end() - std::upper_bound(x.begin(), x.end(), t);
+        out.p_slow.push_back(static_cast<double>(above) / n);
+    }
+    out.histogram.clear();
+    if (eval.histogram && eval.histogram_bins > 0) {
+        out.histogram_lo_s = x.front();
+        out.histogram_hi_s = x.back() > x.front() ? x.back() : x.front() * (1 + 1e-12) + 1e-300;
+        out.histogram.assign(eval.histogram_bins, 0.0f);
+        const double w = (out.histogram_hi_s - out.histogram_lo_s) / eval.histogram_bins;
+        for (double v : x) {
+            const auto b = std::clamp(static_cast<int>((v - out.histogram_lo_s) / w), 0,
+                                      eval.histogram_bins - 1);
+            out.histogram[b] += static_cast<float>(1.0 / n);
+        }
+    }
+}
+
+}  // namespace prism::stochastic::detail

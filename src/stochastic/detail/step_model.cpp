@@ -1,0 +1,230 @@
+#include "src/stochastic/detail/step_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "src/common/error.hpp"
+
+namespace prism::stochastic::detail {
+
+namespace {
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+std::uint64_t bits(double x) {
+    std::uint64_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+std::uint64_t spec_hash(const DistributionSpec& s) {
+    std::uint64_t h = static_cast<std::uint64_t>(s.kind) + 1;
+    h = mix(h, bits(s.mean));
+    h = mix(h, bits(s.cv));
+    h = mix(h, s.samples.size());
+    for (double x : s.samples) h = mix(h, bits(x));
+    for (const auto& c : s.components) {
+        h = mix(h, bits(c.weight));
+        h = mix(h, spec_hash(c.dist));
+    }
+    return h;
+}
+
+/// Moments of the max of n iid draws of `spec`, memoized per thread: sweeps evaluate many
+/// points with the same variability and a handful of group sizes.
+Moments cached_max_moments(const DistributionSpec& spec, const Distribution& dist, double n) {
+    struct Key {
+        std::uint64_t h;
+        double n;
+        bool operator==(const Key& o) const { return h == o.h && n == o.n; }
+    };
+    struct KeyHash {
+        size_t operator()(const Key& k) const { return mix(k.h, bits(k.n)); }
+    };
+    thread_local std::unordered_map<Key, Moments, KeyHash> cache;
+    const Key key{spec_hash(spec), n};
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    if (cache.size() > 4096) cache.clear();
+    const Moments m = dist.max_moments(n);
+    cache.emplace(key, m);
+    return m;
+}
+
+struct Accumulator {
+    ChunkCost cost;
+    SingleTerm single;
+};
+
+}  // namespace
+
+Moments clark_max(Moments a, Moments b) {
+    const double s2 = a.var + b.var;
+    if (s2 <= 0) return a.mean >= b.mean ? a : b;
+    const double s = std::sqrt(s2);
+    const double alpha = (a.mean - b.mean) / s;
+    const double pa = normal_cdf(alpha);
+    const double pb = normal_cdf(-alpha);
+    const double phi = 0.39894228040143267794 * std::exp(-0.5 * alpha * alpha);
+    const double m = a.mean * pa + b.mean * pb + s * phi;
+    const double e2 = (a.mean * a.mean + a.var) * pa + (b.mean * b.mean + b.var) * pb +
+                      (a.mean + b.mean) * s * phi;
+    return {m, std::max(0.0, e2 - m * m)};
+}
+
+StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
+                           const HardwareSpec& hw, const ClusterSpec& cluster,
+                           const VariabilitySpec& variability,
+                           std::uint32_t deterministic_classes) {
+    StepModel m;
+    m.stages = profile.stages;
+    m.chunks = profile.chunks;
+    m.microbatches = profile.microbatches;
+    m.dp = std::max(1, profile.dp);
+    m.lockstep = profile.dp_lockstep && m.dp > 1;
+    m.replicas = m.lockstep ? 1 : m.dp;
+    m.group_gpus = std::max(1, profile.tp) * std::max(1, profile.cp);
+    m.deterministic_s = deterministic_step_time(profile);
+    m.pipeline = timing::FlatPipeline({m.stages, m.chunks, m.microbatches});
+
+    std::array<DistributionSpec, kKernelClassCount> specs = variability.transient;
+    for (int c = 0; c < kKernelClassCount; ++c) {
+        if (deterministic_classes & (1u << c)) specs[c] = DistributionSpec{};
+        m.transient[c] = Distribution(specs[c]);
+    }
+    m.regime = Distribution(variability.comm_regime);
+    m.spatial = Distribution(variability.persistent.spatial);
+    m.slow_probability = std::clamp(variability.persistent.slow_probability, 0.0, 1.0);
+    m.slow_factor = variability.persistent.slow_factor;
+    if (m.slow_probability > 0 && !(m.slow_factor > 0)) {
+        throw ConfigError(
+            "variability.persistent.slow_factor must be > 0 when slow_probability > 0");
+    }
+    m.slow_unit_gpus = variability.persistent.slow_per_node ? std::max(1, hw.gpus_per_node) : 1;
+    m.persistent_deterministic =
+        m.spatial.is_constant() && (m.slow_probability == 0 || m.slow_factor == 1.0);
+    const double lock_mult = m.lockstep ? m.dp : 1;
+
+    auto add_segments = [&](Accumulator& acc, const SegmentList& segs, int repeat) {
+        if (repeat <= 0) return;
+        for (const auto& seg : segs) {
+            Moments best{0, 0};
+            bool best_comm = false;
+            bool have = false;
+            int random_ops = 0;
+            SingleTerm term;
+            for (const auto& op : seg.ops) {
+                const int c = static_cast<int>(op.cls);
+                const bool comm = is_communication(op.cls);
+                const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult;
+                const Moments y = cached_max_moments(specs[c], m.transient[c], n);
+                const Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
+                if (d.var > 0) {
+                    ++random_ops;
+                    term = {true, comm, op.time_s, n, c};
+                }
+                if (!have) {
+                    best = d;
+                    best_comm = comm;
+                    have = true;
+                } else {
+                    const bool comm_wins = d.mean > best.mean ? comm : best_comm;
+                    best = clark_max(best, d);
+                    best_comm = comm_wins;
+                }
+            }
+            if (!have) continue;
+            auto& cost = acc.cost;
+            if (best_comm) {
+                cost.comm_mean += repeat * best.mean;
+                cost.comm_var += repeat * best.var;
+            } else {
+                cost.comp_mean += repeat * best.mean;
+                cost.comp_var += repeat * best.var;
+            }
+            const int terms = random_ops > 0 ? repeat : 0;
+            cost.random_terms += terms;
+            if (random_ops == 1 && seg.ops.size() == 1) acc.single = term;
+        }
+    };
+
+    const int p = m.stages;
+    const int v = m.chunks;
+    m.fwd.resize(static_cast<size_t>(p) * v);
+    m.bwd.resize(m.fwd.size());
+    std::vector<SingleTerm> fwd_single(m.fwd.size()), bwd_single(m.fwd.size());
+    for (int s = 0; s < p; ++s) {
+        for (int c = 0; c < v; ++c) {
+            Accumulator f, b;
+            if (s == 0 && c == 0) add_segments(f, profile.embedding_forward, 1);
+            add_segments(f, profile.layer_forward, profile.layers_per_chunk);
+            if (s == p - 1 && c == v - 1) add_segments(f, profile.head_forward, 1);
+            if (s == p - 1 && c == v - 1) add_segments(b, profile.head_backward, 1);
+            add_segments(b, profile.layer_backward, profile.layers_per_chunk);
+            if (s == 0 && c == 0) add_segments(b, profile.embedding_backward, 1);
+            m.fwd[s * v + c] = f.cost;
+            m.bwd[s * v + c] = b.cost;
+            fwd_single[s * v + c] = f.single;
+            bwd_single[s * v + c] = b.single;
+        }
+    }
+    {
+        Accumulator a;
+        add_segments(a, SegmentList{Segment{{profile.p2p}}}, 1);
+        m.p2p = a.cost;
+        Accumulator dl;
+        add_segments(dl, profile.dataloader, 1);
+        m.dataloader = dl.cost;
+        Accumulator sy;
+        add_segments(sy, profile.dp_sync, 1);
+        m.sync = sy.cost;
+        Accumulator op;
+        add_segments(op, profile.optimizer, 1);
+        m.optimizer = op.cost;
+        m.sync_overlap_s = profile.dp_overlap_s;
+        // Dataloader and optimizer have no persistent factor: fold compute into the g=1 slot
+        // by convention (the evaluators call them with g = 1).
+
+        int terms = m.dataloader.random_terms;
+        SingleTerm single = dl.single;
+        const int mb = m.microbatches;
+        for (size_t i = 0; i < m.fwd.size(); ++i) {
+            terms += mb * (m.fwd[i].random_terms + m.bwd[i].random_terms);
+            if (m.fwd[i].random_terms) single = fwd_single[i];
+            if (m.bwd[i].random_terms) single = bwd_single[i];
+        }
+        const int transfers = 2 * mb * (p * v - 1);
+        if (m.p2p.random_terms) {
+            terms += transfers;
+            single = a.single;
+        }
+        m.replica_random_terms = terms;
+        // the exact law is kept only when the replica is one chain of ops (p = v = m = 1)
+        if (terms == 1 && p == 1 && v == 1 && mb == 1) m.single = single;
+    }
+
+    m.stage_work_s.assign(p, 0);
+    m.stage_comp_s.assign(p, 0);
+    m.stage_comm_s.assign(p, 0);
+    m.stage_var_comp.assign(p, 0);
+    m.stage_var_comm.assign(p, 0);
+    for (int s = 0; s < p; ++s) {
+        for (int c = 0; c < v; ++c) {
+            for (const ChunkCost* k : {&m.fwd[s * v + c], &m.bwd[s * v + c]}) {
+                m.stage_comp_s[s] += k->comp_mean;
+                m.stage_comm_s[s] += k->comm_mean;
+                m.stage_var_comp[s] += k->comp_var;
+                m.stage_var_comm[s] += k->comm_var;
+            }
+        }
+        m.stage_work_s[s] = m.stage_comp_s[s] + m.stage_comm_s[s];
+    }
+    return m;
+}
+
+}  // namespace prism::stochastic::detail

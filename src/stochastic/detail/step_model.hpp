@@ -1,0 +1,89 @@
+#pragma once
+
+// The reduced step model both evaluators share (DESIGN.md sections 2-3), built once per point:
+//
+//  * A TP x CP group (sync_size n GPUs) acts as one rank. A compute op of class c with base b
+//    takes b * g * Y, with g the group's persistent factor (max over its members' G) and Y the
+//    max of n iid transient factors X_c (F^n exactly). Taking the group's slowest G outside the
+//    max over members is exact when members share G (whole slow nodes, no spatial spread) and
+//    an upper bound otherwise. Under FSDP/ZeRO-3 (dp_lockstep) the group is the whole TP x CP x
+//    DP set of a stage, so n = tp * cp * dp and g is the max over all of its GPUs.
+//  * A collective op of class c takes b * R * X_c: one draw shared by all participants, R the
+//    per-step communication regime.
+//  * Ops of one segment run concurrently (Clark's max of the ops' mean and variance at g = R =
+//    1, scaled by g or R according to the op with the largest mean).
+//  * A chunk's forward (backward) for one microbatch sums many such independent terms; given
+//    (g, R) it is taken as normal with the exact conditional mean and variance (central limit
+//    theorem), unless the whole replica has a single random term, which keeps its exact law.
+//  * Dataloader and optimizer carry transient variability only (no persistent factor); the DP
+//    gradient sync is one collective per step, starting when the last replica finishes.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "src/model/step_profile.hpp"
+#include "src/stochastic/distribution.hpp"
+#include "src/timing/flat_pipeline.hpp"
+
+namespace prism::stochastic::detail {
+
+/// Duration of one chunk op for one microbatch given (g, R):
+/// mean = g * comp_mean + R * comm_mean, variance = g^2 * comp_var + R^2 * comm_var.
+struct ChunkCost {
+    double comp_mean = 0, comp_var = 0;
+    double comm_mean = 0, comm_var = 0;
+    int random_terms = 0;  ///< op instances with a non-degenerate factor
+
+    double mean(double g, double r) const { return g * comp_mean + r * comm_mean; }
+    double var(double g, double r) const { return g * g * comp_var + r * r * comm_var; }
+};
+
+/// The single random term of a replica (exact law kept when it is the only one).
+struct SingleTerm {
+    bool present = false;
+    bool comm = false;
+    double base_s = 0;
+    double n = 1;  ///< max of n iid
+    int cls = 0;
+};
+
+struct StepModel {
+    int stages = 1, chunks = 1, microbatches = 1;
+    int replicas = 1;  ///< replicas the step is the max over (1 when lockstep)
+    int dp = 1;
+    bool lockstep = false;
+    int group_gpus = 1;  ///< GPUs of one TP x CP group
+    double deterministic_s = 0;
+
+    /// fwd[s * chunks + c], bwd[...]: cost of chunk c on stage s for one microbatch
+    std::vector<ChunkCost> fwd, bwd;
+    ChunkCost p2p, dataloader, sync, optimizer;  ///< p2p and sync are comm, the others fixed
+    double sync_overlap_s = 0;
+    SingleTerm single;
+    int replica_random_terms = 0;
+
+    std::array<Distribution, kKernelClassCount> transient;
+    Distribution regime;
+    Distribution spatial;
+    double slow_probability = 0, slow_factor = 1;
+    int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
+    bool persistent_deterministic = true;
+
+    timing::FlatPipeline pipeline;
+
+    /// Per-microbatch stage work at g = R = 1 (sum of fwd + bwd over chunks), to rank stages.
+    std::vector<double> stage_work_s;
+    std::vector<double> stage_comp_s, stage_comm_s, stage_var_comp, stage_var_comm;
+};
+
+/// Builds the model; `deterministic_classes` are made deterministic (X = 1) for sensitivity.
+StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
+                           const HardwareSpec& hw, const ClusterSpec& cluster,
+                           const VariabilitySpec& variability,
+                           std::uint32_t deterministic_classes = 0);
+
+/// Clark (1961): mean and variance of max(A, B) for independent normals A, B.
+Moments clark_max(Moments a, Moments b);
+
+}  // namespace prism::stochastic::detail

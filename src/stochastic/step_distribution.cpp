@@ -1,0 +1,167 @@
+#include "src/stochastic/step_distribution.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "src/common/error.hpp"
+#include "src/stochastic/detail/evaluators.hpp"
+#include "src/stochastic/detail/persistent.hpp"
+#include "src/stochastic/detail/step_model.hpp"
+
+namespace prism {
+
+namespace {
+
+bool deterministic_spec(const DistributionSpec& d) {
+    switch (d.kind) {
+        case DistKind::constant:
+            return true;
+        case DistKind::empirical:
+            return d.samples.empty() ||
+                   std::all_of(d.samples.begin(), d.samples.end(),
+                               [&](double x) { return x == d.samples.front(); });
+        case DistKind::mixture:
+            return std::all_of(d.components.begin(), d.components.end(), [](const auto& c) {
+                return c.weight <= 0 || deterministic_spec(c.dist);
+            });
+        default:
+            return d.cv == 0;
+    }
+}
+
+/// A distribution that is deterministic and equal to 1 leaves every kernel at its base time.
+bool unit_constant(const DistributionSpec& d) {
+    if (!deterministic_spec(d)) return false;
+    const stochastic::Distribution dist(d);
+    return dist.quantile(0.5) == 1.0;
+}
+
+StepDistribution point_mass(double t, const EvaluationSpec& eval) {
+    StepDistribution out;
+    out.deterministic_s = t;
+    out.mean_s = out.p50_s = out.p90_s = out.p95_s = out.p99_s = out.p999_s = t;
+    out.std_s = 0;
+    out.p_slow.assign(eval.slow_deltas.size(), 0.0);
+    for (size_t i = 0; i < eval.slow_deltas.size(); ++i) {
+        out.p_slow[i] = t > (1.0 + eval.slow_deltas[i]) * t ? 1.0 : 0.0;
+    }
+    if (eval.histogram && eval.histogram_bins > 0) {
+        out.histogram.assign(eval.histogram_bins, 0.0f);
+        out.histogram[0] = 1.0f;
+        out.histogram_lo_s = t;
+        out.histogram_hi_s = t;
+    }
+    out.cluster_mean_s = {t};
+    out.cluster_var_s2 = {0.0};
+    return out;
+}
+
+}  // namespace
+
+bool VariabilitySpec::is_deterministic() const {
+    for (const auto& d : transient) {
+        if (!unit_constant(d)) return false;
+    }
+    if (!unit_constant(comm_regime)) return false;
+    if (!unit_constant(persistent.spatial)) return false;
+    return persistent.slow_probability <= 0 || persistent.slow_factor == 1.0;
+}
+
+namespace stochastic {
+
+StepDistribution step_distribution_masked(const StepProfile& profile, const DesignPoint& point,
+                                          const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                          const VariabilitySpec& variability,
+                                          const EvaluationSpec& evaluation, std::uint64_t seed,
+                                          std::uint64_t point_index,
+                                          std::uint32_t deterministic_classes) {
+    VariabilitySpec spec = variability;
+    for (int c = 0; c < kKernelClassCount; ++c) {
+        if (deterministic_classes & (1u << c)) spec.transient[c] = DistributionSpec{};
+    }
+    if (spec.is_deterministic()) {
+        return point_mass(deterministic_step_time(profile), evaluation);
+    }
+    const auto model =
+        detail::build_step_model(profile, point, hardware, cluster, spec, deterministic_classes);
+    const auto layout = detail::make_layout(model, point, hardware, cluster);
+    const int clusters = model.persistent_deterministic ? 1 : kClusterRealizations;
+    StepDistribution out;
+    out.deterministic_s = model.deterministic_s;
+    if (evaluation.method == Method::montecarlo) {
+        if (evaluation.samples < 1) {
+            throw ConfigError(
+                fmt::format("evaluation.samples must be >= 1, got {}", evaluation.samples));
+        }
+        auto x = detail::monte_carlo(model, layout, evaluation.samples, seed, point_index);
+        detail::summarize_samples(std::move(x), evaluation, model.deterministic_s, out);
+        if (clusters == 1) {
+            out.cluster_mean_s = {out.mean_s};
+            out.cluster_var_s2 = {out.std_s * out.std_s};
+        } else {
+            // a quarter of the sample budget again, spread over the realizations
+            const int per = std::clamp(evaluation.samples / (4 * clusters), 2, 64);
+            detail::monte_carlo_clusters(model, layout, clusters, per, seed, point_index,
+                                         out.cluster_mean_s, out.cluster_var_s2);
+        }
+    } else {
+        detail::analytic(model, layout, evaluation, clusters, out);
+    }
+    return out;
+}
+
+std::vector<double> monte_carlo_samples(const StepProfile& profile, const DesignPoint& point,
+                                        const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                        const VariabilitySpec& variability, int samples,
+                                        std::uint64_t seed, std::uint64_t point_index) {
+    const auto model = detail::build_step_model(profile, point, hardware, cluster, variability);
+    const auto layout = detail::make_layout(model, point, hardware, cluster);
+    return detail::monte_carlo(model, layout, samples, seed, point_index);
+}
+
+std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& point,
+                                 const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                 const VariabilitySpec& variability,
+                                 const std::vector<double>& t_s) {
+    const auto model = detail::build_step_model(profile, point, hardware, cluster, variability);
+    const auto layout = detail::make_layout(model, point, hardware, cluster);
+    const int clusters = model.persistent_deterministic ? 1 : kClusterRealizations;
+    StepDistribution out;
+    std::vector<double> cdf;
+    detail::analytic(model, layout, EvaluationSpec{}, clusters, out, &t_s, &cdf);
+    return cdf;
+}
+
+}  // namespace stochastic
+
+StepDistribution step_distribution(const StepProfile& profile, const DesignPoint& point,
+                                   const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                   const VariabilitySpec& variability,
+                                   const EvaluationSpec& evaluation, std::uint64_t seed,
+                                   std::uint64_t point_index) {
+    return stochastic::step_distribution_masked(profile, point, hardware, cluster, variability,
+                                                evaluation, seed, point_index, 0);
+}
+
+Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
+                        const HardwareSpec& hardware, const ClusterSpec& cluster,
+                        const VariabilitySpec& variability, const EvaluationSpec& evaluation,
+                        std::uint64_t seed, std::uint64_t point_index) {
+    Sensitivity s;
+    EvaluationSpec eval = evaluation;
+    eval.histogram = false;
+    const auto base =
+        step_distribution(profile, point, hardware, cluster, variability, eval, seed, point_index);
+    for (int c = 0; c < kKernelClassCount; ++c) {
+        if (deterministic_spec(variability.transient[c])) continue;
+        const auto d = stochastic::step_distribution_masked(
+            profile, point, hardware, cluster, variability, eval, seed, point_index, 1u << c);
+        s.p95_drop_s[c] = base.p95_s - d.p95_s;
+        s.variance_drop_s2[c] = base.std_s * base.std_s - d.std_s * d.std_s;
+    }
+    return s;
+}
+
+}  // namespace prism

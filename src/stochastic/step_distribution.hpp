@@ -1,0 +1,79 @@
+#pragma once
+
+// The step-time distribution of one design point (DESIGN.md sections 2, 3 and 5): what the
+// evaluator calls. Two methods with the same model (see detail/step_model.hpp for the model and
+// its stated approximations): Monte Carlo, the reference, and the analytic fast path, chosen by
+// EvaluationSpec::method.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "src/model/spec.hpp"
+#include "src/model/step_profile.hpp"
+
+namespace prism {
+
+/// Number of simulated cluster realizations (draws of the persistent factors) a distribution
+/// is conditioned on; 1 when the persistent factors are deterministic.
+inline constexpr int kClusterRealizations = 32;
+
+struct StepDistribution {
+    double deterministic_s = 0;  ///< deterministic_step_time(profile)
+    double mean_s = 0, std_s = 0;
+    double p50_s = 0, p90_s = 0, p95_s = 0, p99_s = 0, p999_s = 0;
+    std::vector<double> p_slow;    ///< P(step > (1 + delta) * deterministic), per slow_deltas
+    std::vector<float> histogram;  ///< probability mass per bin, if requested
+    double histogram_lo_s = 0, histogram_hi_s = 0;
+    /// Conditional mean and variance of ONE step given the persistent factors, for K cluster
+    /// realizations of equal weight (K = 1 and var = 0 without variability).
+    std::vector<double> cluster_mean_s, cluster_var_s2;
+};
+
+/// The step-time distribution of `profile` laid out by `point.placement` on `cluster` under
+/// `variability`. Random streams are keyed by (seed, point_index) only. Throws ConfigError for
+/// invalid distributions, ModelError for an invalid profile.
+StepDistribution step_distribution(const StepProfile& profile, const DesignPoint& point,
+                                   const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                   const VariabilitySpec& variability,
+                                   const EvaluationSpec& evaluation, std::uint64_t seed,
+                                   std::uint64_t point_index);
+
+/// Per kernel class: the drop in p95 step time (s) and in step-time variance (s^2) when that
+/// class's transient factor is made deterministic (X = 1), all else equal (same seed).
+struct Sensitivity {
+    std::array<double, kKernelClassCount> p95_drop_s{};
+    std::array<double, kKernelClassCount> variance_drop_s2{};
+};
+
+Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
+                        const HardwareSpec& hardware, const ClusterSpec& cluster,
+                        const VariabilitySpec& variability, const EvaluationSpec& evaluation,
+                        std::uint64_t seed, std::uint64_t point_index);
+
+namespace stochastic {
+
+/// The two evaluators with an explicit set of deterministic kernel classes (bit c = class c),
+/// for sensitivity and tests.
+StepDistribution step_distribution_masked(const StepProfile& profile, const DesignPoint& point,
+                                          const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                          const VariabilitySpec& variability,
+                                          const EvaluationSpec& evaluation, std::uint64_t seed,
+                                          std::uint64_t point_index,
+                                          std::uint32_t deterministic_classes);
+
+/// Monte Carlo draws of the step time, each on its own cluster realization (for tests).
+std::vector<double> monte_carlo_samples(const StepProfile& profile, const DesignPoint& point,
+                                        const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                        const VariabilitySpec& variability, int samples,
+                                        std::uint64_t seed, std::uint64_t point_index);
+
+/// The analytic evaluator's step-time CDF at times `t_s` (for accuracy tests).
+std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& point,
+                                 const HardwareSpec& hardware, const ClusterSpec& cluster,
+                                 const VariabilitySpec& variability,
+                                 const std::vector<double>& t_s);
+
+}  // namespace stochastic
+
+}  // namespace prism

@@ -1,0 +1,80 @@
+#include "src/timing/flat_pipeline.hpp"
+
+#include <algorithm>
+
+#include "src/common/error.hpp"
+
+namespace prism::timing {
+
+FlatPipeline::FlatPipeline(const PipelineShape& s) : shape_(s) {
+    const auto schedule = build_schedule(s);
+    const int p = s.stages;
+    const int vstages = p * s.chunks;
+    // index of the op computing (direction, virtual stage, microbatch)
+    std::vector<std::int32_t> fwd(static_cast<size_t>(vstages) * s.microbatches, -1);
+    std::vector<std::int32_t> bwd(fwd.size(), -1);
+    auto at = [&](int vs, int mb) { return static_cast<size_t>(vs) * s.microbatches + mb; };
+    std::vector<size_t> next(p, 0);
+    std::vector<std::int32_t> last(p, -1);
+    size_t total = 0;
+    for (const auto& stage_ops : schedule) total += stage_ops.size();
+    ops_.reserve(total);
+    // Same sweep as evaluate_pipeline, recording the order in which ops become ready.
+    while (ops_.size() < total) {
+        bool progressed = false;
+        for (int stage = 0; stage < p; ++stage) {
+            while (next[stage] < schedule[stage].size()) {
+                const PipeOp& op = schedule[stage][next[stage]];
+                const int vs = op.chunk * p + stage;
+                FlatOp f;
+                f.stage = stage;
+                f.chunk = op.chunk;
+                f.microbatch = op.microbatch;
+                f.backward = op.backward;
+                f.stage_prev = last[stage];
+                if (!op.backward) {
+                    if (vs > 0) {
+                        f.input = fwd[at(vs - 1, op.microbatch)];
+                        if (f.input < 0) break;
+                    }
+                } else {
+                    f.own_forward = fwd[at(vs, op.microbatch)];
+                    if (f.own_forward < 0) break;
+                    if (vs < vstages - 1) {
+                        f.input = bwd[at(vs + 1, op.microbatch)];
+                        if (f.input < 0) break;
+                    }
+                }
+                const auto idx = static_cast<std::int32_t>(ops_.size());
+                (op.backward ? bwd : fwd)[at(vs, op.microbatch)] = idx;
+                last[stage] = idx;
+                ops_.push_back(f);
+                ++next[stage];
+                progressed = true;
+            }
+        }
+        if (!progressed) throw ModelError("pipeline: schedule deadlocks (internal error)");
+    }
+    last_on_stage_ = last;
+}
+
+double FlatPipeline::makespan(const double* op_s, const double* transfer_s, double stage0_start_s,
+                              double* finish) const {
+    const size_t n = ops_.size();
+    for (size_t i = 0; i < n; ++i) {
+        const FlatOp& op = ops_[i];
+        double ready =
+            op.stage_prev >= 0 ? finish[op.stage_prev] : (op.stage == 0 ? stage0_start_s : 0.0);
+        if (op.own_forward >= 0) ready = std::max(ready, finish[op.own_forward]);
+        if (op.input >= 0) ready = std::max(ready, finish[op.input] + transfer_s[i]);
+        finish[i] = ready + op_s[i];
+    }
+    double end = 0;
+    for (const auto idx : last_on_stage_) {
+        if (idx >= 0) end = std::max(end, finish[idx]);
+    }
+    if (shape_.stages > 0 && last_on_stage_[0] < 0) end = std::max(end, stage0_start_s);
+    return end;
+}
+
+}  // namespace prism::timing

@@ -1,0 +1,47 @@
+#pragma once
+
+// An allocation-free form of a pipeline schedule for repeated evaluation (Monte Carlo): the ops
+// of all stages in one dependency-respecting order, each with the index of the op before it on
+// its stage and of the op whose output it consumes. Evaluating it with given durations gives
+// exactly what timing::evaluate_pipeline gives with the same durations.
+
+#include <cstdint>
+#include <vector>
+
+#include "src/timing/pipeline.hpp"
+
+namespace prism::timing {
+
+struct FlatOp {
+    std::int32_t stage = 0;
+    std::int32_t chunk = 0;
+    std::int32_t microbatch = 0;
+    bool backward = false;
+    std::int32_t stage_prev = -1;   ///< previous op on the same stage, -1 if first
+    std::int32_t input = -1;        ///< op whose output arrives by a transfer, -1 if none
+    std::int32_t own_forward = -1;  ///< for a backward op whose input is on the same stage
+};
+
+class FlatPipeline {
+  public:
+    FlatPipeline() = default;
+    /// Throws ModelError for an invalid shape (see build_schedule).
+    explicit FlatPipeline(const PipelineShape& shape);
+
+    const PipelineShape& shape() const { return shape_; }
+    const std::vector<FlatOp>& ops() const { return ops_; }
+    std::size_t size() const { return ops_.size(); }
+
+    /// Finish time of the last op over all stages. `op_s[i]` is the duration of ops()[i],
+    /// `transfer_s[i]` the transfer into op i (ignored when it has no input), `stage0_start_s`
+    /// when stage 0 may begin (others begin at 0). `finish` is scratch of size() entries.
+    double makespan(const double* op_s, const double* transfer_s, double stage0_start_s,
+                    double* finish) const;
+
+  private:
+    PipelineShape shape_;
+    std::vector<FlatOp> ops_;
+    std::vector<std::int32_t> last_on_stage_;
+};
+
+}  // namespace prism::timing

@@ -1,0 +1,109 @@
+// Analytic vs Monte Carlo on a matrix of configurations (DESIGN.md section 3: KS <= 0.02).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "src/stochastic/step_distribution.hpp"
+#include "tests/src/stochastic/test_profiles.hpp"
+
+namespace prism {
+namespace {
+
+using testing::ProfileShape;
+
+struct Case {
+    std::string name;
+    ProfileShape shape;
+    double slow_probability;
+    PlacementKind placement;
+    std::int64_t total_gpus;
+};
+
+std::vector<Case> matrix() {
+    std::vector<Case> c;
+    auto add = [&](std::string name, int tp, int pp, int dp, int mb, bool fsdp, double q,
+                   int chunks = 1, PlacementKind pl = PlacementKind::ordered,
+                   std::int64_t total = 0) {
+        ProfileShape s;
+        s.tp = tp;
+        s.stages = pp;
+        s.dp = dp;
+        s.microbatches = mb;
+        s.fsdp = fsdp;
+        s.chunks = chunks;
+        s.layers_per_chunk = chunks > 1 ? 2 : 4;
+        c.push_back({std::move(name), s, q, pl, total});
+    };
+    add("tp8", 8, 1, 1, 1, false, 0.0);
+    add("tp8_dp4", 8, 1, 4, 4, false, 0.0);
+    add("tp8_dp64", 8, 1, 64, 4, false, 0.0);
+    add("tp4_pp4_dp2", 4, 4, 2, 8, false, 0.0);
+    add("tp8_pp4_dp16", 8, 4, 16, 8, false, 0.0);
+    add("tp8_pp8_dp32", 8, 8, 32, 16, false, 0.0);
+    add("tp8_pp4_v2_dp8", 8, 4, 8, 8, false, 0.0, 2);
+    add("fsdp_dp8", 1, 1, 8, 4, true, 0.0);
+    add("fsdp_tp8_dp16", 8, 1, 16, 2, true, 0.0);
+    add("fsdp_tp8_dp128", 8, 1, 128, 2, true, 0.0);
+    add("tp2_dp256", 2, 1, 256, 2, false, 0.0);
+    add("tp8_dp512", 8, 1, 512, 2, false, 0.0);
+    add("slow_tp8_dp64", 8, 1, 64, 4, false, 0.01);
+    add("slow_tp8_pp4_dp16", 8, 4, 16, 8, false, 0.01);
+    add("slow_tp8_pp8_dp32", 8, 8, 32, 16, false, 0.002);
+    add("slow_fsdp_tp8_dp16", 8, 1, 16, 2, true, 0.005);
+    add("slow_random_tp8_dp16", 8, 1, 16, 4, false, 0.005, 1, PlacementKind::random);
+    add("slow_aware_tp8_dp64", 8, 1, 64, 4, false, 0.01, 1, PlacementKind::variability_aware);
+    add("slow_aware_spare_tp8_pp4_dp16", 8, 4, 16, 8, false, 0.01, 1,
+        PlacementKind::variability_aware, 8 * 4 * 16 + 64);
+    add("slow_tp4_pp2_dp8", 4, 2, 8, 8, false, 0.01);
+    add("slow_gpu_tp8_dp32", 8, 1, 32, 4, false, 0.002);
+    return c;
+}
+
+double ks_distance(std::vector<double> samples, const std::vector<double>& analytic_at_samples) {
+    // samples sorted; analytic CDF given at the sorted samples
+    const auto n = static_cast<double>(samples.size());
+    double d = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+        const double f = analytic_at_samples[i];
+        d = std::max({d, std::fabs(f - i / n), std::fabs(f - (i + 1) / n)});
+    }
+    return d;
+}
+
+TEST(StepDistributionAccuracy, AnalyticMatchesMonteCarloOnMatrix) {
+    const auto hw = testing::test_hardware();
+    constexpr int kSamples = 10000;
+    // KS of a 10,000-sample empirical CDF against its own true CDF exceeds 0.0136 with
+    // probability 5% (Kolmogorov); the 0.02 budget leaves ~0.006 for the analytic error.
+    for (const auto& c : matrix()) {
+        auto profile = testing::make_profile(c.shape);
+        DesignPoint point;
+        point.tp = c.shape.tp;
+        point.pp = c.shape.stages;
+        point.dp = c.shape.dp;
+        point.placement.kind = c.placement;
+        ClusterSpec cluster;
+        cluster.total_gpus = c.total_gpus;
+        auto var = testing::prism_like(c.slow_probability);
+        if (c.name.find("slow_gpu") == 0) var.persistent.slow_per_node = false;
+        auto x = stochastic::monte_carlo_samples(profile, point, hw, cluster, var, kSamples, 42, 7);
+        std::sort(x.begin(), x.end());
+        const auto f = stochastic::analytic_cdf(profile, point, hw, cluster, var, x);
+        const double ks = ks_distance(x, f);
+        EvaluationSpec eval;
+        const auto a = step_distribution(profile, point, hw, cluster, var, eval, 42, 7);
+        const double mc_p99 = x[static_cast<size_t>(0.99 * (x.size() - 1))];
+        std::printf("%-32s det %.5f mc p50 %.5f p99 %.5f | an p50 %.5f p99 %.5f | KS %.4f\n",
+                    c.name.c_str(), a.deterministic_s, x[x.size() / 2], mc_p99, a.p50_s, a.p99_s,
+                    ks);
+        EXPECT_LE(ks, 0.02) << c.name;
+        EXPECT_NEAR(a.p99_s / mc_p99, 1.0, 0.02) << c.name;
+    }
+}
+
+}  // namespace
+}  // namespace prism
