@@ -58,6 +58,7 @@ std::string format_number(double value, int significant_digits) {
 std::string Cell::text(int significant_digits) const {
     if (const auto* d = std::get_if<double>(&value_)) return format_number(*d, significant_digits);
     if (const auto* i = std::get_if<std::int64_t>(&value_)) return std::to_string(*i);
+    if (const auto* u = std::get_if<std::uint64_t>(&value_)) return std::to_string(*u);
     if (const auto* s = std::get_if<std::string>(&value_)) return *s;
     return "-";
 }

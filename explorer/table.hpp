@@ -3,6 +3,8 @@
 #include <concepts>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -22,22 +24,34 @@ class Cell {
     Cell(double value) : value_(value) {}  // NOLINT(google-explicit-constructor): table literals
     Cell(float value) : value_(static_cast<double>(value)) {}  // NOLINT
     template <std::integral T>
-    requires(!std::same_as<T, bool>) Cell(T value)
-        : value_(static_cast<std::int64_t>(value)) {}                    // NOLINT
-    Cell(bool value) : value_(std::string(value ? "true" : "false")) {}  // NOLINT
-    Cell(std::string text) : value_(std::move(text)) {}                  // NOLINT
-    Cell(const char* text) : value_(std::string(text)) {}                // NOLINT
+    requires(!std::same_as<T, bool>) Cell(T value) : value_(integer(value)) {}  // NOLINT
+    Cell(bool value) : value_(std::string(value ? "true" : "false")) {}         // NOLINT
+    Cell(std::string text) : value_(std::move(text)) {}                         // NOLINT
+    Cell(const char* text) : value_(std::string(text)) {}                       // NOLINT
 
     bool is_empty() const noexcept { return std::holds_alternative<std::monostate>(value_); }
     bool is_number() const noexcept {
         return std::holds_alternative<double>(value_) ||
-               std::holds_alternative<std::int64_t>(value_);
+               std::holds_alternative<std::int64_t>(value_) ||
+               std::holds_alternative<std::uint64_t>(value_);
     }
     /// The cell as printed, with `significant_digits` for floating-point numbers.
     std::string text(int significant_digits) const;
 
   private:
-    std::variant<std::monostate, double, std::int64_t, std::string> value_;
+    using Value = std::variant<std::monostate, double, std::int64_t, std::uint64_t, std::string>;
+
+    // Unsigned values keep their full range (point indices, counts up to 2^64 - 1).
+    template <std::integral T>
+    static Value integer(T value) {
+        if constexpr (std::is_unsigned_v<T>) {
+            return static_cast<std::uint64_t>(value);
+        } else {
+            return static_cast<std::int64_t>(value);
+        }
+    }
+
+    Value value_;
 };
 
 enum class Align {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <random>
@@ -99,6 +100,24 @@ TEST(FormatTable, AlignsNumbersRightAndTextLeft) {
               "-------------  --  ---------  ------\n"
               "tp8-pp4         8      12.35  0.4123\n"
               "tp2-pp16-fsdp   2  1.235e+05       -\n");
+}
+
+TEST(FormatTable, PrintsIntegersExactly) {
+    const std::vector<TableColumn> columns = {{"index", ""}};
+    const std::vector<std::vector<Cell>> rows = {{std::uint64_t{18446744073709551615ULL}},
+                                                 {std::int64_t{-9223372036854775807LL} - 1},
+                                                 {123456789},
+                                                 {std::size_t{0}}};
+
+    const std::string table = format_table(columns, rows);
+
+    EXPECT_EQ(table,
+              "               index\n"
+              "--------------------\n"
+              "18446744073709551615\n"
+              "-9223372036854775808\n"
+              "           123456789\n"
+              "                   0\n");
 }
 
 TEST(FormatTable, OmitsUnitRowAndRuleOnRequest) {
