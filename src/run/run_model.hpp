@@ -21,7 +21,8 @@
 //   expected segment time is e^{lambda R} (1/lambda + D) (e^{lambda (tau + C)} - 1); the fast
 //   path also has the segment's variance and third cumulant in closed form, sums them over
 //   segments (cumulants of independent segments add) and approximates each realization's
-//   run time by the Normal-Power approximation (three cumulants).
+//   run time by the Normal-Power approximation (three cumulants), keeping the runs that no
+//   failure strikes apart as an atom (probability e^{-lambda * failure-free time}).
 // - Checkpoint cost: synchronous, C = bytes / storage bandwidth. Asynchronous: the blocking
 //   part is the snapshot to host memory, C = bytes / (gpus * host_copy_bytes_per_s) (the
 //   checkpoint is sharded over all GPUs); the storage write overlaps compute but a failure
