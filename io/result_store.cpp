@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -249,6 +250,7 @@ class ResultWriter::Impl {
     std::map<std::string, std::int32_t> reason_ids;
     std::vector<std::string> pending_reasons;
     std::vector<FailureRecord> pending_failures;
+    std::optional<std::map<std::string, std::uint64_t>> pending_filtered;
 
     Where at(const std::string& object) const { return Where{path, object}; }
 
@@ -346,6 +348,28 @@ class ResultWriter::Impl {
             failures_written += index.size();
             pending_failures.clear();
         }
+        if (pending_filtered) {
+            write_filtered(*pending_filtered);
+            pending_filtered.reset();
+        }
+    }
+
+    void write_filtered(const std::map<std::string, std::uint64_t>& counts) {
+        Handle group = detail::open_group(file.get(), "filtered", at(""));
+        const Where where = at("/filtered");
+        Handle reason = detail::open_dataset(group.get(), "reason", where);
+        Handle count = detail::open_dataset(group.get(), "count", where);
+        std::vector<std::string> reasons;
+        std::vector<std::uint64_t> values;
+        for (const auto& [r, c] : counts) {
+            reasons.push_back(r);
+            values.push_back(c);
+        }
+        detail::resize_rows(reason.get(), reasons.size(), at("/filtered/reason"));
+        detail::resize_rows(count.get(), values.size(), at("/filtered/count"));
+        detail::write_string_rows(reason.get(), reasons, 0, at("/filtered/reason"));
+        detail::write_rows(count.get(), H5T_NATIVE_UINT64, values.data(), 0, values.size(),
+                           at("/filtered/count"));
     }
 
     void flush_file() {
@@ -877,25 +901,8 @@ void ResultWriter::flush(std::uint64_t next_index) {
 }
 
 void ResultWriter::set_filtered(const std::map<std::string, std::uint64_t>& counts) {
-    Impl& w = *impl_;
-    if (w.closed) invalid(w.path, "set_filtered: the file is closed");
-    const Where root = w.at("");
-    Handle group = detail::open_group(w.file.get(), "filtered", root);
-    const Where where = w.at("/filtered");
-    Handle reason = detail::open_dataset(group.get(), "reason", where);
-    Handle count = detail::open_dataset(group.get(), "count", where);
-    std::vector<std::string> reasons;
-    std::vector<std::uint64_t> values;
-    for (const auto& [r, c] : counts) {
-        reasons.push_back(r);
-        values.push_back(c);
-    }
-    detail::resize_rows(reason.get(), reasons.size(), w.at("/filtered/reason"));
-    detail::resize_rows(count.get(), values.size(), w.at("/filtered/count"));
-    detail::write_string_rows(reason.get(), reasons, 0, w.at("/filtered/reason"));
-    detail::write_rows(count.get(), H5T_NATIVE_UINT64, values.data(), 0, values.size(),
-                       w.at("/filtered/count"));
-    w.flush_file();
+    if (impl_->closed) invalid(impl_->path, "set_filtered: the file is closed");
+    impl_->pending_filtered = counts;
 }
 
 void ResultWriter::write_pareto(const std::string& name, const std::vector<std::string>& objectives,

@@ -151,7 +151,8 @@ class ResultWriter {
     /// Writes the buffered rows and failures, then commits: rows_committed, next_index,
     /// updated; flushes the file to disk.
     void flush(std::uint64_t next_index);
-    /// Replaces /filtered with these counts (written at once).
+    /// Replaces /filtered with these counts, written with the next flush (or close), so that
+    /// the counts in the file always go with its next_index.
     void set_filtered(const std::map<std::string, std::uint64_t>& counts);
     /// Writes (or replaces) /pareto/<name>; indices are stored sorted.
     void write_pareto(const std::string& name, const std::vector<std::string>& objectives,

@@ -541,16 +541,27 @@ TEST_F(ResultStore, ReplacesAParetoSetOfTheSameName) {
     EXPECT_TRUE(reader.pareto("other").indices.empty());
 }
 
-TEST_F(ResultStore, CanBeReadWhileTheWriterHasItOpen) {
+TEST_F(ResultStore, ShowsOnlyCommittedStateToAReaderWhileTheWriterHasItOpen) {
     const std::string file = path("x.h5");
     ResultWriter w =
-        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false);
+        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
     w.append(batch_rows(0, 3));
     w.flush(index_of(3));
+    w.append(batch_rows(3, 6));  // reaches the file (chunks of 4) but is not committed
+    w.set_filtered({{"too many gpus", 2}});
+    w.add_failure(index_of(4), "boom");
 
     const ResultReader reader(file);
 
     expect_rows(reader, 3);
+    EXPECT_EQ(reader.header().next_index, index_of(3));
+    EXPECT_TRUE(reader.filtered().empty());
+    EXPECT_TRUE(reader.failures().empty());
+    w.flush(index_of(9));
+    const ResultReader after(file);
+    expect_rows(after, 9);
+    EXPECT_EQ(after.filtered(), (std::map<std::string, std::uint64_t>{{"too many gpus", 2}}));
+    EXPECT_EQ(after.failures().size(), 1U);
 }
 
 TEST_F(ResultStore, IsReadableByH5pyWithNoKnowledgeOfTheFormat) {
