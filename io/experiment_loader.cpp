@@ -830,6 +830,13 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
 }
 
 prism::Experiment load_experiment(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+        throw ConfigError(fmt::format("{}: no such experiment file", path.string()));
+    }
+    if (std::filesystem::is_directory(path, ec)) {
+        throw ConfigError(fmt::format("{}: is a directory, not an experiment file", path.string()));
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         throw ConfigError(fmt::format("{}: cannot open the experiment file", path.string()));

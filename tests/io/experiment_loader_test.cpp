@@ -252,7 +252,18 @@ TEST(ExperimentLoader, MissingFileNamesThePath) {
         load_experiment("/nonexistent/dir/exp.toml");
         FAIL() << "no error";
     } catch (const prism::ConfigError& e) {
-        EXPECT_STREQ(e.what(), "/nonexistent/dir/exp.toml: cannot open the experiment file");
+        EXPECT_STREQ(e.what(), "/nonexistent/dir/exp.toml: no such experiment file");
+    }
+}
+
+TEST(ExperimentLoader, DirectoryIsNotAnExperimentFile) {
+    const std::string dir = std::string(PRISM_TEST_DATA_DIR) + "/experiments";
+
+    try {
+        load_experiment(dir);
+        FAIL() << "no error";
+    } catch (const prism::ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()), dir + ": is a directory, not an experiment file");
     }
 }
 
