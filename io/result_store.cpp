@@ -63,11 +63,12 @@ Handle open_file(const std::string& path, bool write) {
     detail::silence_errors();
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) invalid(path, "cannot open: no such file");
-    const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+    const htri_t is_hdf5 = detail::is_hdf5_file(path);
     if (is_hdf5 == 0) invalid(path, "cannot open: not an HDF5 file");
     if (is_hdf5 < 0) detail::fail(path, "", "cannot open");
+    Handle fapl = detail::file_access_plist({path, ""});
     Handle file = detail::file_handle(
-        H5Fopen(path.c_str(), write ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT));
+        H5Fopen(path.c_str(), write ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()));
     if (!file) detail::fail(path, "", write ? "cannot open for writing" : "cannot open");
     return file;
 }
@@ -522,10 +523,11 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultHeader& h
     h.rows_committed = 0;
     h.created = h.updated = now_iso8601();
 
-    // Default property lists: the default (earliest) library version bounds keep files
-    // readable by older HDF5 and h5py, also after the writer was killed.
-    impl->file = detail::file_handle(H5Fcreate(
-        path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
+    // The default (earliest) library version bounds keep files readable by older HDF5 and
+    // h5py, also after the writer was killed: never "latest".
+    Handle fapl = detail::file_access_plist({path, ""});
+    impl->file = detail::file_handle(
+        H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
     if (!impl->file) detail::fail(path, "", "cannot create");
     const hid_t file = impl->file.get();
     const Where root{impl->path, ""};

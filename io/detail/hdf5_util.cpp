@@ -147,6 +147,23 @@ void fail(const std::string& file, const std::string& object, const std::string&
     throw IoError(message);
 }
 
+Handle file_access_plist(const Where& where) {
+    Handle fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS));
+    if (!fapl) fail_at(where, "cannot create file access properties");
+#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
+    check(H5Pset_file_locking(fapl.get(), true, true), where, "cannot set file locking");
+#endif
+    return fapl;
+}
+
+htri_t is_hdf5_file(const std::string& path) {
+#if H5_VERSION_GE(1, 12, 0)
+    return H5Fis_accessible(path.c_str(), H5P_DEFAULT);
+#else
+    return H5Fis_hdf5(path.c_str());
+#endif
+}
+
 bool link_exists(hid_t loc, const std::string& name, const Where& where) {
     return check(H5Lexists(loc, name.c_str(), H5P_DEFAULT), where,
                  "cannot look up '" + name + "'") > 0;

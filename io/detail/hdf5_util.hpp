@@ -29,6 +29,14 @@ struct Where {
     std::string object;
 };
 
+/// File access properties for result files: default (earliest) library version bounds, so
+/// that files stay readable by older HDF5/h5py, also after a writer was killed; file locking on
+/// but ignored where the file system does not support it (Lustre, NFS without locks).
+Handle file_access_plist(const Where& where);
+
+/// 1 if `path` is an HDF5 file, 0 if not, negative on error.
+htri_t is_hdf5_file(const std::string& path);
+
 // Objects --------------------------------------------------------------------------------------
 
 /// True if `path` (relative to `loc`, one level) names a link.
