@@ -12,6 +12,7 @@
 #include "explorer/sweep_command.hpp"
 #include "explorer/table.hpp"
 #include "io/experiment_loader.hpp"
+#include "io/result_store.hpp"
 #include "src/common/error.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/model/design_space.hpp"
@@ -117,6 +118,16 @@ int eval_command(const std::string& path, const std::string& point_text) {
     return kExitOk;
 }
 
+/// For job scripts: whether a sweep must be resubmitted with --resume, independent of the exit
+/// status an MPI launcher returns after forwarding a signal.
+int status_command(const std::string& path) {
+    const io::ResultReader reader(path);
+    const auto& h = reader.header();
+    std::cout << fmt::format("{}: {} ({} of {} indices processed, {} rows)\n", path, h.status,
+                             h.next_index, h.space_size, reader.rows());
+    return h.status == "complete" ? kExitOk : kExitInterrupted;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -151,6 +162,11 @@ int run_cli(int argc, char** argv) {
     eval_cmd->add_option("experiment", eval_path, "experiment TOML file")->required();
     eval_cmd->add_option("--point", eval_point, "dimension values: tp=8,pp=2,gpus=64,...");
 
+    std::string status_path;
+    auto* status_cmd = app.add_subcommand(
+        "status", "print a result file's status; exit 0 complete, 3 resumable, 1 unreadable");
+    status_cmd->add_option("results", status_path, "result file (HDF5)")->required();
+
     std::string report_path;
     ReportOptions report;
     std::string report_metrics;
@@ -178,6 +194,7 @@ int run_cli(int argc, char** argv) {
             return sweep_command(sweep, mpi);
         }
         if (*validate_cmd) return validate_command(validate_path);
+        if (*status_cmd) return status_command(status_path);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
         if (*report_cmd) {
             std::stringstream in(report_metrics);

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace prism {
 
@@ -30,12 +32,19 @@ public:
 private:
     static std::string format_location(const std::string& file, std::int64_t line,
                                        std::int64_t column) {
-        std::string out = file.empty() ? std::string("<input>") : file;
+        // Appends piece by piece: `a + ":" + b` chains trip GCC 12's -Wrestrict false positive.
+        std::string out;
+        out.append(file.empty() ? std::string_view("<input>") : std::string_view(file));
         if (line > 0) {
-            out += ":" + std::to_string(line);
-            if (column > 0) out += ":" + std::to_string(column);
+            out.push_back(':');
+            out.append(std::to_string(line));
+            if (column > 0) {
+                out.push_back(':');
+                out.append(std::to_string(column));
+            }
         }
-        return out + ": ";
+        out.append(": ");
+        return out;
     }
 
     std::string file_;
