@@ -688,8 +688,12 @@ void parse_variability(const toml::table& table, VariabilitySpec& variability) {
         variability.source = name;
         // A preset file holds the keys of [variability], at top level or under [variability].
         const toml::table* body = &preset_file;
-        if (preset_file.size() == 1 && preset_file.get_as<toml::table>("variability") != nullptr) {
-            body = preset_file.get_as<toml::table>("variability");
+        if (const auto* inner = preset_file.get_as<toml::table>("variability")) {
+            check_keys(preset_file, "", {"variability", "source", "description", "name"});
+            if (const toml::node* source = preset_file.get("source")) {
+                variability.source = as_string(*source, "source");
+            }
+            body = inner;
         }
         detail::apply_variability_table(*body, "variability", true, variability);
         if (variability.source != name) {

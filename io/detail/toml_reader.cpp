@@ -192,15 +192,15 @@ double as_positive(const toml::node& node, std::string_view key, bool allow_zero
 double as_quantity(const toml::node& node, std::string_view key, Quantity quantity,
                    bool bare_number_in_si, bool allow_zero) {
     double value = 0;
-    if (node.is_number() && quantity != Quantity::dimensionless) {
+    if (quantity == Quantity::dimensionless) {
+        value = as_number(node, key);
+    } else if (node.is_number()) {
         if (!bare_number_in_si) {
             fail_at(node, fmt::format("{}: expected {} with a unit (e.g. \"{}\"), got the bare "
                                       "number {}; bare numbers are not accepted here",
                                       key, quantity_phrase(quantity), quantity_example(quantity),
                                       format_number(as_number(node, key))));
         }
-        value = as_number(node, key);
-    } else if (node.is_number()) {
         value = as_number(node, key);
     } else if (const auto* text = node.as_string()) {
         try {

@@ -103,6 +103,14 @@ TEST(ExperimentLoader, BareNumberWithoutUnitIsRejectedWhereNotStated) {
               "\"30 min\"), got the bare number 5; bare numbers are not accepted here");
 }
 
+TEST(ExperimentLoader, QuantityOfWrongTypeNamesTheQuantity) {
+    EXPECT_EQ(error_of(kBase + "hbm_capacity = true\n"),
+              "exp.toml:7:16: hardware.h100.hbm_capacity: expected a size in bytes (e.g. "
+              "\"80 GB\"), got a boolean");
+    EXPECT_EQ(error_of(kBase + "hbm_efficiency = \"0.8\"\n"),
+              "exp.toml:7:18: hardware.h100.hbm_efficiency: expected a number, got a string");
+}
+
 TEST(ExperimentLoader, EmptySpaceListNamesTheKey) {
     EXPECT_EQ(error_of(kBase + "[space]\ntp = []\n"),
               "exp.toml:8:6: space.tp: empty list; give at least one value");
