@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <utility>
 
@@ -70,17 +69,26 @@ bool dominates(const double* a, const double* b, std::size_t k) {
 /// Kept-row numbers in lexicographic order of their objectives (ties by row, so deterministic).
 /// A row's dominators all come before it in this order.
 std::vector<std::size_t> lexicographic_order(const Minimized& m) {
-    std::vector<std::size_t> order(m.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&m](std::size_t a, std::size_t b) {
-        const double* va = m.row(a);
-        const double* vb = m.row(b);
-        for (std::size_t j = 0; j < m.k; ++j) {
+    // The first objective sits next to the row number so that most comparisons stay in the
+    // contiguous key array; only ties look at the other objectives.
+    struct Key {
+        double f0;
+        std::size_t r;
+    };
+    std::vector<Key> keys(m.size());
+    for (std::size_t r = 0; r < m.size(); ++r) keys[r] = Key{m.row(r)[0], r};
+    std::sort(keys.begin(), keys.end(), [&m](const Key& a, const Key& b) {
+        if (a.f0 != b.f0) return a.f0 < b.f0;
+        const double* va = m.row(a.r);
+        const double* vb = m.row(b.r);
+        for (std::size_t j = 1; j < m.k; ++j) {
             if (va[j] < vb[j]) return true;
             if (vb[j] < va[j]) return false;
         }
-        return a < b;
+        return a.r < b.r;
     });
+    std::vector<std::size_t> order(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].r;
     return order;
 }
 
