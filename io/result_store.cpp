@@ -251,7 +251,18 @@ class ResultWriter::Impl {
     std::map<std::string, std::int32_t> reason_ids;
     std::vector<std::string> pending_reasons;
     std::vector<FailureRecord> pending_failures;
-    std::optional<std::map<std::string, std::uint64_t>> pending_filtered;
+    std::optional<std::map<std::string, std::uint64_t>> filtered;  // latest set_filtered
+    std::optional<std::map<std::string, std::uint64_t>> filtered_written;
+
+    /// State at a flush call, committed once its rows lie in whole chunks of the file.
+    struct Checkpoint {
+        std::uint64_t next_index = 0;
+        std::uint64_t rows = 0;
+        std::uint64_t reasons = 0;
+        std::uint64_t failures = 0;
+        std::optional<std::map<std::string, std::uint64_t>> filtered;
+    };
+    std::vector<Checkpoint> checkpoints;
 
     Where at(const std::string& object) const { return Where{path, object}; }
 
@@ -278,8 +289,9 @@ class ResultWriter::Impl {
 
     std::size_t buffered() const { return b_index.size(); }
 
-    void write_buffer() {
-        const std::uint64_t n = buffered();
+    /// Writes the first `n` buffered rows at the end of the file's rows and drops them from
+    /// the buffer.
+    void write_buffer(std::uint64_t n) {
         if (n == 0) return;
         const std::uint64_t start = rows_written;
         detail::write_rows(ds_index.get(), H5T_NATIVE_UINT64, b_index.data(), start, n,
@@ -298,7 +310,8 @@ class ResultWriter::Impl {
                 detail::write_rows(ds_columns[i].get(), H5T_NATIVE_INT64, b_int[slot[i]].data(),
                                    start, n, where);
             } else {
-                std::vector<std::uint8_t> values(b_int[slot[i]].begin(), b_int[slot[i]].end());
+                std::vector<std::uint8_t> values(b_int[slot[i]].begin(),
+                                                 b_int[slot[i]].begin() + static_cast<long>(n));
                 detail::write_rows(ds_columns[i].get(), enum_types[i].get(), values.data(), start,
                                    n, where);
             }
@@ -316,43 +329,84 @@ class ResultWriter::Impl {
                                at("/histograms/step_time_hi_s"));
         }
         rows_written += n;
-        b_index.clear();
-        b_status.clear();
-        b_reason.clear();
-        for (auto& v : b_int) v.clear();
-        for (auto& v : b_float) v.clear();
-        for (auto& v : b_metrics) v.clear();
-        b_hist.clear();
-        b_lo.clear();
-        b_hi.clear();
+        auto drop = [n](auto& v, std::uint64_t per_row = 1) {
+            v.erase(v.begin(), v.begin() + static_cast<long>(n * per_row));
+        };
+        drop(b_index);
+        drop(b_status);
+        drop(b_reason);
+        for (auto& v : b_int) drop(v);
+        for (auto& v : b_float) drop(v);
+        for (auto& v : b_metrics) drop(v);
+        drop(b_hist, header.histogram_bins);
+        drop(b_lo, header.histogram_bins > 0 ? 1 : 0);
+        drop(b_hi, header.histogram_bins > 0 ? 1 : 0);
     }
 
-    void write_pending() {
-        write_buffer();
-        if (!pending_reasons.empty()) {
-            detail::write_string_rows(ds_reasons.get(), pending_reasons, reasons_written,
-                                      at("/reasons"));
-            reasons_written += pending_reasons.size();
-            pending_reasons.clear();
+    /// Writes the buffered rows that complete whole chunks of the file. A chunk is written
+    /// once, full, and never rewritten: a rewritten compressed chunk moves, and if the writer
+    /// is killed before the chunk index on disk follows, committed rows would be lost.
+    void write_full_chunks() {
+        const std::uint64_t total = rows_written + buffered();
+        const std::uint64_t aligned = total / chunk * chunk;
+        if (aligned > rows_written) write_buffer(aligned - rows_written);
+    }
+
+    /// Writes the interned reasons and failures up to the given counts.
+    void write_reasons_and_failures(std::uint64_t reason_count, std::uint64_t failure_count) {
+        if (reason_count > reasons_written) {
+            const auto n = static_cast<long>(reason_count - reasons_written);
+            const std::vector<std::string> batch(pending_reasons.begin(),
+                                                 pending_reasons.begin() + n);
+            detail::write_string_rows(ds_reasons.get(), batch, reasons_written, at("/reasons"));
+            pending_reasons.erase(pending_reasons.begin(), pending_reasons.begin() + n);
+            reasons_written = reason_count;
         }
-        if (!pending_failures.empty()) {
+        if (failure_count > failures_written) {
+            const auto n = static_cast<std::size_t>(failure_count - failures_written);
             std::vector<std::uint64_t> index;
             std::vector<std::string> message;
-            for (const auto& f : pending_failures) {
-                index.push_back(f.index);
-                message.push_back(f.message);
+            for (std::size_t k = 0; k < n; ++k) {
+                index.push_back(pending_failures[k].index);
+                message.push_back(pending_failures[k].message);
             }
             detail::write_rows(ds_fail_index.get(), H5T_NATIVE_UINT64, index.data(),
-                               failures_written, index.size(), at("/failures/index"));
+                               failures_written, n, at("/failures/index"));
             detail::write_string_rows(ds_fail_message.get(), message, failures_written,
                                       at("/failures/message"));
-            failures_written += index.size();
-            pending_failures.clear();
+            pending_failures.erase(pending_failures.begin(),
+                                   pending_failures.begin() + static_cast<long>(n));
+            failures_written = failure_count;
         }
-        if (pending_filtered) {
-            write_filtered(*pending_filtered);
-            pending_filtered.reset();
+    }
+
+    Checkpoint checkpoint(std::uint64_t next_index) const {
+        return {next_index, rows_written + buffered(), reasons_written + pending_reasons.size(),
+                failures_written + pending_failures.size(), filtered};
+    }
+
+    /// Commits the latest checkpoint whose rows are all in the file; returns whether one was.
+    bool try_commit() {
+        auto it = std::find_if(checkpoints.rbegin(), checkpoints.rend(),
+                               [&](const Checkpoint& c) { return c.rows <= rows_written; });
+        if (it == checkpoints.rend()) return false;
+        const Checkpoint cp = *it;
+        checkpoints.erase(checkpoints.begin(), it.base());
+        write_reasons_and_failures(cp.reasons, cp.failures);
+        if (cp.filtered && cp.filtered != filtered_written) {
+            write_filtered(*cp.filtered);
+            filtered_written = cp.filtered;
         }
+        const Where root = at("");
+        header.rows_committed = cp.rows;
+        header.next_index = cp.next_index;
+        header.updated = now_iso8601();
+        detail::write_attribute(ds_reasons.get(), "committed", cp.reasons, at("/reasons"));
+        detail::write_attribute(failures.get(), "committed", cp.failures, at("/failures"));
+        detail::write_attribute(file.get(), "rows_committed", header.rows_committed, root);
+        detail::write_attribute(file.get(), "next_index", header.next_index, root);
+        detail::write_attribute(file.get(), "updated", header.updated, root);
+        return true;
     }
 
     void write_filtered(const std::map<std::string, std::uint64_t>& counts) {
@@ -377,17 +431,19 @@ class ResultWriter::Impl {
         if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) detail::fail(path, "", "cannot flush");
     }
 
+    /// flush(next_index): records a checkpoint, writes whole chunks, commits what it can.
     void commit(std::uint64_t next_index) {
-        write_pending();
-        const Where root = at("");
-        header.rows_committed = rows_written;
-        header.next_index = next_index;
-        header.updated = now_iso8601();
-        detail::write_attribute(ds_reasons.get(), "committed", reasons_written, at("/reasons"));
-        detail::write_attribute(failures.get(), "committed", failures_written, at("/failures"));
-        detail::write_attribute(file.get(), "rows_committed", header.rows_committed, root);
-        detail::write_attribute(file.get(), "next_index", header.next_index, root);
-        detail::write_attribute(file.get(), "updated", header.updated, root);
+        checkpoints.push_back(checkpoint(next_index));
+        write_full_chunks();
+        try_commit();
+        flush_file();
+    }
+
+    /// Writes everything, the last partial chunk too, and commits it.
+    void commit_all(std::uint64_t next_index) {
+        checkpoints.push_back(checkpoint(next_index));
+        write_buffer(buffered());
+        try_commit();
         flush_file();
     }
 
@@ -444,8 +500,9 @@ class ResultWriter::Impl {
         if (closed) return;
         closed = true;
         std::uint64_t next = header.next_index;
+        for (const auto& c : checkpoints) next = std::max(next, c.next_index);
         if (has_last) next = std::max(next, last_index + 1);
-        commit(next);
+        commit_all(next);
         ds_columns.clear();
         ds_metrics.clear();
         for (Handle* h : {&ds_index, &ds_status, &ds_reason_id, &ds_reasons, &ds_fail_index,
@@ -526,8 +583,9 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultHeader& h
     // The default (earliest) library version bounds keep files readable by older HDF5 and
     // h5py, also after the writer was killed: never "latest".
     Handle fapl = detail::file_access_plist({path, ""});
+    Handle fcpl = detail::file_create_plist({path, ""});
     impl->file = detail::file_handle(
-        H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
+        H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.get(), fapl.get()));
     if (!impl->file) detail::fail(path, "", "cannot create");
     const hid_t file = impl->file.get();
     const Where root{impl->path, ""};
@@ -588,7 +646,8 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultHeader& h
     }
     {
         const Where where{impl->path, "/reasons"};
-        Handle ds = detail::create_growing(file, "reasons", string_type.get(), 256, {}, where);
+        Handle ds =
+            detail::create_growing(file, "reasons", string_type.get(), 256, {}, where, false);
         detail::write_attribute(ds.get(), "description",
                                 std::string("reasons of infeasible or failed points, addressed "
                                             "by /points/reason_id"),
@@ -597,14 +656,14 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultHeader& h
     {
         Handle failures = detail::create_group(file, "failures", root);
         const Where where{impl->path, "/failures"};
-        detail::create_growing(failures.get(), "index", H5T_STD_U64LE, 256, {}, where);
-        detail::create_growing(failures.get(), "message", string_type.get(), 256, {}, where);
+        detail::create_growing(failures.get(), "index", H5T_STD_U64LE, 256, {}, where, false);
+        detail::create_growing(failures.get(), "message", string_type.get(), 256, {}, where, false);
     }
     {
         Handle filtered = detail::create_group(file, "filtered", root);
         const Where where{impl->path, "/filtered"};
-        detail::create_growing(filtered.get(), "reason", string_type.get(), 64, {}, where);
-        detail::create_growing(filtered.get(), "count", H5T_STD_U64LE, 64, {}, where);
+        detail::create_growing(filtered.get(), "reason", string_type.get(), 64, {}, where, false);
+        detail::create_growing(filtered.get(), "count", H5T_STD_U64LE, 64, {}, where, false);
     }
     detail::create_group(file, "pareto", root);
     if (h.histogram_bins > 0) {
@@ -873,11 +932,12 @@ void ResultWriter::append(const RowBatch& batch) {
     w.b_lo.insert(w.b_lo.end(), batch.histogram_lo_s.begin(), batch.histogram_lo_s.end());
     w.b_hi.insert(w.b_hi.end(), batch.histogram_hi_s.begin(), batch.histogram_hi_s.end());
 
-    // Write when the buffer reaches the next chunk boundary of the file, so that writes stay
-    // chunk-aligned after a flush of a partial chunk. The rows are uncommitted until the next
-    // flush, but flushed to disk so that the file stays consistent if the process is killed.
-    if (w.buffered() >= w.chunk - w.rows_written % w.chunk) {
-        w.write_buffer();
+    // Whole chunks go to the file at once (bounded memory); they are committed by the next
+    // flush, or now if a flush is waiting for them. Flushed to disk so that the file stays
+    // consistent if the process is killed.
+    if (w.rows_written + w.buffered() >= (w.rows_written / w.chunk + 1) * w.chunk) {
+        w.write_full_chunks();
+        w.try_commit();
         w.flush_file();
     }
 }
@@ -890,9 +950,11 @@ void ResultWriter::add_failure(std::uint64_t index, const std::string& message) 
 void ResultWriter::flush(std::uint64_t next_index) {
     Impl& w = *impl_;
     if (w.closed) invalid(w.path, "flush: the file is closed");
-    if (next_index < w.header.next_index) {
+    const std::uint64_t previous =
+        w.checkpoints.empty() ? w.header.next_index : w.checkpoints.back().next_index;
+    if (next_index < previous) {
         invalid(w.path, "flush: next_index " + std::to_string(next_index) + " is below " +
-                            std::to_string(w.header.next_index));
+                            std::to_string(previous));
     }
     if (w.has_last && next_index <= w.last_index) {
         invalid(w.path, "flush: next_index " + std::to_string(next_index) +
@@ -904,7 +966,7 @@ void ResultWriter::flush(std::uint64_t next_index) {
 
 void ResultWriter::set_filtered(const std::map<std::string, std::uint64_t>& counts) {
     if (impl_->closed) invalid(impl_->path, "set_filtered: the file is closed");
-    impl_->pending_filtered = counts;
+    impl_->filtered = counts;
 }
 
 void ResultWriter::write_pareto(const std::string& name, const std::vector<std::string>& objectives,

@@ -20,7 +20,18 @@
 // Every dataset of /points, /metrics and /histograms has attributes `unit` and `description`;
 // /points and /metrics have an attribute `columns` listing their columns in declaration order.
 // Growing datasets are 1-D (or [rows, bins]), chunked along rows, shuffle + deflate level 4.
-// Rows are committed by `flush`: a reader (and a resume) sees exactly `rows_committed` rows.
+// Rows are committed by `flush` and `close`: a reader (and a resume) sees exactly
+// `rows_committed` rows, and `next_index`, failures and filtered counts of the same moment.
+//
+// Crash safety (kill -9, node failure): HDF5 without SWMR is consistent on disk only after
+// H5Fflush, so (1) the metadata cache never evicts: dirty metadata reaches the disk only at a
+// flush; (2) a compressed chunk is written once, full, and never rewritten (a rewritten chunk
+// moves, and the on-disk index would point at the old place); a flush is therefore committed
+// once the rows it covers fill whole chunks, i.e. the committed state lags at most chunk_rows
+// rows behind, and close() commits everything; (3) file space is never reused within a
+// session; (4) small rewritten tables (/reasons, /failures, /filtered) are uncompressed, so
+// rewrites stay in place. Default library version bounds (superblock 2, no "latest"), so a
+// killed writer's file opens with h5py without h5clear.
 
 #include <cstdint>
 #include <map>
@@ -138,7 +149,8 @@ class ResultWriter {
     const ResultHeader& header() const;
     const std::vector<ColumnSpec>& point_columns() const;
     const MetricSchema& metric_schema() const;
-    /// Every design-space index below it has been processed (last flush / from the file).
+    /// Every design-space index below it has been processed: the committed value (see the
+    /// commit lag above), as in the file.
     std::uint64_t next_index() const;
     /// Rows appended so far, committed or buffered.
     std::uint64_t rows() const;
@@ -148,8 +160,10 @@ class ResultWriter {
     void append(const RowBatch& batch);
     /// Records a point whose evaluation threw (committed with the next flush).
     void add_failure(std::uint64_t index, const std::string& message);
-    /// Writes the buffered rows and failures, then commits: rows_committed, next_index,
-    /// updated; flushes the file to disk.
+    /// Records a checkpoint (next_index, rows, failures, filtered counts so far), writes the
+    /// buffered rows that fill whole chunks, commits the latest checkpoint whose rows are all in
+    /// the file (rows_committed, next_index, updated, failures, filtered) and flushes the file
+    /// to disk. Throws if next_index decreases or does not pass the last appended index.
     void flush(std::uint64_t next_index);
     /// Replaces /filtered with these counts, written with the next flush (or close), so that
     /// the counts in the file always go with its next_index.
@@ -160,8 +174,9 @@ class ResultWriter {
                       const std::vector<std::uint64_t>& indices);
     /// Sets the status attribute ("running", "interrupted", "complete", "failed") at once.
     void set_status(const std::string& status);
-    /// Commits buffered rows (next_index: at least one past the last appended index) and closes
-    /// the file. Throws IoError; later calls do nothing.
+    /// Writes and commits everything, the last partial chunk too (next_index: the largest of
+    /// the last flush's and one past the last appended index), and closes the file. Throws
+    /// IoError; later calls do nothing.
     void close();
 
     class Impl;

@@ -153,7 +153,26 @@ Handle file_access_plist(const Where& where) {
 #if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
     check(H5Pset_file_locking(fapl.get(), true, true), where, "cannot set file locking");
 #endif
+    // Dirty metadata (chunk indices, dataset extents, attributes) reaches the disk only at
+    // H5Fflush, never half-way through by eviction: a killed writer leaves the state of its
+    // last flush.
+    H5AC_cache_config_t config{};
+    config.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+    check(H5Pget_mdc_config(fapl.get(), &config), where, "cannot get the metadata cache config");
+    config.evictions_enabled = false;
+    config.incr_mode = H5C_incr__off;
+    config.flash_incr_mode = H5C_flash_incr__off;
+    config.decr_mode = H5C_decr__off;
+    check(H5Pset_mdc_config(fapl.get(), &config), where, "cannot set the metadata cache config");
     return fapl;
+}
+
+Handle file_create_plist(const Where& where) {
+    Handle fcpl = plist_handle(H5Pcreate(H5P_FILE_CREATE));
+    if (!fcpl) fail_at(where, "cannot create file creation properties");
+    check(H5Pset_file_space_strategy(fcpl.get(), H5F_FSPACE_STRATEGY_NONE, false, 1), where,
+          "cannot set the file space strategy");
+    return fcpl;
 }
 
 htri_t is_hdf5_file(const std::string& path) {
@@ -335,7 +354,7 @@ std::int64_t read_i64_attribute(hid_t obj, const std::string& name, const Where&
 }
 
 Handle create_growing(hid_t loc, const std::string& name, hid_t file_type, std::size_t chunk_rows,
-                      const std::vector<hsize_t>& columns, const Where& where) {
+                      const std::vector<hsize_t>& columns, const Where& where, bool compress) {
     const Where here{where.file, where.object.empty() ? name : where.object};
     std::vector<hsize_t> dims{0};
     std::vector<hsize_t> max_dims{H5S_UNLIMITED};
@@ -351,8 +370,10 @@ Handle create_growing(hid_t loc, const std::string& name, hid_t file_type, std::
     Handle dcpl = plist_handle(H5Pcreate(H5P_DATASET_CREATE));
     if (!dcpl) fail_at(here, "cannot create a property list");
     check(H5Pset_chunk(dcpl.get(), rank, chunk.data()), here, "cannot set chunking");
-    check(H5Pset_shuffle(dcpl.get()), here, "cannot set the shuffle filter");
-    check(H5Pset_deflate(dcpl.get(), 4), here, "cannot set deflate compression");
+    if (compress) {
+        check(H5Pset_shuffle(dcpl.get()), here, "cannot set the shuffle filter");
+        check(H5Pset_deflate(dcpl.get(), 4), here, "cannot set deflate compression");
+    }
     Handle dataset = dataset_handle(H5Dcreate2(loc, name.c_str(), file_type, space.get(),
                                                H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
     if (!dataset) fail_at(here, "cannot create dataset");

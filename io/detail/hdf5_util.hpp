@@ -73,9 +73,16 @@ std::int64_t read_i64_attribute(hid_t obj, const std::string& name, const Where&
 // Datasets that grow along their first dimension ------------------------------------------------
 
 /// Creates an empty dataset of shape [0, columns...] (unlimited rows), chunked by `chunk_rows`
-/// rows, with shuffle + deflate level 4. `columns` empty makes a 1-D column.
+/// rows, with shuffle + deflate level 4 when `compress`. `columns` empty makes a 1-D column.
+/// Uncompressed chunks keep their size and place when rewritten, so small tables that are
+/// rewritten at every commit stay valid on disk if the writer is killed.
 Handle create_growing(hid_t loc, const std::string& name, hid_t file_type, std::size_t chunk_rows,
-                      const std::vector<hsize_t>& columns, const Where& where);
+                      const std::vector<hsize_t>& columns, const Where& where,
+                      bool compress = true);
+
+/// File creation properties: file space is never reused within a session, so that data the
+/// on-disk metadata still points to is not overwritten before the next flush.
+Handle file_create_plist(const Where& where);
 /// Rows (first dimension) of a dataset.
 std::uint64_t row_count(hid_t dataset, const Where& where);
 /// Rows per chunk of a chunked dataset (0 if not chunked).

@@ -541,27 +541,40 @@ TEST_F(ResultStore, ReplacesAParetoSetOfTheSameName) {
     EXPECT_TRUE(reader.pareto("other").indices.empty());
 }
 
-TEST_F(ResultStore, ShowsOnlyCommittedStateToAReaderWhileTheWriterHasItOpen) {
+TEST_F(ResultStore, CommitsAFlushOnceItsRowsFillWholeChunks) {
+    // chunk_rows = 4: a flush after 3 rows waits until the 4th row completes the chunk, so
+    // that no compressed chunk holding committed rows is ever rewritten.
     const std::string file = path("x.h5");
     ResultWriter w =
         ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
     w.append(batch_rows(0, 3));
-    w.flush(index_of(3));
-    w.append(batch_rows(3, 6));  // reaches the file (chunks of 4) but is not committed
     w.set_filtered({{"too many gpus", 2}});
-    w.add_failure(index_of(4), "boom");
+    w.add_failure(index_of(1), "boom");
+    w.flush(index_of(3));
 
-    const ResultReader reader(file);
-
-    expect_rows(reader, 3);
-    EXPECT_EQ(reader.header().next_index, index_of(3));
-    EXPECT_TRUE(reader.filtered().empty());
-    EXPECT_TRUE(reader.failures().empty());
+    {
+        const ResultReader before(file);
+        EXPECT_EQ(before.rows(), 0U);
+        EXPECT_EQ(before.header().next_index, 0U);
+        EXPECT_TRUE(before.filtered().empty());
+        EXPECT_TRUE(before.failures().empty());
+    }
+    w.append(batch_rows(3, 6));  // rows 0..7 reach the file: the flush after row 2 commits
+    w.set_filtered({{"too many gpus", 5}});
     w.flush(index_of(9));
-    const ResultReader after(file);
-    expect_rows(after, 9);
-    EXPECT_EQ(after.filtered(), (std::map<std::string, std::uint64_t>{{"too many gpus", 2}}));
-    EXPECT_EQ(after.failures().size(), 1U);
+    {
+        const ResultReader committed(file);
+        expect_rows(committed, 3);
+        EXPECT_EQ(committed.header().next_index, index_of(3));
+        EXPECT_EQ(committed.filtered(),
+                  (std::map<std::string, std::uint64_t>{{"too many gpus", 2}}));
+        EXPECT_EQ(committed.failures().size(), 1U);
+    }
+    w.close();
+    const ResultReader closed(file);
+    expect_rows(closed, 9);
+    EXPECT_EQ(closed.header().next_index, index_of(9));
+    EXPECT_EQ(closed.filtered(), (std::map<std::string, std::uint64_t>{{"too many gpus", 5}}));
 }
 
 TEST_F(ResultStore, IsReadableByH5pyWithNoKnowledgeOfTheFormat) {
