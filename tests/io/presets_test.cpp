@@ -156,6 +156,36 @@ TEST(Presets, EveryVariabilityPresetParses) {
     }
 }
 
+TEST(Presets, FileKeysOverrideTheVariabilityPresetKeyByKey) {
+    const std::vector<std::string> names = preset_names("variability");
+    if (names.empty()) GTEST_SKIP() << "no variability preset embedded";
+    const std::string base =
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+        "[hardware.h]\npreset = \"h100-sxm\"\n[variability]\npreset = \"" +
+        names[0] + "\"\n";
+
+    const prism::Experiment plain = parse_experiment(base, "exp.toml");
+    const prism::Experiment overridden =
+        parse_experiment(base +
+                             "gemm = { dist = \"gamma\", cv = 0.123 }\n[variability.persistent]\n"
+                             "slow_factor = 7.5\n",
+                         "exp.toml");
+
+    const auto gemm = static_cast<std::size_t>(prism::KernelClass::gemm);
+    EXPECT_EQ(overridden.variability.transient[gemm].kind, prism::DistKind::gamma);
+    EXPECT_DOUBLE_EQ(overridden.variability.transient[gemm].cv, 0.123);
+    EXPECT_DOUBLE_EQ(overridden.variability.persistent.slow_factor, 7.5);
+    for (std::size_t k = 0; k < prism::kKernelClassCount; ++k) {
+        if (k == gemm) continue;
+        EXPECT_EQ(overridden.variability.transient[k].kind, plain.variability.transient[k].kind);
+        EXPECT_EQ(overridden.variability.transient[k].cv, plain.variability.transient[k].cv);
+    }
+    EXPECT_EQ(overridden.variability.persistent.slow_probability,
+              plain.variability.persistent.slow_probability);
+    EXPECT_EQ(overridden.variability.persistent.spatial.cv,
+              plain.variability.persistent.spatial.cv);
+}
+
 TEST(Presets, ExplicitFieldsOverrideThePreset) {
     const prism::Experiment e = parse_experiment(
         "[model]\npreset = \"llama3-8b\"\nlayers = 16\n[training]\nglobal_batch = 8\n"
