@@ -106,8 +106,8 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
     }
 
     // Step-time distribution (DESIGN.md sections 2, 3, 5).
-    const StepDistribution* d = st ? &st->dist : nullptr;
-    auto q = [&](double StepDistribution::*field) { return d ? d->*field : kNaN; };
+    const StepDistribution* dist = st ? &st->dist : nullptr;
+    auto q = [&](double StepDistribution::*field) { return dist ? dist->*field : kNaN; };
     row.add("step_time_mean_s", "s", "mean step time with variability", q(&StepDistribution::mean_s));
     row.add("step_time_std_s", "s", "standard deviation of the step time",
             q(&StepDistribution::std_s));
@@ -124,7 +124,7 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
         row.add("p_slow_" + percent_name(delta) + "pct", "1",
                 "probability that a step is more than " + percent_name(delta) +
                     "% slower than deterministic",
-                d && k < d->p_slow.size() ? d->p_slow[k] : kNaN);
+                dist && k < dist->p_slow.size() ? dist->p_slow[k] : kNaN);
     }
     row.add("tokens_per_s_mean", "tokens/s", "tokens per second at the mean step time",
             tokens / q(&StepDistribution::mean_s));
@@ -158,9 +158,9 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             RunInput in;
             in.steps = steps;
             in.deterministic_step_s = step;
-            if (d && !d->cluster_mean_s.empty()) {
-                in.cluster_mean_s = d->cluster_mean_s;
-                in.cluster_var_s2 = d->cluster_var_s2;
+            if (dist && !dist->cluster_mean_s.empty()) {
+                in.cluster_mean_s = dist->cluster_mean_s;
+                in.cluster_var_s2 = dist->cluster_var_s2;
             } else {
                 in.cluster_mean_s = {step};
                 in.cluster_var_s2 = {0.0};
