@@ -31,6 +31,26 @@ constexpr std::array<double, 8> kGhW{
     1.1261453837536784e-4, 9.635220120788266e-3, 0.11723990766175913,  0.3730122576790774,
     0.3730122576790774,    0.11723990766175913,  9.635220120788266e-3, 1.1261453837536784e-4};
 
+double log_spatial_cdf(const Distribution& S, double x) {
+    const double f = S.cdf(x);
+    if (f <= 0) return -1e300;
+    const double sf = S.sf(x);
+    return sf < 0.5 ? std::log1p(-sf) : std::log(f);
+}
+
+/// Slow units as a probability generating function: each of `units` units is slow with
+/// probability q, independently; a slow unit turns one of `patterns` (frequency, list of
+/// (stage, slow members)) slow. Random placement: each of its u GPUs joins the job with
+/// probability phi and lands in a uniformly random stage.
+struct UnitPgf {
+    double q = 0;
+    double units = 0;
+    bool random = false;
+    double phi = 1;
+    int unit_gpus = 1;
+    std::vector<std::pair<double, std::vector<std::pair<int, int>>>> patterns;
+};
+
 /// log of the CDF of a group factor: prod over units spanned of ((1-q) F(g)^c + q F(g/sf)^c)
 struct GroupLaw {
     const StepModel* m = nullptr;
@@ -72,6 +92,8 @@ struct GroupLaw {
 /// The distribution of one replica type's Delta on the common x grid.
 struct ReplicaType {
     std::vector<const GroupLaw*> stage_law;  ///< per stage
+    const UnitPgf* pgf = nullptr;            ///< lockstep: slow units act on W directly
+    double extra_mean = 0;  ///< slow stages other than the slowest, in the others' sum
 };
 
 struct Grid {
@@ -97,14 +119,40 @@ class Analytic {
              const std::vector<double>* query, std::vector<double>* cdf_out);
 
   private:
-    double makespan_at(double r) const;
+    double makespan_at(double r, const std::vector<double>* g_stage = nullptr) const;
+    /// group factor of stage st that puts the replica's stage term at w
+    double g_of(int st, double w) const {
+        return 1.0 + (w / weight_[st] + slack_[st]) / m_.stage_comp_s[st];
+    }
     /// log CDF of W for a replica type at w (sum over stages)
     double log_cdf_w(const ReplicaType& t, double w) const {
         double s = 0;
         for (int st = 0; st < m_.stages; ++st) {
-            const double g = (w - r_bar_ * m_.stage_comm_s[st]) / m_.stage_comp_s[st];
-            s += t.stage_law[st]->log_cdf(g);
+            s += t.stage_law[st]->log_cdf(g_of(st, w));
             if (s < -700) return s;
+        }
+        if (t.pgf != nullptr) {
+            // ratio of a stage's CDF with c slow members to the clean one: F(g/sf)^c / F(g)^c
+            auto log_ratio = [&](int st, int c) {
+                const double g = g_of(st, w);
+                return c * (log_spatial_cdf(m_.spatial, g / m_.slow_factor) -
+                            log_spatial_cdf(m_.spatial, g));
+            };
+            const auto& u = *t.pgf;
+            double b = 0;
+            if (u.random) {
+                double b1 = 0;
+                for (int st = 0; st < m_.stages; ++st) b1 += std::exp(log_ratio(st, 1));
+                b1 /= m_.stages;
+                b = std::pow(1.0 - u.phi + u.phi * b1, u.unit_gpus);
+            } else {
+                for (const auto& [f, pat] : u.patterns) {
+                    double l = 0;
+                    for (const auto& [st, c] : pat) l += log_ratio(st, c);
+                    b += f * std::exp(l);
+                }
+            }
+            s += u.units * std::log(std::max(1e-300, 1.0 - u.q + u.q * b));
         }
         return s;
     }
@@ -120,10 +168,12 @@ class Analytic {
     double rest_w_ = 1;  ///< weight of the others (1/v)
     double mu_o_ = 0, var_o_ = 0, var_eps_ = 0;
     double w_lo_ = 0, w_hi_ = 0;
+    std::vector<double> weight_, slack_;  ///< per stage: makespan slope once critical, slack
+    std::vector<double> rest_;            ///< per stage: makespan slope for a small change
     Grid x_;
 };
 
-double Analytic::makespan_at(double r) const {
+double Analytic::makespan_at(double r, const std::vector<double>* g_stage) const {
     const auto& ops = m_.pipeline.ops();
     thread_local std::vector<double> dur, xfer, fin;
     dur.resize(ops.size());
@@ -132,7 +182,8 @@ double Analytic::makespan_at(double r) const {
     const double tr = m_.p2p.mean(1.0, r);
     for (size_t i = 0; i < ops.size(); ++i) {
         const int j = ops[i].stage * m_.chunks + ops[i].chunk;
-        dur[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(1.0, r);
+        const double g = g_stage != nullptr ? (*g_stage)[ops[i].stage] : 1.0;
+        dur[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(g, r);
         xfer[i] = tr;
     }
     return m_.pipeline.makespan(dur.data(), xfer.data(), m_.dataloader.mean(1.0, r), fin.data());
@@ -169,7 +220,7 @@ std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) co
     std::vector<double> sf(x_.n);
     const double a = slow_w_;
     if (m_.persistent_deterministic) {
-        const double mu = rest_w_ * mu_o_;
+        const double mu = mu_o_;
         for (int i = 0; i < x_.n; ++i) {
             const double x = x_.at(i);
             if (m_.single.present) {
@@ -193,7 +244,7 @@ std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) co
         const double w = w_lo_ + hw * (j + 1);
         const double cur = -std::expm1(log_cdf_w(t, w));
         pj[j] = std::max(0.0, prev_sf - cur);
-        xj[j] = a * (w - 0.5 * hw - w1_) + rest_w_ * mu_o_;
+        xj[j] = a * (w - 0.5 * hw - w1_) + mu_o_ + t.extra_mean;
         prev_sf = cur;
     }
     const double hx = a * hw;
@@ -239,39 +290,75 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             for (const auto& [c, k] : hist) healthy.unit_members.push_back({c, k});
         }
     }
-    const bool aware = l_.kind == PlacementKind::variability_aware &&
-                       !m_.persistent_deterministic && m_.slow_probability > 0 &&
-                       m_.slow_factor != 1.0;
-    GroupLaw clean = healthy;  // no slow member
+    const bool slow_active =
+        !m_.persistent_deterministic && m_.slow_probability > 0 && m_.slow_factor != 1.0;
+    const bool aware = l_.kind == PlacementKind::variability_aware && slow_active;
+    const bool pgf_mode = slow_active && !aware;
+    GroupLaw clean = healthy;  // no slow member; slow units enter through types and the PGF
     clean.slow_members = 0;
-    const GroupLaw& base_law = aware ? clean : healthy;
+    const GroupLaw& base_law = clean;
 
-    // stage time at g = 1, its max, the other stages' sum and the transient noise
+    // Each stage's weight in the makespan once it is the critical one and its slack before it
+    // becomes critical, measured on the schedule DAG (slowing stage s by 50% and 100%): in 1F1B
+    // the weight is m - (p - 1 - s) (the stages after s overlap its warm-up), not m.
     double comp_sum = 0, comp_sq = 0, var_sum = 0;
     int smax = 0;
-    w1_ = -1;
-    for (int s = 0; s < p; ++s) {
-        const double tau = r_bar_ * m_.stage_comm_s[s] + m_.stage_comp_s[s];
-        if (tau > w1_) {
-            w1_ = tau;
-            smax = s;
+    weight_.assign(p, static_cast<double>(mb));
+    slack_.assign(p, 0.0);
+    rest_.assign(p, rest_w_);
+    {
+        const double t0 = makespan_at(r_bar_);
+        std::vector<double> gs(p, 1.0);
+        double least = 1e300;
+        for (int st = 0; st < p; ++st) {
+            const double c = m_.stage_comp_s[st];
+            if (!(c > 0)) {
+                weight_[st] = 1.0;
+                slack_[st] = 1e300;
+                continue;
+            }
+            gs[st] = 1.02;
+            rest_[st] = std::max(0.0, (makespan_at(r_bar_, &gs) - t0) / (0.02 * c));
+            gs[st] = 1.5;
+            const double t1 = makespan_at(r_bar_, &gs);
+            gs[st] = 2.0;
+            const double t2 = makespan_at(r_bar_, &gs);
+            gs[st] = 1.0;
+            const double w = (t2 - t1) / (0.5 * c);
+            weight_[st] = w > 0 ? w : 1.0;
+            slack_[st] = std::max(0.0, 0.5 * c - (t1 - t0) / weight_[st]);
+            if (slack_[st] < least) {
+                least = slack_[st];
+                smax = st;
+            }
         }
-        comp_sum += m_.stage_comp_s[s];
-        comp_sq += m_.stage_comp_s[s] * m_.stage_comp_s[s];
     }
+    for (int st = 0; st < p; ++st) {
+        comp_sum += m_.stage_comp_s[st];
+        comp_sq += m_.stage_comp_s[st] * m_.stage_comp_s[st];
+    }
+    slow_w_ = 1.0;
+    w1_ = 0.0;
     double eg = 1, vg = 0;
     moments_of_g(base_law, eg, vg);
-    for (int s = 0; s < p; ++s) {
-        var_sum += eg * eg * m_.stage_var_comp[s] + r_bar_ * r_bar_ * m_.stage_var_comm[s];
+    for (int st = 0; st < p; ++st) {
+        if (st == smax) continue;
+        var_sum +=
+            rest_[st] * (eg * eg * m_.stage_var_comp[st] + r_bar_ * r_bar_ * m_.stage_var_comm[st]);
     }
-    const double cmax = m_.stage_comp_s[smax];
-    mu_o_ = (comp_sum - cmax) * (eg - 1.0);
-    var_o_ = (comp_sq - cmax * cmax) * vg;
+    // the other stages enter with their small-change slopes (1 in plain 1F1B: fill and drain)
+    mu_o_ = 0;
+    var_o_ = 0;
+    for (int st = 0; st < p; ++st) {
+        if (st == smax) continue;
+        mu_o_ += rest_[st] * m_.stage_comp_s[st] * (eg - 1.0);
+        var_o_ += rest_[st] * rest_[st] * m_.stage_comp_s[st] * m_.stage_comp_s[st] * vg;
+    }
     const double var_smax =
         eg * eg * m_.stage_var_comp[smax] + r_bar_ * r_bar_ * m_.stage_var_comm[smax];
-    var_eps_ = rest_w_ * var_sum + (mb - rest_w_) * var_smax + m_.dataloader.var(1.0, r_bar_) +
+    var_eps_ = var_sum + weight_[smax] * var_smax + m_.dataloader.var(1.0, r_bar_) +
                2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
-    const double noise_sd = std::sqrt(rest_w_ * rest_w_ * var_o_ + var_eps_);
+    const double noise_sd = std::sqrt(var_o_ + var_eps_);
 
     // replica types and scenarios (weight, counts per type)
     std::deque<GroupLaw> laws;  // stable addresses
@@ -284,7 +371,117 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     ReplicaType base_type;
     base_type.stage_law.assign(p, &base_law);
     types.push_back(base_type);
-    if (!aware) {
+    std::map<int, double> mean_g_cache;
+    auto mean_g = [&](int slow_members) {
+        auto it = mean_g_cache.find(slow_members);
+        if (it != mean_g_cache.end()) return it->second;
+        GroupLaw law = clean;
+        law.slow_members = slow_members;
+        double mg = 1, vg2 = 0;
+        moments_of_g(law, mg, vg2);
+        mean_g_cache[slow_members] = mg;
+        return mg;
+    };
+    UnitPgf unit_pgf;
+    // non-lockstep PGF mode: patterns of replica types hit by one slow unit
+    std::vector<std::pair<double, std::vector<int>>> rep_patterns;
+    std::vector<int> one_slow_at_stage;  // random placement: type with 1 slow member at stage s
+    std::map<std::vector<int>, int> sig_type;
+    auto type_for_sig = [&](const std::vector<int>& sig) {
+        auto it = sig_type.find(sig);
+        if (it != sig_type.end()) return it->second;
+        ReplicaType t;
+        double sum = 0, most = 0;
+        for (int st = 0; st < p; ++st) {
+            if (sig[st] == 0) {
+                t.stage_law.push_back(&base_law);
+            } else {
+                GroupLaw law = clean;
+                law.slow_members = sig[st];
+                laws.push_back(law);
+                t.stage_law.push_back(&laws.back());
+                const double extra = rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
+                sum += extra;
+                most = std::max(most, extra);
+            }
+        }
+        t.extra_mean = sum - most;
+        types.push_back(t);
+        sig_type.emplace(sig, static_cast<int>(types.size()) - 1);
+        return static_cast<int>(types.size()) - 1;
+    };
+    if (pgf_mode) {
+        unit_pgf.q = m_.slow_probability;
+        unit_pgf.unit_gpus = l_.unit_gpus;
+        if (l_.kind == PlacementKind::random) {
+            unit_pgf.random = true;
+            unit_pgf.units = static_cast<double>(l_.machine_units);
+            unit_pgf.phi = static_cast<double>(l_.job_gpus) /
+                           static_cast<double>(l_.machine_units * l_.unit_gpus);
+        } else {
+            unit_pgf.units = static_cast<double>(l_.job_units);
+        }
+    }
+    if (pgf_mode && m_.lockstep) {
+        if (!unit_pgf.random) {
+            // groups hit by one unit, as (stage, members), counted over the job's units
+            std::vector<std::int32_t> group_of(static_cast<size_t>(l_.job_gpus));
+            for (size_t j = 0; j < l_.gpu_of.size(); ++j) {
+                group_of[l_.gpu_of[j]] = static_cast<std::int32_t>(j / m_.group_gpus);
+            }
+            std::map<std::vector<std::pair<int, int>>, int> freq;
+            for (std::int64_t u = 0; u < l_.job_units; ++u) {
+                std::map<int, int> per_group;
+                for (std::int64_t k = u * l_.unit_gpus;
+                     k < std::min<std::int64_t>((u + 1) * l_.unit_gpus, l_.job_gpus); ++k) {
+                    per_group[group_of[k]]++;
+                }
+                std::vector<std::pair<int, int>> pat;
+                for (const auto& [gi, c] : per_group) pat.push_back({gi / m_.dp, c});
+                std::sort(pat.begin(), pat.end());
+                freq[pat]++;
+            }
+            for (const auto& [pat, c] : freq) {
+                unit_pgf.patterns.push_back({static_cast<double>(c) / l_.job_units, pat});
+            }
+        }
+        types[0].pgf = &unit_pgf;
+        scenarios.push_back({1.0, {{0, 1}}});
+    } else if (pgf_mode) {
+        if (unit_pgf.random) {
+            for (int st = 0; st < p; ++st) {
+                std::vector<int> sig(p, 0);
+                sig[st] = 1;
+                one_slow_at_stage.push_back(type_for_sig(sig));
+            }
+        } else {
+            std::vector<std::int32_t> group_of(static_cast<size_t>(l_.job_gpus));
+            for (size_t j = 0; j < l_.gpu_of.size(); ++j) {
+                group_of[l_.gpu_of[j]] = static_cast<std::int32_t>(j / m_.group_gpus);
+            }
+            std::map<std::vector<std::vector<int>>, int> freq;
+            for (std::int64_t u = 0; u < l_.job_units; ++u) {
+                std::map<int, std::vector<int>> per_rep;
+                for (std::int64_t k = u * l_.unit_gpus;
+                     k < std::min<std::int64_t>((u + 1) * l_.unit_gpus, l_.job_gpus); ++k) {
+                    const int gi = group_of[k];
+                    auto& sig = per_rep[gi % m_.dp];
+                    sig.resize(p, 0);
+                    sig[gi / m_.dp]++;
+                }
+                std::vector<std::vector<int>> pat;
+                for (auto& [r, sig] : per_rep) pat.push_back(sig);
+                std::sort(pat.begin(), pat.end());
+                freq[pat]++;
+            }
+            for (const auto& [pat, c] : freq) {
+                std::vector<int> idx;
+                for (const auto& sig : pat) idx.push_back(type_for_sig(sig));
+                rep_patterns.push_back({static_cast<double>(c) / l_.job_units, idx});
+            }
+        }
+        scenarios.push_back({1.0, {{0, m_.replicas}}});
+    } else if (!aware) {
         scenarios.push_back({1.0, {{0, m_.replicas}}});
     } else {
         // slow units that must be used ~ max(0, Binomial(machine_units, q) - spare)
@@ -377,13 +574,13 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double sfmin = std::min(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
         const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
         double lo = 1e300, hi = -1e300;
-        for (int s = 0; s < p; ++s) {
-            const double c = r_bar_ * m_.stage_comm_s[s];
-            lo = std::min(lo, c + m_.stage_comp_s[s] * m_.spatial.max_quantile(1e-14, 1) * sfmin);
-            hi = std::max(
-                hi, c + m_.stage_comp_s[s] * m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax);
+        for (int st = 0; st < p; ++st) {
+            const double c = m_.stage_comp_s[st];
+            const double glo = m_.spatial.max_quantile(1e-14, 1) * sfmin;
+            const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
+            lo = std::min(lo, weight_[st] * (c * (glo - 1.0) - slack_[st]));
+            hi = std::max(hi, weight_[st] * (c * (ghi - 1.0) - slack_[st]));
         }
-        lo = std::max(lo, w1_ * 0.0);
         // tighten: bisection on the base type's CDF (lower) and all types' sf (upper)
         auto tighten_lo = [&](double a, double b) {
             for (int i = 0; i < 60; ++i) {
@@ -413,8 +610,8 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
 
     // x grid for Delta
     {
-        double lo = slow_w_ * (w_lo_ - w1_) + rest_w_ * mu_o_ - 9.0 * noise_sd;
-        double hi = slow_w_ * (w_hi_ - w1_) + rest_w_ * mu_o_ + 9.0 * noise_sd;
+        double lo = slow_w_ * (w_lo_ - w1_) + mu_o_ - 9.0 * noise_sd;
+        double hi = slow_w_ * (w_hi_ - w1_) + mu_o_ + 9.0 * noise_sd;
         if (m_.single.present) {
             const auto& s = m_.single;
             const auto& X = m_.transient[s.cls];
@@ -450,6 +647,39 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                     lf += c * (s < 0.5 ? std::log1p(-s) : std::log(std::max(1e-300, 1.0 - s)));
                 }
                 F[i] += sc.weight * std::exp(lf);
+            }
+        }
+        if (pgf_mode && !m_.lockstep) {
+            // F_D = F_h^d (1 - q + q A)^units, A = E over a slow unit's pattern of the product
+            // of its replicas' CDF ratios to the healthy replica
+            for (int i = 0; i < x_.n; ++i) {
+                const double sh = sft[0][i];
+                const double lh = sh < 0.5 ? std::log1p(-sh) : std::log(std::max(1e-300, 1 - sh));
+                if (lh < -700) {
+                    F[i] = 0;
+                    continue;
+                }
+                auto lratio = [&](int t) {
+                    const double st = sft[t][i];
+                    const double l =
+                        st < 0.5 ? std::log1p(-st) : std::log(std::max(1e-300, 1 - st));
+                    return l - lh;
+                };
+                double a = 0;
+                if (unit_pgf.random) {
+                    double r1 = 0;
+                    for (const int t : one_slow_at_stage) r1 += std::exp(lratio(t));
+                    r1 /= p;
+                    a = std::pow(1.0 - unit_pgf.phi + unit_pgf.phi * r1, unit_pgf.unit_gpus);
+                } else {
+                    for (const auto& [f, idx] : rep_patterns) {
+                        double l = 0;
+                        for (const int t : idx) l += lratio(t);
+                        a += f * std::exp(l);
+                    }
+                }
+                F[i] *= std::exp(unit_pgf.units *
+                                 std::log(std::max(1e-300, 1.0 - unit_pgf.q + unit_pgf.q * a)));
             }
         }
         F.back() = std::max(F.back(), 1.0 - 1e-15);
