@@ -604,7 +604,7 @@ void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
     }
 }
 
-void parse_failures(const toml::table& table, FailureSpec& failures) {
+void parse_failures(const toml::table& table, bool interval_in_space, FailureSpec& failures) {
     check_keys(table, "failures",
                {"enabled", "detection", "restart", "checkpoint_policy", "checkpoint_interval",
                 "checkpoint_bandwidth", "async_checkpoint", "deadlines", "cause"});
@@ -666,11 +666,11 @@ void parse_failures(const toml::table& table, FailureSpec& failures) {
         }
     }
     if (failures.checkpoint_policy == CheckpointPolicy::fixed &&
-        failures.checkpoint_interval_s <= 0) {
+        failures.checkpoint_interval_s <= 0 && !interval_in_space) {
         const toml::node* n = table.get("checkpoint_policy");
         throw error_at(n->source(),
-                       "failures.checkpoint_policy: \"fixed\" needs "
-                       "checkpoint_interval");
+                       "failures.checkpoint_policy: \"fixed\" needs checkpoint_interval (here "
+                       "or in [space] / [defaults])");
     }
     if (failures.enabled && failures.causes.empty()) {
         throw error_at(table.get("enabled")->source(),
@@ -779,7 +779,10 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
         parse_evaluation(*t, experiment.evaluation);
     }
     if (const toml::table* t = optional_table(root, "failures")) {
-        parse_failures(*t, experiment.failures);
+        const bool interval_in_space =
+            (space != nullptr && space->get("checkpoint_interval") != nullptr) ||
+            (defaults != nullptr && defaults->get("checkpoint_interval") != nullptr);
+        parse_failures(*t, interval_in_space, experiment.failures);
     }
 
     std::optional<DimensionValue> default_gpus;

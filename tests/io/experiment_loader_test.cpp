@@ -232,7 +232,11 @@ TEST(ExperimentLoader, HeadsMustDivideHidden) {
 
 TEST(ExperimentLoader, FixedCheckpointPolicyNeedsAnInterval) {
     EXPECT_EQ(error_of(kBase + "[failures]\ncheckpoint_policy = \"fixed\"\n"),
-              "exp.toml:8:21: failures.checkpoint_policy: \"fixed\" needs checkpoint_interval");
+              "exp.toml:8:21: failures.checkpoint_policy: \"fixed\" needs checkpoint_interval "
+              "(here or in [space] / [defaults])");
+    EXPECT_EQ(error_of(kBase + "[failures]\ncheckpoint_policy = \"fixed\"\n"
+                               "[space]\ncheckpoint_interval = [\"1 h\"]\n"),
+              "no error");
 }
 
 TEST(ExperimentLoader, DpInSpaceWithGpusInDefaultsIsRejected) {
