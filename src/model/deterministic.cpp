@@ -17,6 +17,10 @@ namespace {
 
 enum Category { kTp = 0, kCp, kDp, kCategories };
 
+/// Gradients are reduced over DP in the training precision (16-bit; Megatron-Core's default
+/// grad_reduce_in_fp32 = false, and fp16 in the SC'21 runs), although accumulated in fp32.
+constexpr double kGradReduceBytesPerParam = 2;
+
 /// Builds one SegmentList, counting kernels and exposed communication per group.
 struct PassBuilder {
     SegmentList list;
@@ -144,51 +148,120 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
     if (score_bytes > 0) b.compute(KernelClass::elementwise, scale * c.memory(score_bytes), c.sync);
 }
 
-/// One layer's forward (scale 1) or the compute of its backward (scale 2: dgrad + wgrad).
-void layer_pass(const Context& c, PassBuilder& b, bool backward) {
-    const double s = backward ? 2.0 : 1.0;
+/// One layer's forward.
+void layer_forward(const Context& c, PassBuilder& b) {
     const double M = c.tokens, h = c.h, t = c.t;
-    const double qkv_n = (h + 2 * c.hk) / t;
-    const double up_n = (c.m.gated_mlp ? 2.0 : 1.0) * c.f / t;
     auto gemm = [&](double k, double n) {
-        const double one = c.gemm(2.0 * M * k * n, M, k, n);
-        for (int i = 0; i < (backward ? 2 : 1); ++i) b.compute(KernelClass::gemm, one, c.sync);
+        b.compute(KernelClass::gemm, c.gemm(2.0 * M * k * n, M, k, n), c.sync);
     };
     auto elementwise = [&](double bytes) {
-        b.compute(KernelClass::elementwise, s * c.memory(bytes), c.sync);
+        b.compute(KernelClass::elementwise, c.memory(bytes), c.sync);
     };
     elementwise(c.act(4 * M * h));  // layer norm
     tp_gather(c, b);
-    gemm(h, qkv_n);
-    attention_core(c, b, s);
+    gemm(h, (h + 2 * c.hk) / t);
+    attention_core(c, b, 1.0);
     gemm(h / t, h);
     tp_reduce(c, b);
     elementwise(c.act(7 * M * h));  // bias + dropout + residual
     elementwise(c.act(4 * M * h));  // layer norm
     tp_gather(c, b);
-    gemm(h, up_n);
-    elementwise(2 * M * up_n + 2 * M * c.f / t);  // activation (GeLU / SwiGLU)
+    gemm(h, (c.m.gated_mlp ? 2.0 : 1.0) * c.f / t);
+    elementwise(2 * M * (c.m.gated_mlp ? 3.0 : 2.0) * c.f / t);  // activation (GeLU / SwiGLU)
     gemm(c.f / t, h);
     tp_reduce(c, b);
     elementwise(c.act(7 * M * h));
 }
 
-/// Merges a pass's compute into one op concurrent with FSDP's collectives over DP (ZeRO-3
-/// prefetch); TP collectives keep their own segments.
+/// One layer's backward (without recompute): each GEMM becomes a data-gradient and a
+/// weight-gradient GEMM of the same size; elementwise kernels move twice the bytes. TP as in
+/// Megatron's LinearWithGradAccumulationAndAsyncCommunication: a column-parallel linear's
+/// input-gradient AllReduce (ReduceScatter with SP) runs concurrently with its weight-gradient
+/// GEMM, and with SP the re-gather of its input concurrently with the data-gradient GEMM; a
+/// row-parallel linear's output gradient is all-gathered (SP) before it, exposed.
+void layer_backward(const Context& c, PassBuilder& b) {
+    const double M = c.tokens, h = c.h, t = c.t;
+    auto elementwise = [&](double bytes) {
+        b.compute(KernelClass::elementwise, 2 * c.memory(bytes), c.sync);
+    };
+    auto row_parallel = [&](double k, double n) {
+        tp_gather(c, b);
+        const double one = c.gemm(2.0 * M * k * n, M, k, n);
+        b.compute(KernelClass::gemm, one, c.sync);
+        b.compute(KernelClass::gemm, one, c.sync);
+    };
+    auto column_parallel = [&](double k, double n) {
+        const double one = c.gemm(2.0 * M * k * n, M, k, n);
+        const Op gemm{KernelClass::gemm, one, c.sync, LinkLevel::local};
+        if (c.p.tp <= 1) {
+            b.compute(KernelClass::gemm, one, c.sync);
+            b.compute(KernelClass::gemm, one, c.sync);
+            return;
+        }
+        const double bytes = 2 * M * h;
+        if (c.p.sequence_parallel) {
+            b.overlapped(gemm,
+                         Op{KernelClass::allgather,
+                            c.coll(KernelClass::allgather, bytes, c.tp_link), 1, c.tp_link.level},
+                         kTp);
+            b.overlapped(
+                gemm,
+                Op{KernelClass::reducescatter, c.coll(KernelClass::reducescatter, bytes, c.tp_link),
+                   1, c.tp_link.level},
+                kTp);
+        } else {
+            b.compute(KernelClass::gemm, one, c.sync);
+            b.overlapped(gemm,
+                         Op{KernelClass::allreduce,
+                            c.coll(KernelClass::allreduce, bytes, c.tp_link), 1, c.tp_link.level},
+                         kTp);
+        }
+    };
+    elementwise(c.act(7 * M * h));  // bias + dropout + residual
+    row_parallel(c.f / t, h);
+    elementwise(2 * M * (c.m.gated_mlp ? 3.0 : 2.0) * c.f / t);
+    column_parallel(h, (c.m.gated_mlp ? 2.0 : 1.0) * c.f / t);
+    elementwise(c.act(4 * M * h));  // layer norm
+    elementwise(c.act(7 * M * h));
+    row_parallel(h / t, h);
+    attention_core(c, b, 2.0);
+    column_parallel(h, (h + 2 * c.hk) / t);
+    elementwise(c.act(4 * M * h));
+}
+
+/// ZeRO-3 / FSDP: the pass's compute (segments holding any compute op, with whatever TP/CP
+/// collective runs beside it) merges into one op that runs concurrently with the DP collectives:
+/// the forward with the prefetched AllGather of the weights; the backward as two halves, the
+/// first beside the weights' AllGather, the second beside the ReduceScatter of the gradients
+/// (sequential on the same ring). Communication-only segments keep their own segments.
 PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s,
                       double scatter_s) {
     PassBuilder out;
-    const Op compute{KernelClass::gemm, pass.compute_s, c.sync, LinkLevel::local};
-    const double comm = gather_s + scatter_s;
-    const KernelClass cls =
-        scatter_s > gather_s ? KernelClass::reducescatter : KernelClass::allgather;
-    out.overlapped(compute, Op{cls, comm, 1, c.dp_link.level}, kDp);
-    out.kernels = pass.kernels + 2;
-    for (const auto& seg : pass.list)
-        for (const auto& op : seg.ops)
-            if (is_communication(op.cls)) out.list.push_back(Segment{{op}});
-    out.exposed[kTp] += pass.exposed[kTp];
-    out.exposed[kCp] += pass.exposed[kCp];
+    double merged = 0;
+    SegmentList exposed;
+    for (const auto& seg : pass.list) {
+        const bool comm_only = std::all_of(seg.ops.begin(), seg.ops.end(),
+                                           [](const Op& op) { return is_communication(op.cls); });
+        if (comm_only) {
+            exposed.push_back(seg);
+        } else {
+            merged += deterministic_time({seg});
+        }
+    }
+    const LinkLevel link = c.dp_link.level;
+    const Op gather{KernelClass::allgather, gather_s, 1, link};
+    if (scatter_s <= 0) {
+        out.overlapped(Op{KernelClass::gemm, merged, c.sync, LinkLevel::local}, gather, kDp);
+    } else {
+        const Op half{KernelClass::gemm, 0.5 * merged, c.sync, LinkLevel::local};
+        out.overlapped(half, gather, kDp);
+        out.overlapped(half, Op{KernelClass::reducescatter, scatter_s, 1, link}, kDp);
+    }
+    out.list.insert(out.list.end(), exposed.begin(), exposed.end());
+    out.kernels = pass.kernels + (scatter_s > 0 ? 2 : 1);
+    out.compute_s = pass.compute_s;
+    out.exposed[kTp] = pass.exposed[kTp];
+    out.exposed[kCp] = pass.exposed[kCp];
     return out;
 }
 
@@ -243,21 +316,21 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
 
     // ---- one layer ------------------------------------------------------------------------
     PassBuilder fwd;
-    layer_pass(c, fwd, false);
+    layer_forward(c, fwd);
     PassBuilder bwd;
     if (p.recompute == Recompute::full) {
-        layer_pass(c, bwd, false);
+        layer_forward(c, bwd);
     } else if (p.recompute == Recompute::selective) {
         attention_core(c, bwd, 1.0);
     }
-    layer_pass(c, bwd, true);
+    layer_backward(c, bwd);
     const double launch_fwd = fwd.apply_launch_floor(hw.kernel_launch_s);
     const double launch_bwd = bwd.apply_launch_floor(hw.kernel_launch_s);
     if (p.zero_stage >= 3 && p.dp > 1) {
         const double weights = kWeightBytesPerParam * layer_params(m) / c.t;
         const double gather = c.coll(KernelClass::allgather, weights, c.dp_link);
         const double scatter = c.coll(KernelClass::reducescatter,
-                                      kGradBytesPerParam * layer_params(m) / c.t, c.dp_link);
+                                      kGradReduceBytesPerParam * layer_params(m) / c.t, c.dp_link);
         fwd = fsdp_wrap(c, fwd, gather, 0);
         bwd = fsdp_wrap(c, bwd, gather, scatter);
     }
@@ -311,13 +384,15 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
         (double(m.layers) / p.pp * layer_params(m) + embedding_params(m)) / c.t;
     PassBuilder sync;
     if (p.dp > 1 && p.zero_stage == 0) {
-        sync.comm(KernelClass::allreduce,
-                  c.coll(KernelClass::allreduce, kGradBytesPerParam * stage_params, c.dp_link),
-                  c.dp_link.level, kDp);
+        sync.comm(
+            KernelClass::allreduce,
+            c.coll(KernelClass::allreduce, kGradReduceBytesPerParam * stage_params, c.dp_link),
+            c.dp_link.level, kDp);
     } else if (p.dp > 1 && p.zero_stage <= 2) {
-        sync.comm(KernelClass::reducescatter,
-                  c.coll(KernelClass::reducescatter, kGradBytesPerParam * stage_params, c.dp_link),
-                  c.dp_link.level, kDp);
+        sync.comm(
+            KernelClass::reducescatter,
+            c.coll(KernelClass::reducescatter, kGradReduceBytesPerParam * stage_params, c.dp_link),
+            c.dp_link.level, kDp);
         sync.comm(KernelClass::allgather,
                   c.coll(KernelClass::allgather, kWeightBytesPerParam * stage_params, c.dp_link),
                   c.dp_link.level, kDp);
@@ -325,10 +400,10 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     if (p.pp > 1) {
         const GroupLink ends =
             group_link(hw, e.cluster, 2, dim_stride(p, ParallelDim::pp) * (p.pp - 1));
-        sync.comm(
-            KernelClass::allreduce,
-            c.coll(KernelClass::allreduce, kGradBytesPerParam * embedding_params(m) / c.t, ends),
-            ends.level, kDp);
+        sync.comm(KernelClass::allreduce,
+                  c.coll(KernelClass::allreduce,
+                         kGradReduceBytesPerParam * embedding_params(m) / c.t, ends),
+                  ends.level, kDp);
     }
     prof.dp_sync = sync.list;
     const double sync_s = sync.time_s();

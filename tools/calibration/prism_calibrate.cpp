@@ -198,6 +198,13 @@ int main(int argc, char** argv) {
         k.gemm_max_efficiency, k.gemm_half_flops, k.hbm_efficiency, k.collective_efficiency,
         k.kernel_launch_s * 1e6);
 
+    if (std::getenv("PRISM_CALIBRATE_BREAKDOWN")) {
+        for (auto& it : ko) {
+            apply(k, it.e);
+            fmt::print("{}:\n{}\n", it.c.label,
+                       format_breakdown(evaluate_deterministic(it.e, it.e.defaults)));
+        }
+    }
     fmt::print("Korthikanti et al. 2022 Table 5 (held out, step time):\n");
     const Summary sk = report(ko, k, true, true, "s");
     fmt::print("  mean |error| {:.2f}%  max {:.2f}%\n\n", 100 * sk.mean_abs, 100 * sk.max_abs);

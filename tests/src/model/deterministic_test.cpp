@@ -137,6 +137,7 @@ TEST(Deterministic, FsdpGathersWeightsConcurrentlyAndLocksReplicas) {
     ASSERT_FALSE(r.profile.layer_forward.empty());
     EXPECT_EQ(count_class({r.profile.layer_forward.front()}, KernelClass::allgather), 1);
     EXPECT_EQ(count_class({r.profile.layer_forward.front()}, KernelClass::gemm), 1);
+    EXPECT_EQ(count_class(r.profile.layer_backward, KernelClass::allgather), 1);
     EXPECT_EQ(count_class(r.profile.layer_backward, KernelClass::reducescatter), 1);
     EXPECT_TRUE(r.profile.dp_sync.empty());
 }
