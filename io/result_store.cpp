@@ -439,6 +439,11 @@ class ResultWriter::Impl {
         flush_file();
     }
 
+    /// next_index of the last flush (committed or not).
+    std::uint64_t latest_next_index() const {
+        return checkpoints.empty() ? header.next_index : checkpoints.back().next_index;
+    }
+
     /// Writes everything, the last partial chunk too, and commits it.
     void commit_all(std::uint64_t next_index) {
         checkpoints.push_back(checkpoint(next_index));
@@ -499,10 +504,9 @@ class ResultWriter::Impl {
     void close() {
         if (closed) return;
         closed = true;
-        std::uint64_t next = header.next_index;
-        for (const auto& c : checkpoints) next = std::max(next, c.next_index);
-        if (has_last) next = std::max(next, last_index + 1);
-        commit_all(next);
+        // Never invent progress: the filtered counts and failures go with the caller's last
+        // next_index. Rows at or past it are kept but dropped (and redone) by a resume.
+        commit_all(latest_next_index());
         ds_columns.clear();
         ds_metrics.clear();
         for (Handle* h : {&ds_index, &ds_status, &ds_reason_id, &ds_reasons, &ds_fail_index,
@@ -950,8 +954,7 @@ void ResultWriter::add_failure(std::uint64_t index, const std::string& message) 
 void ResultWriter::flush(std::uint64_t next_index) {
     Impl& w = *impl_;
     if (w.closed) invalid(w.path, "flush: the file is closed");
-    const std::uint64_t previous =
-        w.checkpoints.empty() ? w.header.next_index : w.checkpoints.back().next_index;
+    const std::uint64_t previous = w.latest_next_index();
     if (next_index < previous) {
         invalid(w.path, "flush: next_index " + std::to_string(next_index) + " is below " +
                             std::to_string(previous));
@@ -1012,6 +1015,9 @@ void ResultWriter::set_status(const std::string& status) {
         invalid(w.path, "invalid status '" + status +
                             "' (expected running, interrupted, complete or failed)");
     }
+    // A final status ("complete", "interrupted") must describe committed data: commit all
+    // rows first, with the next_index of the last flush.
+    w.commit_all(w.latest_next_index());
     w.header.status = status;
     detail::write_attribute(w.file.get(), "status", status, w.at(""));
     w.header.updated = now_iso8601();

@@ -142,7 +142,7 @@ class ResultWriter {
     ResultWriter& operator=(ResultWriter&&) noexcept;
     ResultWriter(const ResultWriter&) = delete;
     ResultWriter& operator=(const ResultWriter&) = delete;
-    /// Closes quietly (as `close`, errors swallowed).
+    /// Closes quietly (as `close`, errors swallowed). Does not change the status.
     ~ResultWriter();
 
     /// Header as in the file (state fields current as of the last flush).
@@ -172,11 +172,12 @@ class ResultWriter {
     void write_pareto(const std::string& name, const std::vector<std::string>& objectives,
                       const std::vector<std::string>& senses,
                       const std::vector<std::uint64_t>& indices);
-    /// Sets the status attribute ("running", "interrupted", "complete", "failed") at once.
+    /// Commits all rows appended so far (with the last flush's next_index), then sets the
+    /// status attribute ("running", "interrupted", "complete", "failed") and flushes.
     void set_status(const std::string& status);
-    /// Writes and commits everything, the last partial chunk too (next_index: the largest of
-    /// the last flush's and one past the last appended index), and closes the file. Throws
-    /// IoError; later calls do nothing.
+    /// Writes and commits everything, the last partial chunk too, with the next_index of the
+    /// last flush (call flush(next_index) first to record the final progress), and closes the
+    /// file. Throws IoError; later calls do nothing.
     void close();
 
     class Impl;

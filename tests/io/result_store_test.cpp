@@ -570,6 +570,12 @@ TEST_F(ResultStore, CommitsAFlushOnceItsRowsFillWholeChunks) {
                   (std::map<std::string, std::uint64_t>{{"too many gpus", 2}}));
         EXPECT_EQ(committed.failures().size(), 1U);
     }
+    w.set_status("interrupted");  // a final status describes all rows: commits them
+    {
+        const ResultReader interrupted(file);
+        expect_rows(interrupted, 9);
+        EXPECT_EQ(interrupted.header().status, "interrupted");
+    }
     w.close();
     const ResultReader closed(file);
     expect_rows(closed, 9);
