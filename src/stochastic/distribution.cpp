@@ -448,42 +448,36 @@ double Distribution::max_cdf(double x, double n) const {
 Moments Distribution::max_moments(double n) const {
     if (is_constant()) return {quantile(0.5), 0.0};
     if (n == 1.0 && kind_ != DistKind::empirical) return {mean(), variance()};
-    // E[Y] = int_0^1 Q_n(p) dp with Q_n the quantile of the max, on a logit-spaced p grid that
-    // resolves both tails (trapezoid; the mass outside [1e-13, 1 - 1e-13] is neglected).
-    constexpr int kPoints = 801;
-    constexpr double kLogitRange = 30.0;  // logit(1 - 1e-13) ~ 29.9
-    double prev_p = 0;
-    double prev_x = max_quantile(1e-300, n);
+    // E[Y] = int_0^1 Q_n(p) dp, Q_n the quantile of the max, written in the logit l of p:
+    // int Q_n(p(l)) p (1 - p) dl, a smooth integrand (Simpson's rule); the mass outside
+    // |l| <= 30 (p < 1e-13 or 1 - p < 1e-13) is neglected.
+    constexpr int kPoints = 1201;  // odd
+    constexpr double kLogitRange = 30.0;
+    const double h = 2.0 * kLogitRange / (kPoints - 1);
+    const double x0 = max_quantile(0.5, n);
     double m1 = 0;
     double m2 = 0;
-    const double x0 = max_quantile(0.5, n);
-    auto add = [&](double p, double x) {
-        const double dp = p - prev_p;
-        const double a = prev_x - x0;
-        const double b = x - x0;
-        m1 += dp * 0.5 * (a + b);
-        m2 += dp * (a * a + a * b + b * b) / 3.0;
-        prev_p = p;
-        prev_x = x;
-    };
     for (int i = 0; i < kPoints; ++i) {
-        const double l = -kLogitRange + 2.0 * kLogitRange * i / (kPoints - 1);
-        // p and 1 - p both accurate: p = 1/(1+e^-l)
+        const double l = -kLogitRange + h * i;
         double x;
-        double p;
+        double w;
         if (l < 0) {
-            p = 1.0 / (1.0 + std::exp(-l));
+            const double p = 1.0 / (1.0 + std::exp(-l));
             x = max_quantile(p, n);
+            w = p * (1.0 - p);
         } else {
-            const double q = 1.0 / (1.0 + std::exp(l));
-            p = 1.0 - q;
+            const double q = 1.0 / (1.0 + std::exp(l));  // 1 - p, accurate
             x = quantile_upper(-std::expm1(std::log1p(-q) / n));
+            w = q * (1.0 - q);
         }
-        add(p, x);
+        const double simpson = (i == 0 || i == kPoints - 1) ? 1.0 : (i % 2 ? 4.0 : 2.0);
+        const double d = x - x0;
+        m1 += simpson * w * d;
+        m2 += simpson * w * d * d;
     }
-    add(1.0, prev_x);
-    const double mean = x0 + m1;
-    return {mean, std::max(0.0, m2 - m1 * m1)};
+    m1 *= h / 3.0;
+    m2 *= h / 3.0;
+    return {x0 + m1, std::max(0.0, m2 - m1 * m1)};
 }
 
 }  // namespace prism::stochastic

@@ -1,0 +1,176 @@
+#include "src/stochastic/distribution.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "src/common/error.hpp"
+#include "src/stochastic/random.hpp"
+#include "tests/src/stochastic/test_profiles.hpp"
+
+namespace prism::stochastic {
+namespace {
+
+using testing::dist;
+
+constexpr double kPi = 3.14159265358979323846;
+
+TEST(NormalQuantile, InvertsTheErfcCdfDownToTinyTails) {
+    // truth: the CDF from std::erfc, independent of AS241
+    for (double p : {1e-300, 1e-100, 1e-20, 1e-9, 1e-3, 0.02, 0.3, 0.5, 0.7, 0.98, 0.999999}) {
+        const double z = normal_quantile(p);
+
+        const double back = p < 0.5 ? normal_cdf(z) : 1.0 - normal_sf(z);
+
+        EXPECT_NEAR(back / p, 1.0, 1e-12) << p;
+    }
+}
+
+TEST(IncompleteGamma, MatchesClosedFormsForIntegerShapes) {
+    for (double x : {0.01, 0.5, 1.0, 3.0, 10.0, 40.0}) {
+        EXPECT_NEAR(gamma_p(1.0, x), -std::expm1(-x), 1e-14) << x;
+        EXPECT_NEAR(gamma_q(2.0, x) / (std::exp(-x) * (1 + x)), 1.0, 1e-12) << x;
+    }
+}
+
+TEST(Distribution, MomentsMatchTheSpecification) {
+    for (const auto kind : {DistKind::lognormal, DistKind::gamma}) {
+        const Distribution d(dist(kind, 0.2, 1.5));
+
+        EXPECT_NEAR(d.mean(), 1.5, 1e-12);
+        EXPECT_NEAR(std::sqrt(d.variance()) / d.mean(), 0.2, 1e-12);
+    }
+    // truncated normal with cv 0.5: mean mu + sigma phi(a) / (1 - Phi(a)), a = -2
+    const Distribution n(dist(DistKind::normal, 0.5, 1.0));
+    const double lam =
+        std::exp(-2.0) / std::sqrt(2 * kPi) / (1 - 0.5 * std::erfc(2 / std::sqrt(2.0)));
+    EXPECT_NEAR(n.mean(), 1.0 + 0.5 * lam, 1e-12);
+}
+
+TEST(Distribution, QuantileInvertsCdfForEveryKind) {
+    DistributionSpec mix;
+    mix.kind = DistKind::mixture;
+    mix.components = {{0.99, dist(DistKind::lognormal, 0.02)},
+                      {0.01, dist(DistKind::constant, 0, 3.0)}};
+    DistributionSpec emp;
+    emp.kind = DistKind::empirical;
+    emp.samples = {0.9, 1.1, 1.0, 1.3};
+    for (const auto& spec : {dist(DistKind::normal, 0.1), dist(DistKind::lognormal, 0.3),
+                             dist(DistKind::gamma, 0.5)}) {
+        const Distribution d(spec);
+        for (double u : {1e-12, 0.001, 0.2, 0.5, 0.9, 0.995}) {
+            const double x = d.quantile(u);
+
+            EXPECT_NEAR(d.cdf(x) / u, 1.0, 1e-9) << u;
+        }
+        for (double q : {1e-14, 1e-6, 0.01}) {
+            EXPECT_NEAR(d.sf(d.quantile_upper(q)) / q, 1.0, 1e-6) << q;
+        }
+    }
+    // with an atom (the constant component) the quantile is the generalized inverse
+    const Distribution m(mix);
+    for (double u : {0.001, 0.5, 0.9895, 0.995}) {
+        const double x = m.quantile(u);
+
+        EXPECT_GE(m.cdf(x), u - 1e-12);
+        EXPECT_LE(m.cdf(x * (1 - 1e-9)), u + 1e-12);
+    }
+    EXPECT_EQ(m.quantile(0.995), 3.0);
+    const Distribution e(emp);
+    EXPECT_EQ(e.quantile(0.25), 0.9);
+    EXPECT_EQ(e.quantile(0.26), 1.0);
+    EXPECT_DOUBLE_EQ(e.mean(), 1.075);
+}
+
+TEST(Distribution, MixtureMeanIsTheWeightedMean) {
+    DistributionSpec mix;
+    mix.kind = DistKind::mixture;
+    mix.components = {{0.99, dist(DistKind::lognormal, 0.02)},
+                      {0.01, dist(DistKind::constant, 0, 3.0)}};
+
+    const Distribution d(mix);
+
+    EXPECT_NEAR(d.mean(), 0.99 + 0.03, 1e-12);
+    EXPECT_NEAR(d.variance(), 0.99 * 0.0004 + 0.99 * 0.01 * 4.0, 1e-12);
+}
+
+TEST(Distribution, RejectsNegativeCvWithItsValue) {
+    try {
+        Distribution d(dist(DistKind::lognormal, -0.1));
+        FAIL() << "no throw";
+    } catch (const ConfigError& e) {
+        EXPECT_STREQ(e.what(), "lognormal distribution: cv must be >= 0, got -0.1");
+    }
+}
+
+TEST(MaxOfIid, QuantileSolvesFToTheN) {
+    // F(x)^n = p with F from erfc (normal) or log + erfc (lognormal), in log space
+    for (const auto kind : {DistKind::normal, DistKind::lognormal}) {
+        const Distribution d(dist(kind, 0.1));
+        for (double n : {1.0, 8.0, 1024.0, 65536.0}) {
+            for (double p : {0.01, 0.5, 0.99, 0.999}) {
+                const double x = d.max_quantile(p, n);
+
+                const double log_f = std::log1p(-d.sf(x));
+
+                EXPECT_NEAR(n * log_f, std::log(p), 1e-9 * n + 1e-12) << n << " " << p;
+            }
+        }
+    }
+}
+
+TEST(MaxOfIid, MomentsMatchClosedFormsForTwoAndThreeNormals) {
+    // E max of 2 std normals = 1/sqrt(pi), Var = 1 - 1/pi; E max of 3 = 3/(2 sqrt(pi))
+    const double sigma = 0.01;  // truncation at 0 is 100 sigma away
+    const Distribution d(dist(DistKind::normal, sigma));
+
+    const auto m2 = d.max_moments(2);
+    const auto m3 = d.max_moments(3);
+
+    EXPECT_NEAR((m2.mean - 1) / sigma, 1 / std::sqrt(kPi), 1e-6);
+    EXPECT_NEAR(m2.var / (sigma * sigma), 1 - 1 / kPi, 1e-5);
+    EXPECT_NEAR((m3.mean - 1) / sigma, 1.5 / std::sqrt(kPi), 1e-6);
+}
+
+TEST(MaxOfIid, MomentsMatchBruteForceForLognormalMaxOfEight) {
+    // 200,000 brute-force maxima of 8: standard error of the mean ~ sd / 447, so 5e-4 relative
+    // on sd ~ 0.05 is about 4.5 standard errors
+    const Distribution d(dist(DistKind::lognormal, 0.1));
+    Stream s(1, 2, StreamKind::test, 0);
+    double sum = 0, sum2 = 0;
+    constexpr int kN = 200000;
+    for (int i = 0; i < kN; ++i) {
+        double m = 0;
+        for (int j = 0; j < 8; ++j) m = std::max(m, d.sample(s.uniform()));
+        sum += m;
+        sum2 += m * m;
+    }
+    const double mean = sum / kN;
+    const double var = sum2 / kN - mean * mean;
+
+    const auto mm = d.max_moments(8);
+
+    EXPECT_NEAR(mm.mean, mean, 4.5 * std::sqrt(var / kN));
+    EXPECT_NEAR(std::sqrt(mm.var), std::sqrt(var), 0.02 * std::sqrt(var));
+}
+
+TEST(Stream, IsAPureFunctionOfSeedPointAndId) {
+    Stream a(7, 123456789012ULL, StreamKind::sample, 5);
+    Stream b(7, 123456789012ULL, StreamKind::sample, 5);
+    Stream c(7, 123456789012ULL, StreamKind::sample, 6);
+    Stream d(8, 123456789012ULL, StreamKind::sample, 5);
+
+    for (int i = 0; i < 100; ++i) {
+        const double x = a.uniform();
+        EXPECT_EQ(x, b.uniform());
+        EXPECT_NE(x, c.uniform());
+        EXPECT_NE(x, d.uniform());
+        EXPECT_GT(x, 0.0);
+        EXPECT_LT(x, 1.0);
+    }
+}
+
+}  // namespace
+}  // namespace prism::stochastic
