@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "src/common/error.hpp"
 #include "src/model/collectives.hpp"
@@ -367,12 +368,14 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     prof.tp = p.tp;
     prof.cp = p.cp;
     prof.dp_lockstep = p.zero_stage >= 3 && p.dp > 1;
-    prof.layer_forward = fwd.list;
-    prof.layer_backward = bwd.list;
-    prof.embedding_forward = emb_f.list;
-    prof.embedding_backward = emb_b.list;
-    prof.head_forward = head_f.list;
-    prof.head_backward = head_b.list;
+    const double layer_forward_s = fwd.time_s();
+    const double layer_backward_s = bwd.time_s();
+    prof.layer_forward = std::move(fwd.list);
+    prof.layer_backward = std::move(bwd.list);
+    prof.embedding_forward = std::move(emb_f.list);
+    prof.embedding_backward = std::move(emb_b.list);
+    prof.head_forward = std::move(head_f.list);
+    prof.head_backward = std::move(head_b.list);
     if (p.pp > 1 || chunks > 1) {
         const double act = 2.0 * M * c.h / c.t;  // scatter-gather / sequence-parallel shard
         prof.p2p =
@@ -407,7 +410,7 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     }
     prof.dp_sync = sync.list;
     const double sync_s = sync.time_s();
-    const double stage_backward_s = prof.layers_per_chunk * chunks * bwd.time_s();
+    const double stage_backward_s = prof.layers_per_chunk * chunks * layer_backward_s;
     prof.dp_overlap_s = e.training.overlap_grad_reduce ? std::min(sync_s, stage_backward_s) : 0;
 
     // Adam: read grad, master, m, v (fp32), write master, m, v and the bf16 weights
@@ -425,8 +428,8 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     Breakdown& bd = r.breakdown;
     const double layers_stage = double(m.layers) / p.pp;
     const double passes = layers_stage * microbatches;
-    bd.layer_forward_s = fwd.time_s();
-    bd.layer_backward_s = bwd.time_s();
+    bd.layer_forward_s = layer_forward_s;
+    bd.layer_backward_s = layer_backward_s;
     bd.compute_s = passes * (fwd.compute_s + bwd.compute_s) +
                    microbatches * (emb_f.compute_s + emb_b.compute_s);
     bd.tp_comm_exposed_s = passes * (fwd.exposed[kTp] + bwd.exposed[kTp]);
