@@ -151,8 +151,10 @@ inline std::vector<Case> megatron_sc21(const std::string& data_dir) {
     return cases;
 }
 
-/// vTrain single-node ground truth; measured = iteration time (s). No recomputation, vocab
-/// 51200 (GPT-2's, padded), Megatron-DeepSpeed defaults.
+/// vTrain single-node ground truth; measured = iteration time (s). vTrain's validation configs
+/// (VIA-Research/vTrain config/validation/*.json) set "use_checkpoint": true (full activation
+/// recomputation) and "use_gradient_bucket": false (no overlapped gradient reduction); vocab
+/// 51200 (GPT-2's, padded).
 inline std::vector<Case> vtrain(const std::string& data_dir) {
     const Table t = read_table(data_file(data_dir, "vtrain_a100_single_node.csv"));
     std::vector<Case> cases;
