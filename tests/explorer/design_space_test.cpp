@@ -32,7 +32,7 @@ Experiment small_experiment() {
     e.training.global_batch_seqs = 512;
     e.hardware.emplace_back();
     e.space.dimensions = {int_dimension("tp", {1, 2, 4, 8}), int_dimension("pp", {1, 2, 4}),
-                          int_dimension("gpus", {64, 96}), int_dimension("microbatch", {1, 2})};
+                          int_dimension("gpus", {64, 80}), int_dimension("microbatch", {1, 2})};
     return e;
 }
 
@@ -82,7 +82,7 @@ TEST(DesignSpace, FiltersPointsWhoseGpusAreNotAMultipleOfTheModelParallelSize) {
     const Experiment e = small_experiment();
     const DesignSpace space(e);
 
-    const auto d = space.decode(space.index_of({3, 2, 1, 0}));  // tp 8 pp 4 = 32 ∤ 96
+    const auto d = space.decode(space.index_of({3, 2, 1, 0}));  // tp 8 pp 4 = 32 does not divide 80
 
     ASSERT_TRUE(d.filtered.has_value());
     EXPECT_EQ(*d.filtered, "gpus is not a multiple of tp * pp * cp");
@@ -92,7 +92,7 @@ TEST(DesignSpace, FiltersBatchThatDoesNotSplitIntoMicrobatches) {
     const Experiment e = small_experiment();
     const DesignSpace space(e);
 
-    const auto d = space.decode(space.index_of({0, 0, 1, 1}));  // dp 96, mb 2: 512 % 192 != 0
+    const auto d = space.decode(space.index_of({0, 0, 1, 1}));  // dp 80, mb 2: 512 % 160 != 0
 
     ASSERT_TRUE(d.filtered.has_value());
     EXPECT_EQ(*d.filtered, "global_batch is not a multiple of dp * microbatch");
