@@ -289,9 +289,10 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
 
     const bool terminal = !options.quiet && isatty(STDERR_FILENO) == 1;
     const auto clock0 = std::chrono::steady_clock::now();
-    Progress progress(space.size() - begin, std::cerr, terminal, [clock0] {
+    Progress progress(space.size(), std::cerr, terminal, [clock0] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count();
     }, options.progress_interval_s);
+    progress.start_at(begin);  // rates count only this run's points
 
     EngineOptions engine;
     engine.begin = begin;
@@ -299,7 +300,9 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     engine.time_limit_s = options.time_limit_s;
     engine.flush_interval_s = options.flush_interval_s;
     engine.stop_signal = &g_stop_signal;
-    if (!options.quiet) engine.progress = [&](std::uint64_t done) { progress.update(done); };
+    if (!options.quiet) {
+        engine.progress = [&](std::uint64_t done) { progress.update(begin + done); };
+    }
 
     if (resumed && begin > 0 && !options.quiet) {
         std::cerr << fmt::format("resuming {} at index {} of {}\n", options.output_path, begin,
