@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdlib>
 #include <numeric>
 #include <vector>
 
