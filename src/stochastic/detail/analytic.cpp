@@ -612,14 +612,19 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     {
         double lo = slow_w_ * (w_lo_ - w1_) + mu_o_ - 9.0 * noise_sd;
         double hi = slow_w_ * (w_hi_ - w1_) + mu_o_ + 9.0 * noise_sd;
+        // with d replicas only F_Delta >= 1e-15^(1/d) matters for the max
+        const double d = m_.replicas;
+        const double p_lo = std::pow(1e-15, 1.0 / d);
         if (m_.single.present) {
             const auto& s = m_.single;
             const auto& X = m_.transient[s.cls];
             const double scale = s.base_s * (s.comm ? r_bar_ : 1.0);
             const double mean = X.max_moments(s.n).mean;
-            const double dmax = m_.replicas;
-            lo = scale * (X.max_quantile(1e-15, s.n) - mean);
-            hi = scale * (X.max_quantile(1.0 - 1e-15 / dmax, s.n) - mean);
+            lo = scale * (X.max_quantile(p_lo, s.n) - mean);
+            hi = scale * (X.quantile_upper(1e-16 / (d * s.n)) - mean);
+        } else if (m_.persistent_deterministic && noise_sd > 0) {
+            lo = mu_o_ + noise_sd * normal_quantile(p_lo);
+            hi = mu_o_ - noise_sd * normal_quantile(1e-16 / d);
         }
         if (!(hi > lo)) {
             lo -= 1e-12;

@@ -1,0 +1,214 @@
+#include "src/stochastic/step_distribution.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "src/stochastic/distribution.hpp"
+#include "tests/src/stochastic/test_profiles.hpp"
+
+namespace prism {
+namespace {
+
+using testing::dist;
+using testing::ProfileShape;
+
+EvaluationSpec method(Method m, int samples = 2000) {
+    EvaluationSpec e;
+    e.method = m;
+    e.samples = samples;
+    e.histogram = true;
+    return e;
+}
+
+TEST(StepDistribution, ZeroVarianceGivesTheDeterministicTimeExactly) {
+    ProfileShape s;
+    s.stages = 4;
+    s.microbatches = 8;
+    s.dp = 16;
+    const auto profile = testing::make_profile(s);
+    const double det = deterministic_step_time(profile);
+    const VariabilitySpec none;
+
+    for (const auto m : {Method::analytic, Method::montecarlo}) {
+        const auto d =
+            step_distribution(profile, {}, testing::test_hardware(), {}, none, method(m), 1, 2);
+
+        EXPECT_EQ(d.deterministic_s, det);
+        for (double q : {d.mean_s, d.p50_s, d.p90_s, d.p95_s, d.p99_s, d.p999_s}) {
+            EXPECT_EQ(q, det);
+        }
+        EXPECT_EQ(d.std_s, 0.0);
+        EXPECT_EQ(d.p_slow, std::vector<double>(3, 0.0));
+        ASSERT_EQ(d.cluster_mean_s.size(), 1u);
+        EXPECT_EQ(d.cluster_var_s2[0], 0.0);
+    }
+    EXPECT_TRUE(none.is_deterministic());
+    EXPECT_FALSE(testing::prism_like().is_deterministic());
+}
+
+TEST(StepDistribution, VanishingVarianceConvergesToTheDeterministicTime) {
+    // the full machinery (not the zero-variance shortcut) with cv 1e-7 everywhere
+    ProfileShape s;
+    s.stages = 4;
+    s.microbatches = 8;
+    s.dp = 16;
+    const auto profile = testing::make_profile(s);
+    const double det = deterministic_step_time(profile);
+    VariabilitySpec tiny;
+    for (auto& t : tiny.transient) t = dist(DistKind::normal, 1e-7);
+    tiny.persistent.spatial = dist(DistKind::normal, 1e-7);
+    tiny.comm_regime = dist(DistKind::lognormal, 1e-7);
+
+    for (const auto m : {Method::analytic, Method::montecarlo}) {
+        const auto d = step_distribution(profile, {}, testing::test_hardware(), {}, tiny,
+                                         method(m, 200), 1, 2);
+
+        EXPECT_NEAR(d.p50_s / det, 1.0, 2e-6);
+        EXPECT_NEAR(d.p99_s / det, 1.0, 2e-6);
+        EXPECT_NEAR(d.mean_s / det, 1.0, 2e-6);
+    }
+}
+
+/// One op of base 1 s; the step is the max of n iid factors through the TP group (sync n) or
+/// through DP replicas (dp n).
+StepProfile single_op_profile(int sync, int dp) {
+    StepProfile p;
+    p.dp = dp;
+    p.tp = sync;
+    p.layer_forward = {{{testing::op(KernelClass::gemm, 1.0, sync)}}};
+    return p;
+}
+
+/// Exact quantile of the max of n iid: F(x)^n = p solved by bisection on an independent CDF.
+double exact_max_quantile(DistKind kind, double cv, double n, double p) {
+    auto log_cdf = [&](double x) {
+        if (kind == DistKind::normal)
+            return std::log(0.5 * std::erfc(-(x - 1.0) / cv / std::sqrt(2.0)));
+        const double s2 = std::log1p(cv * cv);
+        const double mu = -0.5 * s2;
+        return std::log(0.5 * std::erfc(-(std::log(x) - mu) / std::sqrt(2.0 * s2)));
+    };
+    double lo = 0.2, hi = 3.0;
+    for (int i = 0; i < 200; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (n * log_cdf(mid) < std::log(p) ? lo : hi) = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+TEST(StepDistribution, MaxOfIidMatchesExactOrderStatisticQuantiles) {
+    const std::array<double, 5> probs{0.5, 0.9, 0.95, 0.99, 0.999};
+    for (const auto kind : {DistKind::normal, DistKind::lognormal}) {
+        VariabilitySpec v;
+        v.transient[static_cast<int>(KernelClass::gemm)] = dist(kind, 0.05);
+        for (const int n : {1, 8, 1024, 65536}) {
+            for (const bool replicas : {false, true}) {
+                const auto profile = single_op_profile(replicas ? 1 : n, replicas ? n : 1);
+                const auto d = step_distribution(profile, {}, testing::test_hardware(), {}, v,
+                                                 method(Method::analytic), 3, 4);
+                const std::array<double, 5> got{d.p50_s, d.p90_s, d.p95_s, d.p99_s, d.p999_s};
+                for (size_t i = 0; i < probs.size(); ++i) {
+                    // the analytic CDF is tabulated on 2049 points and interpolated
+                    EXPECT_NEAR(got[i], exact_max_quantile(kind, 0.05, n, probs[i]), 2e-5)
+                        << n << (replicas ? " replicas " : " tp ") << probs[i];
+                }
+            }
+        }
+    }
+}
+
+TEST(StepDistribution, MonteCarloMaxOfIidIsWithinSamplingErrorOfExact) {
+    // 20,000 samples: the exact CDF at the empirical p-quantile is within 4 binomial standard
+    // errors sqrt(p (1 - p) / S) of p
+    VariabilitySpec v;
+    v.transient[static_cast<int>(KernelClass::gemm)] = dist(DistKind::lognormal, 0.05);
+    for (const int n : {8, 1024}) {
+        const auto profile = single_op_profile(1, n);
+        auto x = stochastic::monte_carlo_samples(profile, {}, testing::test_hardware(), {}, v,
+                                                 20000, 5, 6);
+        std::sort(x.begin(), x.end());
+        for (double p : {0.5, 0.9, 0.99}) {
+            const double q = x[static_cast<size_t>(p * x.size())];
+            const double s2 = std::log1p(0.05 * 0.05);
+            const double f = 0.5 * std::erfc(-(std::log(q) + 0.5 * s2) / std::sqrt(2.0 * s2));
+
+            EXPECT_NEAR(std::pow(f, n), p, 4 * std::sqrt(p * (1 - p) / 20000)) << n << " " << p;
+        }
+    }
+}
+
+TEST(StepDistribution, IsReproducibleForASeedAndPointIndex) {
+    ProfileShape s;
+    s.stages = 2;
+    s.microbatches = 4;
+    s.dp = 8;
+    const auto profile = testing::make_profile(s);
+    const auto v = testing::prism_like(0.01);
+
+    const auto a = step_distribution(profile, {}, testing::test_hardware(), {}, v,
+                                     method(Method::montecarlo, 500), 11, 99);
+    const auto b = step_distribution(profile, {}, testing::test_hardware(), {}, v,
+                                     method(Method::montecarlo, 500), 11, 99);
+    const auto c = step_distribution(profile, {}, testing::test_hardware(), {}, v,
+                                     method(Method::montecarlo, 500), 11, 100);
+
+    EXPECT_EQ(a.p99_s, b.p99_s);
+    EXPECT_EQ(a.cluster_mean_s, b.cluster_mean_s);
+    EXPECT_NE(a.p50_s, c.p50_s);
+}
+
+TEST(StepDistribution, ClusterMomentsRecombineToTheMarginal) {
+    // Law of total variance over K equal-weight realizations. The analytic strata are exact
+    // quantiles (1% on the mean excess, 10% on the variance); Monte Carlo draws K = 32 random
+    // realizations, so its average of cluster means is within 4 standard errors
+    // sqrt(between / K) of the marginal mean, and the recombined variance within 50%.
+    ProfileShape s;
+    s.stages = 4;
+    s.microbatches = 8;
+    s.dp = 16;
+    const auto profile = testing::make_profile(s);
+    const auto v = testing::prism_like(0.005);
+    for (const auto m : {Method::analytic, Method::montecarlo}) {
+        const auto d =
+            step_distribution(profile, {}, testing::test_hardware(), {}, v, method(m, 4000), 1, 2);
+        const auto k = static_cast<double>(d.cluster_mean_s.size());
+        double mean = 0, within = 0, between = 0;
+        for (double x : d.cluster_mean_s) mean += x / k;
+        for (size_t i = 0; i < d.cluster_mean_s.size(); ++i) {
+            within += d.cluster_var_s2[i] / k;
+            between += (d.cluster_mean_s[i] - mean) * (d.cluster_mean_s[i] - mean) / k;
+        }
+
+        EXPECT_EQ(d.cluster_mean_s.size(), static_cast<size_t>(kClusterRealizations));
+        if (m == Method::analytic) {
+            EXPECT_NEAR((mean - d.deterministic_s) / (d.mean_s - d.deterministic_s), 1.0, 0.01);
+            EXPECT_NEAR((within + between) / (d.std_s * d.std_s), 1.0, 0.10);
+        } else {
+            EXPECT_NEAR(mean, d.mean_s, 4 * std::sqrt(between / k));
+            EXPECT_NEAR((within + between) / (d.std_s * d.std_s), 1.0, 0.5);
+        }
+    }
+}
+
+TEST(StepDistribution, HistogramHoldsTheProbabilityMass) {
+    ProfileShape s;
+    s.dp = 32;
+    const auto profile = testing::make_profile(s);
+    for (const auto m : {Method::analytic, Method::montecarlo}) {
+        const auto d = step_distribution(profile, {}, testing::test_hardware(), {},
+                                         testing::prism_like(), method(m), 1, 2);
+        double total = 0;
+        for (float f : d.histogram) total += f;
+
+        EXPECT_EQ(d.histogram.size(), 64u);
+        EXPECT_NEAR(total, 1.0, 1e-5);
+        EXPECT_LT(d.histogram_lo_s, d.p50_s);
+        EXPECT_GT(d.histogram_hi_s, d.p99_s);
+    }
+}
+
+}  // namespace
+}  // namespace prism
