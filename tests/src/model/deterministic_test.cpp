@@ -246,3 +246,47 @@ TEST(Deterministic, EvaluatesGpt3ScalePointsQuickly) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Uniform stages: compute only, no head/embedding cost worth counting, free transfers.
+prism::Experiment uniform_pipeline() {
+    auto e = compute_only();
+    e.model.vocab = 1;
+    e.model.layers = 16;
+    e.hardware[0].nvlink_bytes_per_s = 1e30;
+    e.hardware[0].nvlink_latency_s = 0;
+    e.hardware[0].nic_bytes_per_s = 1e30;
+    e.hardware[0].nic_latency_s = 0;
+    return e;
+}
+
+TEST(Deterministic, OneFOneBPipelineMatchesNarayananBubble) {
+    const auto e = uniform_pipeline();
+    DesignPoint p;
+    p.pp = 4;  // 16 microbatches, 4 layers per stage
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // (m + p - 1) (t_f + t_b) per stage (Narayanan et al. SC'21, section 2.2)
+    const double stage = 4 * (prism::deterministic_time(r.profile.layer_forward) +
+                              prism::deterministic_time(r.profile.layer_backward));
+    // tolerance: the vocab-1 logits GEMM and embedding remain (~1e-5 of a stage)
+    EXPECT_NEAR(r.step_time_s / ((16 + 4 - 1) * stage), 1.0, 1e-4);
+}
+
+TEST(Deterministic, InterleavedPipelineShrinksBubbleByV) {
+    const auto e = uniform_pipeline();
+    DesignPoint p;
+    p.pp = 4;
+    p.interleave = 2;  // 2 layers per chunk
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // bubble (p - 1) / (v m): step = (m v + p - 1) (t_f + t_b) of one chunk
+    const double chunk = 2 * (prism::deterministic_time(r.profile.layer_forward) +
+                              prism::deterministic_time(r.profile.layer_backward));
+    EXPECT_NEAR(r.step_time_s / ((16 * 2 + 4 - 1) * chunk), 1.0, 1e-4);
+}
+
+}  // namespace
