@@ -82,10 +82,12 @@ ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
     for (const auto& f : reader.failures()) (void)f, ++failures_;
     if (objective_metric_.empty()) return;
     const auto index = reader.index();
+    const auto status = reader.status();
     std::vector<std::vector<double>> columns;
     for (const auto& o : experiment.objectives) columns.push_back(reader.metric(o.metric));
     std::vector<double> row(columns.size());
     for (std::size_t r = 0; r < index.size(); ++r) {
+        if (status[r] != PointStatus::ok) continue;  // as in append_rows: only ok rows compete
         for (std::size_t k = 0; k < columns.size(); ++k) row[k] = columns[k][r];
         archive_.insert(index[r], row);
     }

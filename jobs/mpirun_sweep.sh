@@ -104,6 +104,12 @@ for ((attempt = 1; attempt <= max_attempts; ++attempt)); do
         break
     done
     child=""
+    # MPICH's mpirun (Hydra) can return 0 after forwarding a signal even though prism exited 3:
+    # when the run ended normally or interrupted, the file's own status decides.
+    if [[ "$rc" == 0 || "$rc" == 3 ]] && [[ -f "$OUT" ]]; then
+        "$PRISM_BIN" status "$OUT" >/dev/null 2>&1
+        rc=$?
+    fi
     case "$rc" in
         0)
             echo "mpirun_sweep: sweep complete: $OUT"
