@@ -261,8 +261,10 @@ class ResultWriter::Impl {
         std::uint64_t reasons = 0;
         std::uint64_t failures = 0;
         std::optional<std::map<std::string, std::uint64_t>> filtered;
+        std::chrono::steady_clock::time_point time;
     };
     std::vector<Checkpoint> checkpoints;
+    double max_commit_lag_s = kDefaultMaxCommitLagSeconds;
 
     Where at(const std::string& object) const { return Where{path, object}; }
 
@@ -381,8 +383,12 @@ class ResultWriter::Impl {
     }
 
     Checkpoint checkpoint(std::uint64_t next_index) const {
-        return {next_index, rows_written + buffered(), reasons_written + pending_reasons.size(),
-                failures_written + pending_failures.size(), filtered};
+        return {next_index,
+                rows_written + buffered(),
+                reasons_written + pending_reasons.size(),
+                failures_written + pending_failures.size(),
+                filtered,
+                std::chrono::steady_clock::now()};
     }
 
     /// Commits the latest checkpoint whose rows are all in the file; returns whether one was.
@@ -436,6 +442,17 @@ class ResultWriter::Impl {
         checkpoints.push_back(checkpoint(next_index));
         write_full_chunks();
         try_commit();
+        // A slow sweep may take long to fill a chunk: past the lag limit, write the partial
+        // chunk anyway. It will be rewritten elsewhere later (file space is not reused, so the
+        // flushed state stays valid), at the cost of some dead space in the file.
+        if (!checkpoints.empty()) {
+            const std::chrono::duration<double> lag =
+                std::chrono::steady_clock::now() - checkpoints.front().time;
+            if (lag.count() >= max_commit_lag_s) {
+                write_buffer(buffered());
+                try_commit();
+            }
+        }
         flush_file();
     }
 
@@ -1023,6 +1040,11 @@ void ResultWriter::set_status(const std::string& status) {
     w.header.updated = now_iso8601();
     detail::write_attribute(w.file.get(), "updated", w.header.updated, w.at(""));
     w.flush_file();
+}
+
+void ResultWriter::set_max_commit_lag(double seconds) {
+    if (!(seconds >= 0)) invalid(impl_->path, "max commit lag must be >= 0 s");
+    impl_->max_commit_lag_s = seconds;
 }
 
 void ResultWriter::close() {

@@ -28,9 +28,11 @@
 // flush; (2) a compressed chunk is written once, full, and never rewritten (a rewritten chunk
 // moves, and the on-disk index would point at the old place); a flush is therefore committed
 // once the rows it covers fill whole chunks, i.e. the committed state lags at most chunk_rows
-// rows behind, and close() commits everything; (3) file space is never reused within a
-// session; (4) small rewritten tables (/reasons, /failures, /filtered) are uncompressed, so
-// rewrites stay in place. Default library version bounds (superblock 2, no "latest"), so a
+// rows behind, or, for slow sweeps, at most the max commit lag (60 s by default; then the
+// partial chunk is written, and later rewritten elsewhere); close() commits everything;
+// (3) file space is never reused within a session, so the flushed state stays valid while
+// chunks move; (4) small rewritten tables (/reasons, /failures, /filtered) are uncompressed,
+// so rewrites stay in place. Default library version bounds (superblock 2, no "latest"), so a
 // killed writer's file opens with h5py without h5clear.
 
 #include <cstdint>
@@ -46,6 +48,7 @@ namespace prism::io {
 inline constexpr const char* kResultFormat = "prism-results";
 inline constexpr std::int64_t kResultFormatVersion = 1;
 inline constexpr std::size_t kDefaultChunkRows = 4096;
+inline constexpr double kDefaultMaxCommitLagSeconds = 60.0;
 
 /// A design-parameter column of /points.
 struct ColumnSpec {
@@ -172,6 +175,10 @@ class ResultWriter {
     void write_pareto(const std::string& name, const std::vector<std::string>& objectives,
                       const std::vector<std::string>& senses,
                       const std::vector<std::uint64_t>& indices);
+    /// Longest time a flush may stay uncommitted waiting for its chunks to fill (default
+    /// kDefaultMaxCommitLagSeconds; 0: every flush commits at once, at the cost of dead space
+    /// in the file for every rewritten partial chunk).
+    void set_max_commit_lag(double seconds);
     /// Commits all rows appended so far (with the last flush's next_index), then sets the
     /// status attribute ("running", "interrupted", "complete", "failed") and flushes.
     void set_status(const std::string& status);

@@ -583,6 +583,23 @@ TEST_F(ResultStore, CommitsAFlushOnceItsRowsFillWholeChunks) {
     EXPECT_EQ(closed.filtered(), (std::map<std::string, std::uint64_t>{{"too many gpus", 5}}));
 }
 
+TEST_F(ResultStore, CommitsPartialChunksOnceTheCommitLagIsReached) {
+    const std::string file = path("x.h5");
+    ResultWriter w =
+        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
+    w.set_max_commit_lag(0.0);
+
+    w.append(batch_rows(0, 3));
+    w.flush(index_of(3));
+
+    expect_rows(ResultReader(file), 3);
+    w.append(batch_rows(3, 2));  // rewrites the partial chunk of rows 0..2
+    w.flush(index_of(5));
+    expect_rows(ResultReader(file), 5);
+    EXPECT_EQ(ResultReader(file).header().next_index, index_of(5));
+    EXPECT_THROW_MSG(w.set_max_commit_lag(-1), IoError, file + ": max commit lag must be >= 0 s");
+}
+
 TEST_F(ResultStore, IsReadableByH5pyWithNoKnowledgeOfTheFormat) {
     if (const std::string why = python_missing(); !why.empty()) GTEST_SKIP() << why;
     const std::string file = path("x.h5");
