@@ -1,0 +1,111 @@
+// Points/s of the whole per-point evaluation (deterministic model + step-time distribution +
+// run model) on Llama-3-405B-class points on 16,384 H100s, as a sweep evaluates them: the
+// analytic and the Monte Carlo (1,000 samples) evaluators, with and without the sensitivity
+// ranking (10 more distributions per point). One core; points/s = items_per_second.
+//
+//   build/bench/evaluate_bench --benchmark_min_time=2
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "explorer/design_space.hpp"
+#include "io/experiment_loader.hpp"
+#include "src/model/deterministic.hpp"
+#include "src/model/evaluate.hpp"
+
+namespace {
+
+std::string experiment_text(const std::string& method, bool sensitivity) {
+    return R"(
+[experiment]
+name = "bench-405b-16k"
+seed = 1
+
+[model]
+preset = "llama3-405b"
+layers = 128   # balanced 16-stage split (see configs/examples/run_405b_16k.toml)
+
+[training]
+global_batch = 2048
+total_tokens = 15.6e12
+
+[hardware.h100]
+preset = "h100-sxm"
+
+[defaults]
+sequence_parallel = true
+recompute = "full"
+zero_stage = 1
+
+[space]
+tp = [8]
+pp = [8, 16]
+gpus = [16384]
+microbatch = [1]
+placement = ["tp-cp-pp-dp", "random", "aware"]
+
+[evaluation]
+method = ")" + method + R"("
+samples = 1000
+sensitivity = )" + (sensitivity ? "true" : "false") + R"(
+
+[variability]
+gemm = {dist = "lognormal", cv = 0.05}
+attention = {dist = "lognormal", cv = 0.05}
+elementwise = {dist = "lognormal", cv = 0.03}
+allreduce = {dist = "lognormal", cv = 0.15}
+allgather = {dist = "lognormal", cv = 0.15}
+reducescatter = {dist = "lognormal", cv = 0.15}
+p2p = {dist = "lognormal", cv = 0.2}
+optimizer = {dist = "lognormal", cv = 0.02}
+comm_regime = {dist = "lognormal", cv = 0.1}
+
+[variability.persistent]
+spatial = {dist = "normal", cv = 0.03}
+slow_probability = 0.002
+slow_factor = 1.5
+
+[failures]
+enabled = true
+checkpoint_bandwidth = "1 TB/s"
+detection = "2 min"
+restart = "10 min"
+
+[[failures.cause]]
+name = "gpu"
+mtbf = "79229 h"
+)";
+}
+
+void run(benchmark::State& state, const std::string& method, bool sensitivity, bool full) {
+    const prism::Experiment e =
+        prism::io::parse_experiment(experiment_text(method, sensitivity), "bench.toml");
+    const prism::explorer::DesignSpace space(e);
+    const prism::Evaluator evaluator(e);
+    std::uint64_t index = 0;
+    for (auto _ : state) {
+        const auto p = space.decode(index % space.size()).point;
+        if (full) {
+            benchmark::DoNotOptimize(evaluator.evaluate(p, index));
+        } else {
+            benchmark::DoNotOptimize(prism::evaluate_deterministic(e, p));
+        }
+        ++index;
+    }
+    state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+void BM_Deterministic(benchmark::State& s) { run(s, "analytic", false, false); }
+void BM_Analytic(benchmark::State& s) { run(s, "analytic", false, true); }
+void BM_AnalyticWithSensitivity(benchmark::State& s) { run(s, "analytic", true, true); }
+void BM_MonteCarlo1000(benchmark::State& s) { run(s, "montecarlo", false, true); }
+
+BENCHMARK(BM_Deterministic)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Analytic)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AnalyticWithSensitivity)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MonteCarlo1000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
