@@ -75,8 +75,14 @@ def load(path):
     """Committed rows of /points and /metrics joined: name -> numpy array (same length).
 
     `status` and enumeration columns hold label strings, `reason` the reason text ("" when
-    none); metric columns are float64 (NaN where undefined).
+    none); metric columns are float64 (NaN where undefined). A metric with the name of a point
+    column (e.g. `gpus`) is stored under "metrics/<name>".
     """
+    return _load(path)[0]
+
+
+def _load(path):
+    """(table, {metric name: its key in table})."""
     with _open(path) as f:
         rows = int(f.attrs["rows_committed"])
         points, metrics = f["points"], f["metrics"]
@@ -85,19 +91,22 @@ def load(path):
         table["reason"] = reasons[points["reason_id"][:rows]].astype(str)  # -1 -> ""
         for name in points.attrs["columns"]:
             table[_as_str(name)] = _column(points[name], rows)
+        keys = {}
         for name in metrics.attrs["columns"]:
             name = _as_str(name)
-            if name in table:
-                raise ResultFileError(f"{path}: metric {name!r} has the name of a point column")
-            table[name] = metrics[name][:rows]
-        return table
+            keys[name] = f"metrics/{name}" if name in table else name
+            table[keys[name]] = metrics[name][:rows]
+        return table, keys
 
 
 def units(path):
-    """Column name -> unit string for /points and /metrics."""
+    """Column name -> unit string for /points and /metrics (metrics also as "metrics/<name>")."""
     with _open(path) as f:
-        return {name: _as_str(ds.attrs.get("unit", ""))
-                for group in (f["points"], f["metrics"]) for name, ds in group.items()}
+        out = {name: _as_str(ds.attrs.get("unit", "")) for name, ds in f["points"].items()}
+        for name, ds in f["metrics"].items():
+            out[f"metrics/{name}"] = _as_str(ds.attrs.get("unit", ""))
+            out[name] = out[f"metrics/{name}"]
+        return out
 
 
 def pareto_names(path):
@@ -139,19 +148,24 @@ def filtered(path):
 
 
 def step_time_quantiles(table):
-    """[(q, metric name)] for metrics step_time_p<q>_s (p99p9 = 0.999), sorted by q."""
+    """[(q, metric name)] for metrics step_time_p<q>_s, sorted by q. The digits are a percent
+    whose first two digits are the integer part: p50 = 0.5, p999 = 0.999, p9999 = 0.9999;
+    p99p9 = 0.999 is read too."""
     out = []
     for name in table:
         m = re.fullmatch(r"step_time_p(\d+)(?:p(\d+))?_s", name)
-        if m:
-            q = float(m.group(1) + ("." + m.group(2) if m.group(2) else "")) / 100.0
-            out.append((q, name))
+        if not m:
+            continue
+        whole, fraction = m.group(1), m.group(2) or ""
+        if not fraction and len(whole) > 2:
+            whole, fraction = whole[:2], whole[2:]
+        out.append((float("0." + whole.zfill(2) + fraction), name))  # exact decimal parse
     return sorted(out)
 
 
 def summary(path, out=sys.stdout):
     h = header(path)
-    table = load(path)
+    table, keys = _load(path)
     u = units(path)
     n = len(table["index"])
     print(f"{path}: {h['experiment_name']} (prism {h['program_version']}), status {h['status']}",
@@ -166,12 +180,11 @@ def summary(path, out=sys.stdout):
     if fails:
         print(f"  failures: {len(fails)} (first: {fails[0][0]}: {fails[0][1]})", file=out)
     ok = table["status"] == "ok"
-    with _open(path) as f:
-        metric_names = [_as_str(m) for m in f["metrics"].attrs["columns"]]
+    metric_names = list(keys)
     if metric_names:
         print(f"  {'metric':<32} {'unit':<10} {'min':>12} {'median':>12} {'max':>12}", file=out)
     for name in metric_names:
-        values = table[name][ok]
+        values = table[keys[name]][ok]
         values = values[np.isfinite(values)]
         if values.size == 0:
             print(f"  {name:<32} {u[name]:<10} {'-':>12} {'-':>12} {'-':>12}", file=out)
@@ -235,12 +248,12 @@ def plot_quantiles(path, output, top=10, by=None):
     width = 0.8 / len(quantiles)
     positions = np.arange(len(chosen))
     for k, (q, name) in enumerate(quantiles):
-        ax.bar(positions + k * width, table[name][chosen], width, label=f"p{100 * q:g}")
+        ax.bar(positions + k * width, table[name][chosen], width, label=f"p{100 * q:.4g}")
     ax.set_xticks(positions + 0.4 - width / 2)
     ax.set_xticklabels([str(i) for i in table["index"][chosen]], rotation=45)
     ax.set_xlabel("design point index")
     ax.set_ylabel("step time [s]")
-    ax.legend()
+    ax.legend(ncol=len(quantiles), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     fig.tight_layout()
     fig.savefig(output, dpi=120)
     plt.close(fig)

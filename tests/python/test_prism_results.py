@@ -52,6 +52,12 @@ def main(path, outdir):
     assert pr.failures(path) == [(13, "kernel exploded")]
     assert pr.header(path)["status"] == "complete"
 
+    names = {"step_time_p50_s": 0, "step_time_p999_s": 0, "step_time_p99p9_s": 0,
+             "step_time_p5_s": 0, "step_time_s": 0}
+    assert pr.step_time_quantiles(names) == [
+        (0.05, "step_time_p5_s"), (0.5, "step_time_p50_s"), (0.999, "step_time_p999_s"),
+        (0.999, "step_time_p99p9_s")], pr.step_time_quantiles(names)
+
     text = io.StringIO()
     pr.summary(path, out=text)
     summary = text.getvalue()
