@@ -235,33 +235,43 @@ std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) co
         }
         return sf;
     }
-    // W cells on a uniform w grid, as atoms at the cell midpoints smoothed by the cell width
-    constexpr int kW = 384;
-    const double hw = (w_hi_ - w_lo_) / kW;
-    std::vector<double> xj(kW), pj(kW);
+    // W cells on a w grid whose spacing maps to the x grid's (a * hw = h), so that every
+    // (x_i - x_j) is a whole number of steps plus one fixed offset: the Gaussian kernel is
+    // tabulated once per call. Atoms at the cell midpoints, smoothed by the cell width.
+    const double hx = x_.h;
+    const double hw = hx / a;
+    const int kw = std::clamp(static_cast<int>(std::ceil((w_hi_ - w_lo_) / hw)), 1, 4 * x_.n);
+    std::vector<double> pj(kw);
     double prev_sf = -std::expm1(log_cdf_w(t, w_lo_));
-    for (int j = 0; j < kW; ++j) {
+    for (int j = 0; j < kw; ++j) {
         const double w = w_lo_ + hw * (j + 1);
         const double cur = -std::expm1(log_cdf_w(t, w));
         pj[j] = std::max(0.0, prev_sf - cur);
-        xj[j] = a * (w - 0.5 * hw - w1_) + mu_o_ + t.extra_mean;
         prev_sf = cur;
     }
-    const double hx = a * hw;
+    const double x0 = a * (w_lo_ + 0.5 * hw - w1_) + mu_o_ + t.extra_mean;  // atom j: x0 + j hx
     const double sd = std::sqrt(noise_sd * noise_sd + hx * hx / 12.0);
-    // suffix sums for atoms entirely above x
-    std::vector<double> above(kW + 1, 0.0);
-    for (int j = kW - 1; j >= 0; --j) above[j] = above[j + 1] + pj[j];
-    const double reach = 8.5 * sd;
-    int jlo = 0;
+    // x_i - x_j = (x_.lo - x0) + (i - j) hx; kernel over k = i - j in [-(kw-1), n-1]
+    const double off = x_.lo - x0;
+    const int reach = static_cast<int>(std::ceil(8.5 * sd / hx)) + 1;
+    std::vector<double> above(kw + 1, 0.0);
+    for (int j = kw - 1; j >= 0; --j) above[j] = above[j + 1] + pj[j];
+    const int kmin = -(kw - 1);
+    std::vector<double> kernel(static_cast<size_t>(x_.n + kw), 0.0);
+    const int kshift = static_cast<int>(std::floor(off / hx));
+    for (int k = kmin; k < x_.n; ++k) {
+        const double dx = off + k * hx;
+        if (std::fabs(dx) > (reach + 1) * hx) continue;
+        kernel[k - kmin] = normal_sf(dx / sd);
+    }
     for (int i = 0; i < x_.n; ++i) {
-        const double x = x_.at(i);
-        while (jlo < kW && xj[jlo] < x - reach) ++jlo;
-        double s = 0;
-        int j = jlo;
-        for (; j < kW && xj[j] <= x + reach; ++j) s += pj[j] * normal_sf((x - xj[j]) / sd);
-        s += above[j];
-        sf[i] = std::min(1.0, s);
+        // atoms with x_i - x_j > reach steps contribute 0, with x_i - x_j < -reach contribute 1
+        const int centre = i + kshift;  // j with x_j ~ x_i
+        const int jlo = std::clamp(centre - reach - 1, 0, kw);
+        const int jhi = std::clamp(centre + reach + 2, 0, kw);
+        double sum = above[jhi];
+        for (int j = jlo; j < jhi; ++j) sum += pj[j] * kernel[i - j - kmin];
+        sf[i] = std::min(1.0, sum);
     }
     return sf;
 }
@@ -630,7 +640,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             lo -= 1e-12;
             hi += 1e-12;
         }
-        x_.n = 2049;
+        x_.n = 1025;
         x_.lo = lo;
         x_.hi = hi;
         x_.h = (hi - lo) / (x_.n - 1);
@@ -718,6 +728,24 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         std::vector<std::pair<double, double>> nodes;
         const double sm = m_.sync.mean(1.0, r), ssd = std::sqrt(m_.sync.var(1.0, r));
         const double om = m_.optimizer.mean(1.0, r), osd = std::sqrt(m_.optimizer.var(1.0, r));
+        if (sm - m_.sync_overlap_s > 6.0 * ssd && om > 6.0 * osd) {
+            // no rectification in reach: the sum of two normals is normal
+            const double sd = std::sqrt(ssd * ssd + osd * osd);
+            const int n = sd > 0 ? 8 : 1;
+            for (int a = 0; a < n; ++a) {
+                const double z = n > 1 ? kGhZ[a] : 0.0;
+                nodes.push_back({sm - m_.sync_overlap_s + om + sd * z, n > 1 ? kGhW[a] : 1.0});
+            }
+            return nodes;
+        }
+        if (sm - m_.sync_overlap_s < -6.0 * ssd && om > 6.0 * osd) {
+            // the sync stays hidden
+            const int n = osd > 0 ? 8 : 1;
+            for (int a = 0; a < n; ++a) {
+                nodes.push_back({om + osd * (n > 1 ? kGhZ[a] : 0.0), n > 1 ? kGhW[a] : 1.0});
+            }
+            return nodes;
+        }
         const int ns = ssd > 0 ? 8 : 1, no = osd > 0 ? 8 : 1;
         for (int a = 0; a < ns; ++a) {
             for (int b = 0; b < no; ++b) {
@@ -806,7 +834,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     }
     auto quantile = [&](double prob) {
         double a = t_lo, b = t_hi;
-        for (int i = 0; i < 64 && b - a > 1e-13 * std::fabs(b); ++i) {
+        for (int i = 0; i < 64 && b - a > 1e-10 * std::fabs(b); ++i) {
             const double mid = 0.5 * (a + b);
             (cdf(mid) < prob ? a : b) = mid;
         }
