@@ -252,7 +252,9 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
         try {
             const io::ResultHeader header = header_of(experiment, space);
             if (options.resume) {
-                writer.emplace(io::ResultWriter::open_resume(options.output_path, header));
+                writer.emplace(io::ResultWriter::open_resume(options.output_path, header,
+                                                             point_columns(experiment),
+                                                             evaluator.schema()));
             } else {
                 writer.emplace(io::ResultWriter::create(options.output_path, header,
                                                         point_columns(experiment),
