@@ -32,7 +32,7 @@ for space in quickstart quickstart_x50; do
                     --progress-interval 1000 >"$out.log" 2>&1
             fi
             line=$(grep '^processed' "$out.log")
-            cpu=$(grep '^master cpu' "$out.log" | sed -E 's/.*\(([0-9.]+)% of a core\)/\1%/')
+            cpu=$(grep '^master cpu' "$out.log" | sed -E 's/.*\(([0-9.]+)% of a core.*/\1%/')
             points=$(echo "$line" | awk '{print $2}')
             wall=$(echo "$line" | awk '{print $5}')
             rate=$(echo "$line" | sed -E 's/.*\(([0-9]+) points\/s.*/\1/')

@@ -1,5 +1,6 @@
 #include "explorer/sweep_command.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,9 +149,13 @@ void print_summary(const EngineReport& report, const ResultSink& sink, std::uint
         report.next_index - begin, report.wall_s, points / std::max(report.wall_s, 1e-9), workers,
         workers == 1 ? "" : "s", sink.rows_written(), filtered, sink.failures());
     if (workers > 1 || report.wall_s > 0) {
-        std::cout << fmt::format("master cpu {:.3f} s over {:.2f} s wall ({:.1f}% of a core)\n",
-                                 report.master_cpu_s, report.wall_s,
-                                 100.0 * report.master_cpu_s / std::max(report.wall_s, 1e-9));
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        std::cout << fmt::format(
+            "master cpu {:.3f} s over {:.2f} s wall ({:.1f}% of a core), peak rss {:.1f} MiB\n",
+            report.master_cpu_s, report.wall_s,
+            100.0 * report.master_cpu_s / std::max(report.wall_s, 1e-9),
+            static_cast<double>(usage.ru_maxrss) / 1024.0);
     }
 }
 
