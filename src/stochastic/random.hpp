@@ -4,12 +4,45 @@
 // (experiment seed, design point index, stream id) is a pure function of those three numbers,
 // so results never depend on the number of MPI ranks or on the order points are evaluated in.
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 
 #include <Random123/philox.h>
 
 namespace prism::stochastic {
+
+namespace detail {
+
+/// Ziggurat tables for the standard normal, 128 layers (Marsaglia and Tsang, J. Stat. Softw.
+/// 5(8), 2000, in Doornik's ZIGNOR form, 2005: the layer index and the abscissa come from
+/// independent random bits).
+struct ZigguratTables {
+    static constexpr int kLayers = 128;
+    static constexpr double kR = 3.442619855899;
+    static constexpr double kV = 9.91256303526217e-3;
+    std::array<double, kLayers + 1> x{};
+    std::array<double, kLayers> ratio{};
+
+    ZigguratTables() {
+        double f = std::exp(-0.5 * kR * kR);
+        x[0] = kV / f;
+        x[1] = kR;
+        x[kLayers] = 0;
+        for (int i = 2; i < kLayers; ++i) {
+            x[i] = std::sqrt(-2.0 * std::log(kV / x[i - 1] + f));
+            f = std::exp(-0.5 * x[i] * x[i]);
+        }
+        for (int i = 0; i < kLayers; ++i) ratio[i] = x[i + 1] / x[i];
+    }
+};
+
+inline const ZigguratTables& ziggurat() {
+    static const ZigguratTables tables;
+    return tables;
+}
+
+}  // namespace detail
 
 /// Stream ids used by the evaluators; distinct ids give independent streams.
 enum class StreamKind : std::uint32_t {
@@ -36,19 +69,33 @@ class Stream {
         return (static_cast<double>((hi << 26) | lo) + 0.5) * 0x1.0p-53;
     }
 
-    /// Standard normal by Box-Muller (pairs cached).
+    /// 32 random bits.
+    std::uint32_t bits() {
+        if (used_ >= 4) refill();
+        return block_.v[used_++];
+    }
+
+    /// Standard normal by the ziggurat method (exact, not an approximation).
     double normal() {
-        if (has_spare_) {
-            has_spare_ = false;
-            return spare_;
+        const auto& z = detail::ziggurat();
+        for (;;) {
+            const double u = 2.0 * uniform() - 1.0;
+            const unsigned i = bits() & 0x7Fu;
+            if (std::fabs(u) < z.ratio[i]) return u * z.x[i];  // inside a rectangle
+            if (i == 0) {
+                // the base layer's tail beyond R (Marsaglia 1964)
+                double x, y;
+                do {
+                    x = std::log(uniform()) / detail::ZigguratTables::kR;
+                    y = std::log(uniform());
+                } while (-2.0 * y < x * x);
+                return u < 0 ? x - detail::ZigguratTables::kR : detail::ZigguratTables::kR - x;
+            }
+            const double x = u * z.x[i];
+            const double f0 = std::exp(-0.5 * (z.x[i] * z.x[i] - x * x));
+            const double f1 = std::exp(-0.5 * (z.x[i + 1] * z.x[i + 1] - x * x));
+            if (f1 + uniform() * (f0 - f1) < 1.0) return x;  // under the density in a wedge
         }
-        const double u1 = uniform();
-        const double u2 = uniform();
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        const double a = 6.283185307179586 * u2;
-        spare_ = r * std::sin(a);
-        has_spare_ = true;
-        return r * std::cos(a);
     }
 
   private:
@@ -62,8 +109,6 @@ class Stream {
     r123::Philox4x32::ctr_type ctr_{};
     r123::Philox4x32::ctr_type block_{};
     int used_ = 4;
-    bool has_spare_ = false;
-    double spare_ = 0;
 };
 
 }  // namespace prism::stochastic
