@@ -46,9 +46,11 @@ microbatch = [1]
 placement = ["tp-cp-pp-dp", "random", "aware"]
 
 [evaluation]
-method = ")" + method + R"("
+method = ")" +
+           method + R"("
 samples = 1000
-sensitivity = )" + (sensitivity ? "true" : "false") + R"(
+sensitivity = )" +
+           (sensitivity ? "true" : "false") + R"(
 
 [variability]
 gemm = {dist = "lognormal", cv = 0.05}

@@ -12,12 +12,12 @@ namespace prism::explorer {
 /// Decodes, filters and evaluates the indices of one work order. A point whose evaluation
 /// throws becomes a `failed` row carrying the message; it never escapes.
 class ChunkEvaluator {
-public:
+  public:
     ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator);
 
     ChunkResult operator()(const WorkOrder& order) const;
 
-private:
+  private:
     const DesignSpace* space_;
     const Evaluator* evaluator_;
     /// Fault injection for tests of the failure policy: indices listed in the environment

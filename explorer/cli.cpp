@@ -3,8 +3,8 @@
 #include <iostream>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "explorer/design_space.hpp"
 #include "explorer/mpi_context.hpp"
@@ -14,8 +14,8 @@
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
 #include "src/common/error.hpp"
-#include "src/model/deterministic.hpp"
 #include "src/model/design_space.hpp"
+#include "src/model/deterministic.hpp"
 #include "src/model/evaluate.hpp"
 
 namespace prism::explorer {
@@ -47,13 +47,19 @@ DesignPoint parse_point(const Experiment& experiment, const std::string& text) {
         v.type = info->type;
         try {
             switch (info->type) {
-                case DimensionValue::Type::integer: v.i = std::stoll(value); break;
-                case DimensionValue::Type::number: v.d = std::stod(value); break;
+                case DimensionValue::Type::integer:
+                    v.i = std::stoll(value);
+                    break;
+                case DimensionValue::Type::number:
+                    v.d = std::stod(value);
+                    break;
                 case DimensionValue::Type::boolean:
                     if (value != "true" && value != "false") throw std::invalid_argument(value);
                     v.b = value == "true";
                     break;
-                case DimensionValue::Type::string: v.s = value; break;
+                case DimensionValue::Type::string:
+                    v.s = value;
+                    break;
             }
         } catch (const std::exception&) {
             throw ConfigError("--point: " + key + ": '" + value + "' is not a valid value");
@@ -75,14 +81,15 @@ int validate_command(const std::string& path) {
     std::cout << fmt::format("experiment  {} (seed {})\n", e.name, e.seed);
     std::cout << fmt::format(
         "model       {}: {} layers, hidden {}, heads {} (kv {}), ffn {}{}, vocab {}, seq {}\n",
-        e.model.name, e.model.layers, e.model.hidden, e.model.heads, e.model.kv_heads,
-        e.model.ffn, e.model.gated_mlp ? " gated" : "", e.model.vocab, e.model.seq);
+        e.model.name, e.model.layers, e.model.hidden, e.model.heads, e.model.kv_heads, e.model.ffn,
+        e.model.gated_mlp ? " gated" : "", e.model.vocab, e.model.seq);
     for (const auto& h : e.hardware) {
         std::cout << fmt::format("hardware    {}: {} ({} per node)\n", h.name, h.gpu.name,
                                  h.gpus_per_node);
     }
     std::cout << fmt::format("space       {} points:", space.size());
-    for (const auto& d : e.space.dimensions) std::cout << " " << d.name << "[" << d.values.size() << "]";
+    for (const auto& d : e.space.dimensions)
+        std::cout << " " << d.name << "[" << d.values.size() << "]";
     std::cout << "\n";
     std::string objectives;
     for (const auto& o : e.objectives) {

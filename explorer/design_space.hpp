@@ -14,7 +14,7 @@
 namespace prism::explorer {
 
 class DesignSpace {
-public:
+  public:
     /// Throws ConfigError when the space is empty or has more than 2^62 points.
     explicit DesignSpace(const Experiment& experiment);
 
@@ -33,7 +33,7 @@ public:
     };
     Decoded decode(std::uint64_t index) const;
 
-private:
+  private:
     const Experiment* experiment_;
     std::vector<std::uint64_t> radix_;
     std::uint64_t size_ = 1;

@@ -31,7 +31,7 @@ struct WorkOrder {
 
     template <class Archive>
     void serialize(Archive& ar, unsigned /*version*/) {
-        ar & chunk_id & begin & end;
+        ar& chunk_id& begin& end;
     }
 };
 
@@ -42,11 +42,11 @@ struct ChunkResult {
     std::uint64_t end = 0;
     std::vector<PointResult> rows;  ///< evaluated points (ok, infeasible, failed), index order
     std::vector<std::pair<std::string, std::uint64_t>> filtered;  ///< reason -> count
-    double seconds = 0;             ///< evaluation wall time on the worker
+    double seconds = 0;  ///< evaluation wall time on the worker
 
     template <class Archive>
     void serialize(Archive& ar, unsigned /*version*/) {
-        ar & chunk_id & begin & end & rows & filtered & seconds;
+        ar& chunk_id& begin& end& rows& filtered& seconds;
     }
 };
 
@@ -61,7 +61,7 @@ namespace boost::serialization {
 
 template <class Archive>
 void serialize(Archive& ar, prism::PointResult& r, unsigned /*version*/) {
-    ar & r.index & r.status & r.reason & r.values & r.histogram & r.histogram_lo_s & r.histogram_hi_s;
+    ar& r.index& r.status& r.reason& r.values& r.histogram& r.histogram_lo_s& r.histogram_hi_s;
 }
 
 }  // namespace boost::serialization

@@ -67,7 +67,8 @@ void broadcast_string(std::string& text) {
     PRISM_MPI_CHECK(MPI_Bcast(&size, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
     text.resize(size);
     if (size > 0) {
-        PRISM_MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(size), MPI_CHAR, 0, MPI_COMM_WORLD));
+        PRISM_MPI_CHECK(
+            MPI_Bcast(text.data(), static_cast<int>(size), MPI_CHAR, 0, MPI_COMM_WORLD));
     }
 }
 

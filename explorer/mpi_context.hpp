@@ -13,11 +13,11 @@
 #include "src/common/error.hpp"
 
 /// Throws prism::MpiError with the MPI error string when `call` fails.
-#define PRISM_MPI_CHECK(call)                                                       \
-    do {                                                                            \
-        const int prism_mpi_rc_ = (call);                                           \
-        if (prism_mpi_rc_ != MPI_SUCCESS) ::prism::explorer::throw_mpi_error(#call, \
-                                                                 prism_mpi_rc_);    \
+#define PRISM_MPI_CHECK(call)                                         \
+    do {                                                              \
+        const int prism_mpi_rc_ = (call);                             \
+        if (prism_mpi_rc_ != MPI_SUCCESS)                             \
+            ::prism::explorer::throw_mpi_error(#call, prism_mpi_rc_); \
     } while (false)
 
 namespace prism::explorer {
@@ -26,7 +26,7 @@ namespace prism::explorer {
 
 /// MPI_Init in the constructor, MPI_Finalize in the destructor (noexcept).
 class MpiEnvironment {
-public:
+  public:
     MpiEnvironment(int* argc, char*** argv);
     ~MpiEnvironment() noexcept;
     MpiEnvironment(const MpiEnvironment&) = delete;
@@ -38,7 +38,7 @@ public:
     /// Ends every rank now (after the master has closed its file).
     [[noreturn]] void abort(int code) const noexcept;
 
-private:
+  private:
     int rank_ = 0;
     int size_ = 1;
 };

@@ -60,7 +60,8 @@ std::vector<std::vector<Cell>> table_rows(const Loaded& data,
     return out;
 }
 
-std::vector<TableColumn> table_columns(const Loaded& data, const std::vector<std::string>& metrics) {
+std::vector<TableColumn> table_columns(const Loaded& data,
+                                       const std::vector<std::string>& metrics) {
     std::vector<TableColumn> cols{{"index", "", Align::right, 4}};
     for (const auto& d : data.design) cols.push_back({d, "", Align::automatic, 4});
     for (const auto& m : metrics) cols.push_back({m, data.metric_unit.at(m), Align::right, 4});
@@ -72,7 +73,8 @@ std::vector<TableColumn> table_columns(const Loaded& data, const std::vector<std
 void print_report(const std::string& path, const ReportOptions& options, std::ostream& out) {
     io::ResultReader reader(path);
     const auto& h = reader.header();
-    const Experiment experiment = io::parse_experiment(h.experiment_toml, path + ":experiment_toml");
+    const Experiment experiment =
+        io::parse_experiment(h.experiment_toml, path + ":experiment_toml");
 
     Loaded data;
     data.index = reader.index();
@@ -87,17 +89,16 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
             data.design_cells[c.name] = cells_of(reader, c);
         }
     }
-    data.design.erase(std::remove_if(data.design.begin(), data.design.end(),
-                                     [&](const std::string& d) {
-                                         return data.design_cells.count(d) == 0;
-                                     }),
-                      data.design.end());
+    data.design.erase(
+        std::remove_if(data.design.begin(), data.design.end(),
+                       [&](const std::string& d) { return data.design_cells.count(d) == 0; }),
+        data.design.end());
 
     std::vector<std::string> metrics = options.metrics;
     if (metrics.empty()) {
         for (const auto& o : experiment.objectives) metrics.push_back(o.metric);
-        for (const char* m : {"step_time_s", "step_time_p99_s", "tokens_per_s", "mfu",
-                              "memory_per_gpu_gib"}) {
+        for (const char* m :
+             {"step_time_s", "step_time_p99_s", "tokens_per_s", "mfu", "memory_per_gpu_gib"}) {
             if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
         }
     }
@@ -160,8 +161,8 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
             }
             std::string objectives;
             for (std::size_t k = 0; k < set.objectives.size(); ++k) {
-                objectives += fmt::format("{}{} {}", k ? ", " : "", set.senses[k],
-                                          set.objectives[k]);
+                objectives +=
+                    fmt::format("{}{} {}", k ? ", " : "", set.senses[k], set.objectives[k]);
             }
             out << fmt::format("\nPareto front '{}' ({}): {} points\n", name, objectives,
                                rows.size());

@@ -31,7 +31,8 @@ std::vector<std::string> placement_labels_of(const Experiment& e) {
 std::vector<bool> objective_senses(const Experiment& experiment) {
     std::vector<bool> maximize;
     for (const auto& o : experiment.objectives) maximize.push_back(o.maximize);
-    if (maximize.empty()) maximize.push_back(false);  // archive needs one; unused without objectives
+    if (maximize.empty())
+        maximize.push_back(false);  // archive needs one; unused without objectives
     return maximize;
 }
 
@@ -46,9 +47,15 @@ std::vector<io::ColumnSpec> point_columns(const Experiment& e) {
         {"gpus", Type::int64, "1", "total GPUs tp*pp*dp*cp", {}},
         {"microbatch", Type::int64, "sequences", "microbatch size", {}},
         {"zero_stage", Type::int64, "1", "ZeRO stage (3 = FSDP)", {}},
-        {"recompute", Type::enumeration, "1", "activation recomputation",
+        {"recompute",
+         Type::enumeration,
+         "1",
+         "activation recomputation",
          {"none", "selective", "full"}},
-        {"sequence_parallel", Type::enumeration, "1", "Megatron sequence parallelism",
+        {"sequence_parallel",
+         Type::enumeration,
+         "1",
+         "Megatron sequence parallelism",
          {"false", "true"}},
         {"interleave", Type::int64, "1", "virtual pipeline stages per rank", {}},
         {"hardware", Type::enumeration, "1", "hardware table name", hardware},
@@ -117,9 +124,8 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
         const auto placement = std::find(placement_labels_.begin(), placement_labels_.end(),
                                          placement_name(p.placement)) -
                                placement_labels_.begin();
-        const std::int64_t batch_seqs = p.global_batch_seqs > 0
-                                            ? p.global_batch_seqs
-                                            : experiment_->training.global_batch_seqs;
+        const std::int64_t batch_seqs =
+            p.global_batch_seqs > 0 ? p.global_batch_seqs : experiment_->training.global_batch_seqs;
         const std::int64_t int_values[] = {p.tp,
                                            p.pp,
                                            p.dp,

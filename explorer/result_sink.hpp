@@ -21,7 +21,7 @@ namespace prism::explorer {
 std::vector<io::ColumnSpec> point_columns(const Experiment& experiment);
 
 class ResultSink : public ResultConsumer {
-public:
+  public:
     /// `writer` is fresh or resumed; on resume, the filtered counts and the Pareto archive are
     /// rebuilt from what the file already holds.
     ResultSink(const Experiment& experiment, const DesignSpace& space, io::ResultWriter writer,
@@ -44,7 +44,7 @@ public:
     std::uint64_t failures() const noexcept { return failures_; }
     const std::map<std::string, std::uint64_t>& filtered() const noexcept { return filtered_; }
 
-private:
+  private:
     void append_rows(const std::vector<PointResult>& rows);
 
     const Experiment* experiment_;

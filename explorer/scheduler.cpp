@@ -16,9 +16,9 @@ std::optional<Chunk> ChunkScheduler::next() {
     // last workers finish together.
     auto size = static_cast<std::uint64_t>(
         std::ceil(static_cast<double>(remaining) / (options_.guided_factor * workers_)));
-    const std::uint64_t by_time =
-        rate_ > 0 ? static_cast<std::uint64_t>(rate_ * options_.target_chunk_s)
-                  : options_.first_chunk;
+    const std::uint64_t by_time = rate_ > 0
+                                      ? static_cast<std::uint64_t>(rate_ * options_.target_chunk_s)
+                                      : options_.first_chunk;
     size = std::min({size, std::max<std::uint64_t>(by_time, 1), options_.max_chunk});
     size = std::clamp(size, options_.min_chunk, std::max(options_.min_chunk, remaining));
     size = std::min(size, remaining);

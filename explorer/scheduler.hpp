@@ -28,7 +28,7 @@ struct SchedulerOptions {
 };
 
 class ChunkScheduler {
-public:
+  public:
     ChunkScheduler(std::uint64_t begin, std::uint64_t end, int workers,
                    SchedulerOptions options = {});
 
@@ -46,7 +46,7 @@ public:
     /// Estimated points per second of one worker (0 until measured).
     double rate_per_worker() const noexcept { return rate_; }
 
-private:
+  private:
     std::uint64_t next_;
     std::uint64_t end_;
     int workers_;
@@ -59,7 +59,7 @@ private:
 /// Holds results of chunks that finished out of order until every earlier index is done.
 template <class Payload>
 class ReorderBuffer {
-public:
+  public:
     explicit ReorderBuffer(std::uint64_t first_index) : next_(first_index) {}
 
     void add(std::uint64_t begin, std::uint64_t end, Payload payload) {
@@ -80,7 +80,7 @@ public:
     std::uint64_t next_index() const noexcept { return next_; }
     std::size_t pending() const noexcept { return pending_.size(); }
 
-private:
+  private:
     struct Entry {
         std::uint64_t end;
         Payload payload;

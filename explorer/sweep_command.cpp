@@ -60,9 +60,8 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     h.experiment_toml = e.text;
     h.seed = e.seed;
     h.space_size = space.size();
-    h.histogram_bins = e.evaluation.histogram ? static_cast<std::size_t>(
-                                                    e.evaluation.histogram_bins)
-                                              : 0;
+    h.histogram_bins =
+        e.evaluation.histogram ? static_cast<std::size_t>(e.evaluation.histogram_bins) : 0;
     return h;
 }
 
@@ -97,7 +96,8 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
     // Time a sample spread over the space (evaluation cost varies across it).
     std::vector<std::uint64_t> sample;
     const std::size_t step = std::max<std::size_t>(1, feasible_sample.size() / 100);
-    for (std::size_t i = 0; i < feasible_sample.size(); i += step) sample.push_back(feasible_sample[i]);
+    for (std::size_t i = 0; i < feasible_sample.size(); i += step)
+        sample.push_back(feasible_sample[i]);
     const auto t1 = std::chrono::steady_clock::now();
     std::size_t evaluated = 0;
     for (auto index : sample) {
@@ -126,10 +126,9 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
             kept_total, 2 * se, probes, static_cast<double>(n) - kept_total);
     }
     for (const auto& [reason, count] : filtered) {
-        std::cout << fmt::format("  filtered: {:<55} {}{}\n", reason, exact ? "" : "~",
-                                 exact ? count
-                                       : static_cast<std::uint64_t>(
-                                             static_cast<double>(count) / probes * n));
+        std::cout << fmt::format(
+            "  filtered: {:<55} {}{}\n", reason, exact ? "" : "~",
+            exact ? count : static_cast<std::uint64_t>(static_cast<double>(count) / probes * n));
     }
     std::cout << fmt::format("evaluation     {:.3g} ms per point (sample of {})\n", per_point * 1e3,
                              evaluated);
@@ -257,9 +256,8 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
         try {
             const io::ResultHeader header = header_of(experiment, space);
             if (options.resume) {
-                writer.emplace(io::ResultWriter::open_resume(options.output_path, header,
-                                                             point_columns(experiment),
-                                                             evaluator.schema()));
+                writer.emplace(io::ResultWriter::open_resume(
+                    options.output_path, header, point_columns(experiment), evaluator.schema()));
             } else {
                 writer.emplace(io::ResultWriter::create(options.output_path, header,
                                                         point_columns(experiment),
@@ -267,8 +265,8 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
             }
         } catch (const Error& e) {
             std::cerr << "prism: error: " << e.what() << "\n";
-            status = dynamic_cast<const IoError*>(&e) && options.resume ? kExitBadInput
-                                                                        : kExitError;
+            status =
+                dynamic_cast<const IoError*>(&e) && options.resume ? kExitBadInput : kExitError;
         }
     }
     if (mpi.size() > 1) {
@@ -296,9 +294,12 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
 
     const bool terminal = !options.quiet && isatty(STDERR_FILENO) == 1;
     const auto clock0 = std::chrono::steady_clock::now();
-    Progress progress(space.size(), std::cerr, terminal, [clock0] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count();
-    }, options.progress_interval_s);
+    Progress progress(
+        space.size(), std::cerr, terminal,
+        [clock0] {
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count();
+        },
+        options.progress_interval_s);
     progress.start_at(begin);  // rates count only this run's points
 
     EngineOptions engine;

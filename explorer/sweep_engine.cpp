@@ -34,7 +34,7 @@ struct StopWatch {
 
 /// Releases chunks to the consumer in index order and checkpoints on a timer.
 class OrderedSink {
-public:
+  public:
     OrderedSink(const EngineOptions& options, ResultConsumer& consumer)
         : options_(options), consumer_(consumer), buffer_(options.begin) {}
 
@@ -54,15 +54,15 @@ public:
 
     std::uint64_t next_index() const { return buffer_.next_index(); }
 
-private:
+  private:
     const EngineOptions& options_;
     ResultConsumer& consumer_;
     ReorderBuffer<ChunkResult> buffer_;
     Clock::time_point last_flush_ = Clock::now();
 };
 
-EngineOutcome outcome_of(const StopWatch& watch, const ResultConsumer& consumer,
-                         std::uint64_t next, std::uint64_t end) {
+EngineOutcome outcome_of(const StopWatch& watch, const ResultConsumer& consumer, std::uint64_t next,
+                         std::uint64_t end) {
     if (consumer.abort_requested()) return EngineOutcome::aborted;
     if (next >= end) return EngineOutcome::complete;
     (void)watch;

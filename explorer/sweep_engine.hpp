@@ -14,7 +14,7 @@ namespace prism::explorer {
 
 /// Where finished chunks go (the result file, the Pareto archive, ...), in index order.
 class ResultConsumer {
-public:
+  public:
     virtual ~ResultConsumer() = default;
     /// Chunks arrive in increasing, contiguous index order.
     virtual void consume(ChunkResult&& chunk) = 0;
@@ -28,13 +28,13 @@ public:
 using ChunkFunction = std::function<ChunkResult(const WorkOrder&)>;
 
 struct EngineOptions {
-    std::uint64_t begin = 0;            ///< first index (resume point)
-    std::uint64_t end = 0;              ///< space size
+    std::uint64_t begin = 0;  ///< first index (resume point)
+    std::uint64_t end = 0;    ///< space size
     SchedulerOptions scheduler;
-    double time_limit_s = 0;            ///< stop by itself after this (0 = none)
-    double flush_interval_s = 2.0;      ///< checkpoint at least this often
-    double grace_s = 5.0;               ///< after a stop, wait this long for chunks in flight
-    const std::atomic<int>* stop_signal = nullptr;  ///< non-zero = stop (signal handler)
+    double time_limit_s = 0;        ///< stop by itself after this (0 = none)
+    double flush_interval_s = 2.0;  ///< checkpoint at least this often
+    double grace_s = 5.0;           ///< after a stop, wait this long for chunks in flight
+    const std::atomic<int>* stop_signal = nullptr;     ///< non-zero = stop (signal handler)
     std::function<void(std::uint64_t done)> progress;  ///< indices done since `begin`
 };
 
@@ -42,10 +42,10 @@ enum class EngineOutcome { complete, interrupted, aborted };
 
 struct EngineReport {
     EngineOutcome outcome = EngineOutcome::complete;
-    std::uint64_t next_index = 0;    ///< every index below it is consumed and checkpointed
-    bool workers_still_busy = false; ///< grace expired with chunks in flight (caller aborts MPI)
+    std::uint64_t next_index = 0;     ///< every index below it is consumed and checkpointed
+    bool workers_still_busy = false;  ///< grace expired with chunks in flight (caller aborts MPI)
     double wall_s = 0;
-    double master_cpu_s = 0;         ///< CPU time the master used (busy-wait check)
+    double master_cpu_s = 0;  ///< CPU time the master used (busy-wait check)
     int stop_signal = 0;
 };
 

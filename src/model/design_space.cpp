@@ -15,24 +15,31 @@ using Type = DimensionValue::Type;
 
 const char* type_name(Type t) {
     switch (t) {
-        case Type::integer: return "an integer";
-        case Type::number: return "a number";
-        case Type::string: return "a string";
-        case Type::boolean: return "a boolean";
+        case Type::integer:
+            return "an integer";
+        case Type::number:
+            return "a number";
+        case Type::string:
+            return "a string";
+        case Type::boolean:
+            return "a boolean";
     }
     return "a value";
 }
 
 std::string value_text(const DimensionValue& v) {
     switch (v.type) {
-        case Type::integer: return std::to_string(v.i);
+        case Type::integer:
+            return std::to_string(v.i);
         case Type::number: {
             std::ostringstream out;
             out << v.d;
             return out.str();
         }
-        case Type::string: return "\"" + v.s + "\"";
-        case Type::boolean: return v.b ? "true" : "false";
+        case Type::string:
+            return "\"" + v.s + "\"";
+        case Type::boolean:
+            return v.b ? "true" : "false";
     }
     return "?";
 }
@@ -42,8 +49,8 @@ std::int64_t need_int(const Dimension& dim, const DimensionValue& v, std::int64_
         throw ConfigError(dim.name + ": expected an integer, got " + type_name(v.type));
     }
     if (v.i < min_value) {
-        throw ConfigError(dim.name + ": value " + std::to_string(v.i) + " must be >= " +
-                          std::to_string(min_value));
+        throw ConfigError(dim.name + ": value " + std::to_string(v.i) +
+                          " must be >= " + std::to_string(min_value));
     }
     return v.i;
 }
@@ -81,10 +88,14 @@ const std::string& need_string(const Dimension& dim, const DimensionValue& v) {
 
 const char* dim_name(ParallelDim d) {
     switch (d) {
-        case ParallelDim::tp: return "tp";
-        case ParallelDim::cp: return "cp";
-        case ParallelDim::pp: return "pp";
-        case ParallelDim::dp: return "dp";
+        case ParallelDim::tp:
+            return "tp";
+        case ParallelDim::cp:
+            return "cp";
+        case ParallelDim::pp:
+            return "pp";
+        case ParallelDim::dp:
+            return "dp";
     }
     return "?";
 }
@@ -171,9 +182,12 @@ Placement parse_placement(const std::string& text) {
 
 std::string placement_name(const Placement& placement) {
     switch (placement.kind) {
-        case PlacementKind::random: return "random";
-        case PlacementKind::variability_aware: return "aware";
-        case PlacementKind::ordered: break;
+        case PlacementKind::random:
+            return "random";
+        case PlacementKind::variability_aware:
+            return "aware";
+        case PlacementKind::ordered:
+            break;
     }
     std::string out;
     for (ParallelDim d : placement.order) {
@@ -185,9 +199,12 @@ std::string placement_name(const Placement& placement) {
 
 std::string recompute_name(Recompute r) {
     switch (r) {
-        case Recompute::none: return "none";
-        case Recompute::selective: return "selective";
-        case Recompute::full: return "full";
+        case Recompute::none:
+            return "none";
+        case Recompute::selective:
+            return "selective";
+        case Recompute::full:
+            return "full";
     }
     return "?";
 }
@@ -225,7 +242,8 @@ void apply_dimension(const Experiment& experiment, const Dimension& dim, std::si
         } else if (s == "full") {
             point.recompute = Recompute::full;
         } else {
-            throw ConfigError(n + ": \"" + s + "\" is not one of \"none\", \"selective\", \"full\"");
+            throw ConfigError(n + ": \"" + s +
+                              "\" is not one of \"none\", \"selective\", \"full\"");
         }
     } else if (n == "sequence_parallel") {
         if (v.type != Type::boolean) {
@@ -292,8 +310,8 @@ std::optional<std::string> filter_reason(const Experiment& e, const DesignPoint&
     if (m.seq % p.cp != 0) return "cp does not divide seq";
     if (p.cp > 1 && (m.seq / p.cp) % 2 != 0) return "cp needs an even sequence chunk";
     if (p.sequence_parallel && p.tp == 1) return "sequence_parallel needs tp > 1";
-    const std::int64_t batch = p.global_batch_seqs > 0 ? p.global_batch_seqs
-                                                       : e.training.global_batch_seqs;
+    const std::int64_t batch =
+        p.global_batch_seqs > 0 ? p.global_batch_seqs : e.training.global_batch_seqs;
     if (batch % (std::int64_t{p.dp} * p.microbatch) != 0) {
         return "global_batch is not a multiple of dp * microbatch";
     }
@@ -305,8 +323,7 @@ std::optional<std::string> filter_reason(const Experiment& e, const DesignPoint&
     const Constraints& c = e.constraints;
     if (c.min_gpus > 0 && n < c.min_gpus) return "fewer gpus than constraints.min_gpus";
     if (c.max_gpus > 0 && n > c.max_gpus) return "more gpus than constraints.max_gpus";
-    if (!c.gpus_in.empty() &&
-        std::find(c.gpus_in.begin(), c.gpus_in.end(), n) == c.gpus_in.end()) {
+    if (!c.gpus_in.empty() && std::find(c.gpus_in.begin(), c.gpus_in.end(), n) == c.gpus_in.end()) {
         return "gpus not in constraints.gpus_in";
     }
     if (e.cluster.total_gpus > 0 && n > e.cluster.total_gpus) {

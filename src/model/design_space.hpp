@@ -13,9 +13,9 @@
 namespace prism {
 
 struct DimensionInfo {
-    std::string name;         ///< key in [space]
-    DimensionValue::Type type;///< the TOML type its values must have
-    std::string description;  ///< with the unit, for `prism validate` and errors
+    std::string name;           ///< key in [space]
+    DimensionValue::Type type;  ///< the TOML type its values must have
+    std::string description;    ///< with the unit, for `prism validate` and errors
 };
 
 /// Every dimension name [space] accepts.

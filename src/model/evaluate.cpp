@@ -32,7 +32,8 @@ std::string percent_name(double fraction) {
 }
 
 std::string deadline_name(double seconds) {
-    if (std::fmod(seconds, kDay) == 0) return std::to_string(static_cast<long long>(seconds / kDay)) + "d";
+    if (std::fmod(seconds, kDay) == 0)
+        return std::to_string(static_cast<long long>(seconds / kDay)) + "d";
     if (std::fmod(seconds, 3600.0) == 0) {
         return std::to_string(static_cast<long long>(seconds / 3600.0)) + "h";
     }
@@ -49,7 +50,7 @@ double peak_flop_per_s(const Experiment& e, const HardwareSpec& hw) {
 
 /// Fills the schema and the row together so that names and values cannot drift apart.
 class RowBuilder {
-public:
+  public:
     RowBuilder(MetricSchema* schema, std::vector<double>* values)
         : schema_(schema), values_(values) {}
 
@@ -59,7 +60,7 @@ public:
         if (values_) values_->push_back(value);
     }
 
-private:
+  private:
     MetricSchema* schema_;
     std::vector<double>* values_;
 };
@@ -108,13 +109,17 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
     // Step-time distribution (DESIGN.md sections 2, 3, 5).
     const StepDistribution* dist = st ? &st->dist : nullptr;
     auto q = [&](double StepDistribution::*field) { return dist ? dist->*field : kNaN; };
-    row.add("step_time_mean_s", "s", "mean step time with variability", q(&StepDistribution::mean_s));
+    row.add("step_time_mean_s", "s", "mean step time with variability",
+            q(&StepDistribution::mean_s));
     row.add("step_time_std_s", "s", "standard deviation of the step time",
             q(&StepDistribution::std_s));
     row.add("step_time_p50_s", "s", "median step time", q(&StepDistribution::p50_s));
-    row.add("step_time_p90_s", "s", "90th percentile of the step time", q(&StepDistribution::p90_s));
-    row.add("step_time_p95_s", "s", "95th percentile of the step time", q(&StepDistribution::p95_s));
-    row.add("step_time_p99_s", "s", "99th percentile of the step time", q(&StepDistribution::p99_s));
+    row.add("step_time_p90_s", "s", "90th percentile of the step time",
+            q(&StepDistribution::p90_s));
+    row.add("step_time_p95_s", "s", "95th percentile of the step time",
+            q(&StepDistribution::p95_s));
+    row.add("step_time_p99_s", "s", "99th percentile of the step time",
+            q(&StepDistribution::p99_s));
     row.add("step_time_p999_s", "s", "99.9th percentile of the step time",
             q(&StepDistribution::p999_s));
     row.add("tail_ratio_p99", "1", "p99 step time / deterministic step time",
@@ -151,8 +156,8 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
 
     if (has_run_metrics(e)) {
         const double tokens_per_step = have ? tokens : 1;
-        const auto steps = static_cast<std::int64_t>(std::ceil(e.training.total_tokens /
-                                                                tokens_per_step));
+        const auto steps =
+            static_cast<std::int64_t>(std::ceil(e.training.total_tokens / tokens_per_step));
         RunMetrics run;
         if (have) {
             RunInput in;

@@ -16,7 +16,7 @@ MetricSchema metric_schema(const Experiment& experiment);
 /// Evaluates design points of one experiment. Construction evaluates the baseline point (if
 /// any) once, for the speedup metric. Thread-compatible: `evaluate` is const.
 class Evaluator {
-public:
+  public:
     explicit Evaluator(const Experiment& experiment);
 
     const MetricSchema& schema() const noexcept { return schema_; }
@@ -26,7 +26,7 @@ public:
     /// evaluate throws ModelError. Deterministic for a given (experiment seed, index).
     PointResult evaluate(const DesignPoint& point, std::uint64_t index) const;
 
-private:
+  private:
     const Experiment* experiment_;
     MetricSchema schema_;
     double baseline_step_s_ = 0;  ///< 0 = no baseline

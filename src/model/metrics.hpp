@@ -12,8 +12,8 @@
 namespace prism {
 
 struct MetricInfo {
-    std::string name;         ///< snake_case, unit-suffixed: "step_time_p95_s"
-    std::string unit;         ///< "s", "tokens/s", "GiB", "1" (dimensionless), ...
+    std::string name;  ///< snake_case, unit-suffixed: "step_time_p95_s"
+    std::string unit;  ///< "s", "tokens/s", "GiB", "1" (dimensionless), ...
     std::string description;
 };
 

@@ -13,16 +13,16 @@ namespace prism {
 
 /// Decoder-only transformer (DESIGN.md "Workload"). MoE is not modelled yet.
 struct ModelSpec {
-    std::string name;      ///< preset name or "custom"
-    std::string source;    ///< where the numbers come from (preset provenance)
-    int layers = 0;        ///< transformer blocks L
-    int hidden = 0;        ///< hidden size h
-    int heads = 0;         ///< attention heads a
-    int kv_heads = 0;      ///< key/value heads g (GQA); == heads for multi-head attention
-    int ffn = 0;           ///< FFN inner size f
-    bool gated_mlp = false;///< SwiGLU-style gated MLP (three FFN GEMMs instead of two)
-    int vocab = 0;         ///< vocabulary size V
-    int seq = 0;           ///< sequence length s (tokens)
+    std::string name;        ///< preset name or "custom"
+    std::string source;      ///< where the numbers come from (preset provenance)
+    int layers = 0;          ///< transformer blocks L
+    int hidden = 0;          ///< hidden size h
+    int heads = 0;           ///< attention heads a
+    int kv_heads = 0;        ///< key/value heads g (GQA); == heads for multi-head attention
+    int ffn = 0;             ///< FFN inner size f
+    bool gated_mlp = false;  ///< SwiGLU-style gated MLP (three FFN GEMMs instead of two)
+    int vocab = 0;           ///< vocabulary size V
+    int seq = 0;             ///< sequence length s (tokens)
 
     int head_dim() const { return heads > 0 ? hidden / heads : 0; }
 };
@@ -31,10 +31,11 @@ enum class Precision { bf16, fp8 };
 enum class Optimizer { adam };  ///< Adam, mixed precision: 16 bytes/param (Megatron/ZeRO count)
 
 struct TrainingSpec {
-    std::int64_t global_batch_seqs = 0;  ///< global batch in sequences (tokens / seq if given in tokens)
+    std::int64_t global_batch_seqs =
+        0;  ///< global batch in sequences (tokens / seq if given in tokens)
     Precision precision = Precision::bf16;
     Optimizer optimizer = Optimizer::adam;
-    double total_tokens = 0;             ///< tokens of the whole run (0 = not given)
+    double total_tokens = 0;  ///< tokens of the whole run (0 = not given)
     /// Fused flash-style attention (no materialized s x s scores; causal half skipped). false =
     /// Megatron's unfused core (QK^T, softmax, dropout, PV), as in the published A100 runs.
     bool flash_attention = false;
@@ -56,18 +57,18 @@ struct GpuSpec {
     double peak_fp8_flop_per_s = 0;   ///< dense; 0 = no fp8 support
     double hbm_bytes = 0;             ///< capacity
     double hbm_bytes_per_s = 0;       ///< bandwidth
-    double hbm_efficiency = 0.8;      ///< achievable fraction of hbm bandwidth for streaming kernels
+    double hbm_efficiency = 0.8;  ///< achievable fraction of hbm bandwidth for streaming kernels
     GemmEfficiency gemm;
 };
 
 /// A GPU model inside a node type and its network.
 struct HardwareSpec {
-    std::string name;                    ///< key of [hardware.<name>]
+    std::string name;  ///< key of [hardware.<name>]
     GpuSpec gpu;
     int gpus_per_node = 8;
-    double nvlink_bytes_per_s = 0;       ///< per GPU, one direction
+    double nvlink_bytes_per_s = 0;  ///< per GPU, one direction
     double nvlink_latency_s = 0;
-    double nic_bytes_per_s = 0;          ///< per GPU (each GPU has its own NIC share), one direction
+    double nic_bytes_per_s = 0;  ///< per GPU (each GPU has its own NIC share), one direction
     double nic_latency_s = 0;
     double collective_efficiency = 0.8;  ///< achieved fraction of link bandwidth by NCCL rings
     /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
@@ -104,16 +105,16 @@ struct DesignPoint {
     int pp = 1;
     int dp = 1;
     int cp = 1;
-    int microbatch = 1;                ///< sequences per microbatch b
-    int zero_stage = 0;                ///< 0..3; 3 = FSDP (per-layer gather/scatter)
+    int microbatch = 1;  ///< sequences per microbatch b
+    int zero_stage = 0;  ///< 0..3; 3 = FSDP (per-layer gather/scatter)
     Recompute recompute = Recompute::none;
     bool sequence_parallel = false;
-    int interleave = 1;                ///< virtual pipeline stages per rank v
-    int hardware = 0;                  ///< index into Experiment::hardware
+    int interleave = 1;  ///< virtual pipeline stages per rank v
+    int hardware = 0;    ///< index into Experiment::hardware
     Placement placement;
-    std::int64_t global_batch_seqs = 0;///< 0 = TrainingSpec's
-    double checkpoint_interval_s = 0;  ///< 0 = the [failures] policy
-    double learning_rate = 0;          ///< 0 = not part of the study
+    std::int64_t global_batch_seqs = 0;  ///< 0 = TrainingSpec's
+    double checkpoint_interval_s = 0;    ///< 0 = the [failures] policy
+    double learning_rate = 0;            ///< 0 = not part of the study
 
     std::int64_t gpus() const { return std::int64_t{tp} * pp * dp * cp; }
 };
@@ -135,13 +136,12 @@ enum class KernelClass : std::uint8_t {
 };
 inline constexpr int kKernelClassCount = 10;
 inline constexpr std::array<const char*, kKernelClassCount> kKernelClassNames{
-    "gemm", "attention", "elementwise", "allreduce", "allgather",
-    "reducescatter", "p2p", "alltoall", "optimizer", "dataloader"};
+    "gemm",          "attention", "elementwise", "allreduce", "allgather",
+    "reducescatter", "p2p",       "alltoall",    "optimizer", "dataloader"};
 
 inline bool is_communication(KernelClass k) {
     return k == KernelClass::allreduce || k == KernelClass::allgather ||
-           k == KernelClass::reducescatter || k == KernelClass::p2p ||
-           k == KernelClass::alltoall;
+           k == KernelClass::reducescatter || k == KernelClass::p2p || k == KernelClass::alltoall;
 }
 
 enum class DistKind { constant, normal, lognormal, gamma, empirical, mixture };
@@ -156,8 +156,8 @@ struct DistributionSpec {
     DistKind kind = DistKind::constant;
     double mean = 1.0;
     double cv = 0.0;
-    std::vector<double> samples;             ///< empirical
-    std::vector<MixtureComponent> components;///< mixture
+    std::vector<double> samples;               ///< empirical
+    std::vector<MixtureComponent> components;  ///< mixture
 };
 
 struct MixtureComponent {
@@ -167,17 +167,17 @@ struct MixtureComponent {
 
 /// Persistent per-GPU factor G: a spatial spread plus a rare slow ("lemon") mode.
 struct PersistentSpec {
-    DistributionSpec spatial;         ///< per GPU, mean 1
-    double slow_probability = 0;      ///< probability that a node (or GPU) is slow
-    double slow_factor = 1.0;         ///< its compute slowdown (e.g. 1.5)
-    bool slow_per_node = true;        ///< slow mode applies to whole nodes (else single GPUs)
+    DistributionSpec spatial;     ///< per GPU, mean 1
+    double slow_probability = 0;  ///< probability that a node (or GPU) is slow
+    double slow_factor = 1.0;     ///< its compute slowdown (e.g. 1.5)
+    bool slow_per_node = true;    ///< slow mode applies to whole nodes (else single GPUs)
 };
 
 struct VariabilitySpec {
     std::array<DistributionSpec, kKernelClassCount> transient;  ///< X per kernel class
-    PersistentSpec persistent;                                   ///< G per GPU
-    DistributionSpec comm_regime;                                ///< R per step, all collectives
-    std::string source;                                          ///< preset provenance
+    PersistentSpec persistent;                                  ///< G per GPU
+    DistributionSpec comm_regime;                               ///< R per step, all collectives
+    std::string source;                                         ///< preset provenance
 
     bool is_deterministic() const;
 };
@@ -186,11 +186,11 @@ enum class Method { analytic, montecarlo };
 
 struct EvaluationSpec {
     Method method = Method::analytic;
-    int samples = 1000;                        ///< Monte Carlo samples per point
+    int samples = 1000;                                 ///< Monte Carlo samples per point
     std::vector<double> slow_deltas{0.05, 0.10, 0.25};  ///< P(step > (1+delta) * deterministic)
-    bool histogram = false;                    ///< store a step-time histogram per point
+    bool histogram = false;                             ///< store a step-time histogram per point
     int histogram_bins = 64;
-    bool sensitivity = true;                   ///< per-kernel-class sensitivity metrics
+    bool sensitivity = true;  ///< per-kernel-class sensitivity metrics
 };
 
 // ---- failures and checkpoints (DESIGN.md section 4) ------------------------------------------
@@ -210,10 +210,10 @@ struct FailureSpec {
     double detection_s = 0;
     double restart_s = 0;
     CheckpointPolicy checkpoint_policy = CheckpointPolicy::young_daly;
-    double checkpoint_interval_s = 0;        ///< for `fixed`
-    double checkpoint_bytes_per_s = 0;       ///< aggregate storage write bandwidth
+    double checkpoint_interval_s = 0;   ///< for `fixed`
+    double checkpoint_bytes_per_s = 0;  ///< aggregate storage write bandwidth
     bool async_checkpoint = false;
-    std::vector<double> deadlines_s;         ///< P(run <= deadline) reported for each
+    std::vector<double> deadlines_s;  ///< P(run <= deadline) reported for each
 };
 
 // ---- the design space -------------------------------------------------------------------------
@@ -240,26 +240,26 @@ struct SpaceSpec {
 /// Cheap filters applied before evaluation; a point failing one is not evaluated, only counted.
 struct Constraints {
     std::int64_t min_gpus = 0;
-    std::int64_t max_gpus = 0;              ///< 0 = no bound
-    std::vector<std::int64_t> gpus_in;      ///< if non-empty, the total must be one of these
-    double max_memory_fraction = 1.0;       ///< of HBM; above it the point is infeasible
+    std::int64_t max_gpus = 0;          ///< 0 = no bound
+    std::vector<std::int64_t> gpus_in;  ///< if non-empty, the total must be one of these
+    double max_memory_fraction = 1.0;   ///< of HBM; above it the point is infeasible
 };
 
 struct Objective {
-    std::string metric;     ///< a name from the metric schema
+    std::string metric;  ///< a name from the metric schema
     bool maximize = false;
 };
 
 struct Experiment {
     std::string name;
-    std::string file;                ///< path it was loaded from
-    std::string text;                ///< exact file text (stored in results)
+    std::string file;  ///< path it was loaded from
+    std::string text;  ///< exact file text (stored in results)
     std::uint64_t seed = 0;
-    DesignPoint defaults;            ///< values of dimensions not in [space]
+    DesignPoint defaults;                 ///< values of dimensions not in [space]
     std::optional<DesignPoint> baseline;  ///< for speedup metrics
     ModelSpec model;
     TrainingSpec training;
-    std::vector<HardwareSpec> hardware;   ///< at least one
+    std::vector<HardwareSpec> hardware;  ///< at least one
     ClusterSpec cluster;
     VariabilitySpec variability;
     EvaluationSpec evaluation;

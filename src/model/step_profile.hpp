@@ -64,13 +64,13 @@ struct StepProfile {
     SegmentList layer_backward;  ///< includes recomputed forward work
     SegmentList embedding_forward;
     SegmentList embedding_backward;
-    SegmentList head_forward;    ///< final norm, logits, loss
+    SegmentList head_forward;  ///< final norm, logits, loss
     SegmentList head_backward;
-    Op p2p;                      ///< one activation (or gradient) transfer between stages
-    SegmentList dp_sync;         ///< gradient AllReduce / ReduceScatter (+ AllGather of params)
-    double dp_overlap_s = 0;     ///< part of dp_sync hidden behind backward compute
+    Op p2p;                   ///< one activation (or gradient) transfer between stages
+    SegmentList dp_sync;      ///< gradient AllReduce / ReduceScatter (+ AllGather of params)
+    double dp_overlap_s = 0;  ///< part of dp_sync hidden behind backward compute
     SegmentList optimizer;
-    SegmentList dataloader;      ///< before the first forward (usually tiny)
+    SegmentList dataloader;  ///< before the first forward (usually tiny)
 
     /// Deterministic durations of one chunk's forward / backward on `stage`, chunk `chunk`.
     double chunk_forward_s(int stage, int chunk) const;
