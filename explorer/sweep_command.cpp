@@ -343,6 +343,14 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
             describe_point(experiment, space.decode(index).point), message);
         file_status = "failed";
         code = kExitError;
+    } else if (report.outcome == EngineOutcome::worker_failed) {
+        std::cerr << fmt::format("prism: error: {}\n", report.worker_failure);
+        std::cerr << fmt::format(
+            "prism: stopped at index {} of {}; the file keeps every point committed before the "
+            "error; continue with --resume\n",
+            report.next_index, space.size());
+        file_status = "failed";
+        code = kExitError;
     } else if (report.outcome == EngineOutcome::interrupted) {
         file_status = "interrupted";
         code = kExitInterrupted;

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <thread>
@@ -180,11 +181,20 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
     report.wall_s = seconds_since(watch.start);
     report.master_cpu_s = process_cpu_seconds() - cpu0;
     report.stop_signal = watch.signal();
-    if (!fatal.empty()) throw MpiError(fatal);
+    if (!fatal.empty()) {
+        report.outcome = EngineOutcome::worker_failed;
+        report.worker_failure = fatal;
+    }
     return report;
 }
 
 void run_worker(const ChunkFunction& evaluate) {
+    // Fault injection for tests: the worker of this rank fails outside any point (as a worker
+    // whose environment breaks would), after its first work order.
+    int rank = 0;
+    PRISM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    const char* fatal_env = std::getenv("PRISM_FAULT_INJECT_FATAL_RANK");
+    const bool inject_fatal = fatal_env != nullptr && std::atoi(fatal_env) == rank;
     send_bytes(0, static_cast<int>(Tag::ready), std::string());
     while (true) {
         Envelope message = receive_polling(0);
@@ -197,6 +207,9 @@ void run_worker(const ChunkFunction& evaluate) {
         deserialize_message(message.bytes, order);
         std::string bytes;
         try {
+            if (inject_fatal) {
+                throw Error("injected worker failure (PRISM_FAULT_INJECT_FATAL_RANK)");
+            }
             const auto t0 = Clock::now();
             ChunkResult result = evaluate(order);
             result.seconds = seconds_since(t0);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "explorer/messages.hpp"
 #include "explorer/scheduler.hpp"
@@ -38,7 +39,7 @@ struct EngineOptions {
     std::function<void(std::uint64_t done)> progress;  ///< indices done since `begin`
 };
 
-enum class EngineOutcome { complete, interrupted, aborted };
+enum class EngineOutcome { complete, interrupted, aborted, worker_failed };
 
 struct EngineReport {
     EngineOutcome outcome = EngineOutcome::complete;
@@ -47,6 +48,8 @@ struct EngineReport {
     double wall_s = 0;
     double master_cpu_s = 0;  ///< CPU time the master used (busy-wait check)
     int stop_signal = 0;
+    /// A worker failed outside any point ("worker rank 2: ..."); every worker has stopped.
+    std::string worker_failure;
 };
 
 /// Everything in this process.
