@@ -74,7 +74,7 @@ struct StochasticPart {
 
 void build_row(const Experiment& e, const DesignPoint& p, const DeterministicResult* det,
                const StochasticPart* st, double baseline_step_s, std::uint64_t index,
-               RowBuilder& row) {
+               RowBuilder& row, bool run = true) {
     const bool have = det != nullptr;
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(p.hardware));
     const double gpus = static_cast<double>(p.gpus());
@@ -158,8 +158,9 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
         const double tokens_per_step = have ? tokens : 1;
         const auto steps =
             static_cast<std::int64_t>(std::ceil(e.training.total_tokens / tokens_per_step));
-        RunMetrics run;
-        if (have) {
+        RunMetrics run_metrics;
+        const bool have_run = have && run;
+        if (have_run) {
             RunInput in;
             in.steps = steps;
             in.deterministic_step_s = step;
@@ -176,35 +177,36 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             in.checkpoint_bytes = 14.0 * total_params(e.model);
             in.failures = e.failures;
             in.checkpoint_interval_override_s = p.checkpoint_interval_s;
-            run = evaluate_run(in, e.seed, index);
+            run_metrics = evaluate_run(in, e.seed, index);
         }
         row.add("steps_total", "1", "optimizer steps of the run (total_tokens / tokens per step)",
                 have ? static_cast<double>(steps) : kNaN);
         row.add("run_time_p50_days", "days", "median run time incl. failures and checkpoints",
-                have ? run.run_time_p50_days : kNaN);
+                have_run ? run_metrics.run_time_p50_days : kNaN);
         row.add("run_time_p95_days", "days", "95th percentile of the run time",
-                have ? run.run_time_p95_days : kNaN);
+                have_run ? run_metrics.run_time_p95_days : kNaN);
         row.add("run_time_p99_days", "days", "99th percentile of the run time",
-                have ? run.run_time_p99_days : kNaN);
+                have_run ? run_metrics.run_time_p99_days : kNaN);
         row.add("ettr", "1", "effective training time ratio: failure-free compute / run time",
-                have ? run.ettr : kNaN);
+                have_run ? run_metrics.ettr : kNaN);
         row.add("interruptions_mean", "1", "expected failures striking the job",
-                have ? run.interruptions_mean : kNaN);
+                have_run ? run_metrics.interruptions_mean : kNaN);
         row.add("gpu_hours_mean", "GPU h", "GPU-hours of the run, mean",
-                have ? run.gpu_hours_mean : kNaN);
+                have_run ? run_metrics.gpu_hours_mean : kNaN);
         row.add("gpu_hours_p95", "GPU h", "GPU-hours of the run, 95th percentile",
-                have ? run.gpu_hours_p95 : kNaN);
+                have_run ? run_metrics.gpu_hours_p95 : kNaN);
         for (std::size_t k = 0; k < e.failures.deadlines_s.size(); ++k) {
             const double d = e.failures.deadlines_s[k];
             row.add("p_run_le_" + deadline_name(d), "1",
                     "probability that the run finishes within " + deadline_name(d),
-                    have && k < run.p_run_le_deadline.size() ? run.p_run_le_deadline[k] : kNaN);
+                    have_run && k < run_metrics.p_run_le_deadline.size() ? run_metrics.p_run_le_deadline[k]
+                                                                   : kNaN);
         }
         row.add("checkpoint_interval_s", "s", "compute time between checkpoints used",
-                have ? run.checkpoint_interval_s : kNaN);
+                have_run ? run_metrics.checkpoint_interval_s : kNaN);
         row.add("checkpoint_interval_opt_s", "s",
                 "checkpoint interval minimizing the expected run time",
-                have ? run.checkpoint_interval_opt_s : kNaN);
+                have_run ? run_metrics.checkpoint_interval_opt_s : kNaN);
     }
 }
 
@@ -244,6 +246,16 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index) c
     const DeterministicResult det = evaluate_deterministic(*experiment_, point);
     const Experiment& e = *experiment_;
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(point.hardware));
+    RowBuilder row(nullptr, &result.values);
+    result.values.reserve(schema_.size());
+    if (!det.feasible) {
+        // A point that does not fit runs no step: its deterministic figures say by how much it
+        // misses; distributions and run times stay NaN (and cost nothing).
+        build_row(e, point, &det, nullptr, baseline_step_s_, index, row, false);
+        result.status = PointStatus::infeasible;
+        result.reason = det.reason;
+        return result;
+    }
     StochasticPart st;
     st.dist = step_distribution(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
                                 e.seed, index);
@@ -252,17 +264,11 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index) c
                               e.seed, index);
         st.have_sensitivity = true;
     }
-    RowBuilder row(nullptr, &result.values);
-    result.values.reserve(schema_.size());
-    build_row(e, point, &det, &st, baseline_step_s_, index, row);
+    build_row(e, point, &det, &st, baseline_step_s_, index, row, true);
     if (e.evaluation.histogram) {
         result.histogram = st.dist.histogram;
         result.histogram_lo_s = st.dist.histogram_lo_s;
         result.histogram_hi_s = st.dist.histogram_hi_s;
-    }
-    if (!det.feasible) {
-        result.status = PointStatus::infeasible;
-        result.reason = det.reason;
     }
     if (result.values.size() != schema_.size()) {
         throw ModelError("evaluate: metric row has " + std::to_string(result.values.size()) +
