@@ -369,7 +369,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     const prism::HardwareSpec& h100 = e.hardware[0];
     EXPECT_EQ(h100.name, "h100");
     EXPECT_DOUBLE_EQ(h100.gpu.peak_bf16_flop_per_s, 989e12);
-    EXPECT_DOUBLE_EQ(h100.gpu.hbm_bytes, 80e9);
+    EXPECT_DOUBLE_EQ(h100.gpu.hbm_bytes, 79.1 * 1024 * 1024 * 1024);  // preset "79.1 GiB"
     EXPECT_DOUBLE_EQ(h100.gpu.hbm_bytes_per_s, 3.35e12);
     EXPECT_DOUBLE_EQ(h100.nvlink_bytes_per_s, 450e9);
     EXPECT_DOUBLE_EQ(h100.nic_bytes_per_s, 25e9);  // 200 Gb/s overrides the preset's 400
