@@ -105,6 +105,8 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
     const MetricSchema& schema = reader.metric_schema();
     std::vector<std::string> shown;
     for (const auto& m : metrics) {
+        // A metric that repeats a design column shown already (gpus) is printed once.
+        if (std::find(data.design.begin(), data.design.end(), m) != data.design.end()) continue;
         const int k = find_metric(schema, m);
         if (k < 0) {
             if (!options.metrics.empty()) {
