@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 
 #include "src/stochastic/detail/evaluators.hpp"
@@ -122,7 +123,11 @@ class Analytic {
     double makespan_at(double r, const std::vector<double>* g_stage = nullptr) const;
     /// group factor of stage st that puts the replica's stage term at w
     double g_of(int st, double w) const {
-        return 1.0 + (w / weight_[st] + slack_[st]) / m_.stage_comp_s[st];
+        // a stage with no compute on its critical path (e.g. FSDP layers whose gather outlasts
+        // the compute) does not depend on its group factor: it never bounds W
+        const double c = m_.stage_comp_s[st];
+        if (!(c > 0)) return std::numeric_limits<double>::infinity();
+        return 1.0 + (w / weight_[st] + slack_[st]) / c;
     }
     /// log CDF of W for a replica type at w (sum over stages)
     double log_cdf_w(const ReplicaType& t, double w) const {
@@ -168,6 +173,8 @@ class Analytic {
     double rest_w_ = 1;  ///< weight of the others (1/v)
     double mu_o_ = 0, var_o_ = 0, var_eps_ = 0;
     double w_lo_ = 0, w_hi_ = 0;
+    /// W depends on the persistent factors: they are random and some stage has compute
+    bool w_random_ = false;
     std::vector<double> weight_, slack_;  ///< per stage: makespan slope once critical, slack
     std::vector<double> rest_;            ///< per stage: makespan slope for a small change
     Grid x_;
@@ -219,7 +226,7 @@ void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) cons
 std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) const {
     std::vector<double> sf(x_.n);
     const double a = slow_w_;
-    if (m_.persistent_deterministic) {
+    if (!w_random_) {
         const double mu = mu_o_;
         for (int i = 0; i < x_.n; ++i) {
             const double x = x_.at(i);
@@ -579,13 +586,18 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     }
 
     // W range over all types: from CDF_W = 1e-13 (base type) to sf_W = 1e-15 (slowest type)
+    w_random_ = false;
     if (!m_.persistent_deterministic) {
+        for (int st = 0; st < p; ++st) w_random_ = w_random_ || m_.stage_comp_s[st] > 0;
+    }
+    if (w_random_) {
         const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
         const double sfmin = std::min(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
         const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
         double lo = 1e300, hi = -1e300;
         for (int st = 0; st < p; ++st) {
             const double c = m_.stage_comp_s[st];
+            if (!(c > 0)) continue;  // slack_ is a 1e300 sentinel there
             const double glo = m_.spatial.max_quantile(1e-14, 1) * sfmin;
             const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
             lo = std::min(lo, weight_[st] * (c * (glo - 1.0) - slack_[st]));
@@ -632,7 +644,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             const double mean = X.max_moments(s.n).mean;
             lo = scale * (X.max_quantile(p_lo, s.n) - mean);
             hi = scale * (X.quantile_upper(1e-16 / (d * s.n)) - mean);
-        } else if (m_.persistent_deterministic && noise_sd > 0) {
+        } else if (!w_random_ && noise_sd > 0) {
             lo = mu_o_ + noise_sd * normal_quantile(p_lo);
             hi = mu_o_ - noise_sd * normal_quantile(1e-16 / d);
         }

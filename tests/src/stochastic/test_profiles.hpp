@@ -15,6 +15,10 @@ struct ProfileShape {
     double gemm_s = 1e-3;       ///< per layer forward GEMM time
     double comm_s = 2e-4;       ///< per layer forward TP all-reduce
     double fsdp_comm_s = 3e-4;  ///< per layer FSDP all-gather / reduce-scatter
+    /// FSDP with the gather (scatter) on its own stream: each layer's compute is one segment
+    /// concurrent with its collective, so a comm-bound layer (fsdp_comm_s larger than the
+    /// compute) leaves the stage with no compute on its critical path.
+    bool fsdp_overlap = false;
 };
 
 inline Op op(KernelClass c, double t, int sync = 1, LinkLevel link = LinkLevel::local) {
@@ -33,20 +37,31 @@ inline StepProfile make_profile(const ProfileShape& s) {
     p.dp_lockstep = s.fsdp;
     const int n = s.tp * s.cp;
     auto& f = p.layer_forward;
-    if (s.fsdp) f.push_back({{op(KernelClass::allgather, s.fsdp_comm_s, 1, LinkLevel::nic)}});
-    f.push_back({{op(KernelClass::gemm, 0.4 * s.gemm_s, n)}});
-    f.push_back({{op(KernelClass::attention, 0.3 * s.gemm_s, n)}});
-    f.push_back({{op(KernelClass::gemm, 0.6 * s.gemm_s, n)}});
-    f.push_back({{op(KernelClass::elementwise, 0.1 * s.gemm_s, n)}});
-    if (s.tp > 1) f.push_back({{op(KernelClass::allreduce, s.comm_s, 1, LinkLevel::nvlink)}});
     auto& b = p.layer_backward;
-    if (s.fsdp) b.push_back({{op(KernelClass::allgather, s.fsdp_comm_s, 1, LinkLevel::nic)}});
-    b.push_back({{op(KernelClass::gemm, 0.8 * s.gemm_s, n)}});
-    b.push_back({{op(KernelClass::attention, 0.6 * s.gemm_s, n)}});
-    b.push_back({{op(KernelClass::gemm, 1.2 * s.gemm_s, n)}});
-    b.push_back({{op(KernelClass::elementwise, 0.2 * s.gemm_s, n)}});
-    if (s.tp > 1) b.push_back({{op(KernelClass::allreduce, s.comm_s, 1, LinkLevel::nvlink)}});
-    if (s.fsdp) b.push_back({{op(KernelClass::reducescatter, s.fsdp_comm_s, 1, LinkLevel::nic)}});
+    if (s.fsdp && s.fsdp_overlap) {
+        f.push_back({{op(KernelClass::allgather, s.fsdp_comm_s, 1, LinkLevel::nic),
+                      op(KernelClass::gemm, 1.4 * s.gemm_s, n)}});
+        if (s.tp > 1) f.push_back({{op(KernelClass::allreduce, s.comm_s, 1, LinkLevel::nvlink)}});
+        b.push_back({{op(KernelClass::reducescatter, 2 * s.fsdp_comm_s, 1, LinkLevel::nic),
+                      op(KernelClass::gemm, 2.8 * s.gemm_s, n)}});
+        if (s.tp > 1) b.push_back({{op(KernelClass::allreduce, s.comm_s, 1, LinkLevel::nvlink)}});
+    } else {
+        if (s.fsdp) f.push_back({{op(KernelClass::allgather, s.fsdp_comm_s, 1, LinkLevel::nic)}});
+        f.push_back({{op(KernelClass::gemm, 0.4 * s.gemm_s, n)}});
+        f.push_back({{op(KernelClass::attention, 0.3 * s.gemm_s, n)}});
+        f.push_back({{op(KernelClass::gemm, 0.6 * s.gemm_s, n)}});
+        f.push_back({{op(KernelClass::elementwise, 0.1 * s.gemm_s, n)}});
+        if (s.tp > 1) f.push_back({{op(KernelClass::allreduce, s.comm_s, 1, LinkLevel::nvlink)}});
+        if (s.fsdp) b.push_back({{op(KernelClass::allgather, s.fsdp_comm_s, 1, LinkLevel::nic)}});
+        b.push_back({{op(KernelClass::gemm, 0.8 * s.gemm_s, n)}});
+        b.push_back({{op(KernelClass::attention, 0.6 * s.gemm_s, n)}});
+        b.push_back({{op(KernelClass::gemm, 1.2 * s.gemm_s, n)}});
+        b.push_back({{op(KernelClass::elementwise, 0.2 * s.gemm_s, n)}});
+        if (s.tp > 1) b.push_back({{op(KernelClass::allreduce, s.comm_s, 1, LinkLevel::nvlink)}});
+        if (s.fsdp) {
+            b.push_back({{op(KernelClass::reducescatter, s.fsdp_comm_s, 1, LinkLevel::nic)}});
+        }
+    }
     p.embedding_forward = {{{op(KernelClass::elementwise, 0.2 * s.gemm_s, n)}}};
     p.embedding_backward = {{{op(KernelClass::elementwise, 0.2 * s.gemm_s, n)}}};
     p.head_forward = {{{op(KernelClass::gemm, 0.5 * s.gemm_s, n)}}};
