@@ -13,9 +13,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
+#include <unordered_map>
 
 #include "src/stochastic/detail/evaluators.hpp"
 #include "src/stochastic/step_distribution.hpp"
@@ -58,8 +61,11 @@ struct GroupLaw {
     std::vector<std::pair<int, int>> unit_members;  ///< (members per unit, how many such units)
     int slow_members = -1;  ///< >= 0: a fixed number of slow members (variability-aware)
     double power = 1;       ///< max over `power` iid groups (lockstep)
+    const struct LawTable* table = nullptr;  ///< tabulated log_cdf (see law_table)
 
-    double log_cdf(double g) const {
+    inline double log_cdf(double g) const;
+
+    double exact_log_cdf(double g) const {
         const auto& S = m->spatial;
         const int n = m->group_gpus;
         auto logf = [&](double x) {
@@ -89,6 +95,110 @@ struct GroupLaw {
         return power * std::max(total, -1e300);
     }
 };
+
+/// log CDF of a group law tabulated on a uniform g grid and interpolated linearly. The grid
+/// spans [lo, hi] with log CDF(lo) ~ -800 (CDF 0 in double) and log CDF(hi) > -1e-22 (the
+/// replica sf is needed down to ~1e-17), 4097 points: at the narrowest (normal spatial,
+/// cv 0.01, lockstep groups of 1e5 GPUs) the step is < 0.01 sd, so the linear interpolation
+/// error of the log CDF is < 1e-5 of its local curvature scale.
+struct LawTable {
+    static constexpr int kPoints = 4097;
+    double lo = 0, hi = 0, inv_h = 0;
+    std::vector<double> y;
+
+    double operator()(double g) const {
+        if (!(g > lo)) return -1e300;
+        if (g >= hi) return y.back();
+        const double t = (g - lo) * inv_h;
+        const int i = std::min(static_cast<int>(t), kPoints - 2);
+        const double f = t - i;
+        return y[i] + f * (y[i + 1] - y[i]);
+    }
+};
+
+inline double GroupLaw::log_cdf(double g) const {
+    return table != nullptr ? (*table)(g) : exact_log_cdf(g);
+}
+
+std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+std::uint64_t hash_double(double x) {
+    std::uint64_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/// The table of `law`, built once per thread for each distinct law (spatial spec, group size,
+/// slow members or unit pattern, slow probability and factor, power) and reused across points:
+/// a sweep evaluates a handful of distinct laws millions of times.
+const LawTable* law_table(const GroupLaw& law) {
+    const StepModel& m = *law.m;
+    std::uint64_t h = hash_mix(m.spatial_hash, hash_double(m.slow_factor));
+    h = hash_mix(h, hash_double(m.slow_probability));
+    h = hash_mix(h, static_cast<std::uint64_t>(m.group_gpus));
+    h = hash_mix(h, static_cast<std::uint64_t>(law.slow_members + 1));
+    h = hash_mix(h, hash_double(law.power));
+    for (const auto& [c, k] : law.unit_members) {
+        h = hash_mix(h, static_cast<std::uint64_t>(c));
+        h = hash_mix(h, static_cast<std::uint64_t>(k));
+    }
+    struct Entry {
+        // the full key, compared on a hash hit
+        std::uint64_t spatial;
+        double slow_factor, q, power;
+        int group_gpus, slow_members;
+        std::vector<std::pair<int, int>> unit_members;
+        LawTable table;
+    };
+    thread_local std::unordered_map<std::uint64_t, std::unique_ptr<Entry>> cache;
+    auto it = cache.find(h);
+    if (it != cache.end()) {
+        const Entry& e = *it->second;
+        if (e.spatial == m.spatial_hash && e.slow_factor == m.slow_factor &&
+            e.q == m.slow_probability && e.power == law.power && e.group_gpus == m.group_gpus &&
+            e.slow_members == law.slow_members && e.unit_members == law.unit_members) {
+            return &e.table;
+        }
+        return nullptr;  // a hash collision: evaluate exactly
+    }
+    if (cache.size() > 4096) cache.clear();
+    auto e = std::make_unique<Entry>(Entry{m.spatial_hash,
+                                           m.slow_factor,
+                                           m.slow_probability,
+                                           law.power,
+                                           m.group_gpus,
+                                           law.slow_members,
+                                           law.unit_members,
+                                           {}});
+    GroupLaw exact = law;
+    exact.table = nullptr;
+    const double sfmax = std::max(1.0, m.slow_probability > 0 ? m.slow_factor : 1.0);
+    double top = std::max(2.0, 2.0 * m.spatial.quantile_upper(1e-300) * sfmax);
+    for (int i = 0; i < 200 && exact.exact_log_cdf(top) < -1e-22; ++i) top *= 2;
+    auto solve = [&](double target) {
+        double a = 0, b = top;
+        for (int i = 0; i < 200; ++i) {
+            const double mid = 0.5 * (a + b);
+            if (!(mid > a && mid < b)) break;
+            (exact.exact_log_cdf(mid) < target ? a : b) = mid;
+        }
+        return b;
+    };
+    LawTable& t = e->table;
+    t.lo = solve(-800.0);
+    t.hi = solve(-1e-22);
+    if (!(t.hi > t.lo)) t.hi = t.lo + 1e-12 * std::max(1.0, t.lo);
+    const double hstep = (t.hi - t.lo) / (LawTable::kPoints - 1);
+    t.inv_h = 1.0 / hstep;
+    t.y.resize(LawTable::kPoints);
+    for (int i = 0; i < LawTable::kPoints; ++i) t.y[i] = exact.exact_log_cdf(t.lo + hstep * i);
+    const LawTable* out = &e->table;
+    cache.emplace(h, std::move(e));
+    return out;
+}
 
 /// The distribution of one replica type's Delta on the common x grid.
 struct ReplicaType {
@@ -313,6 +423,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     const bool pgf_mode = slow_active && !aware;
     GroupLaw clean = healthy;  // no slow member; slow units enter through types and the PGF
     clean.slow_members = 0;
+    if (!m_.persistent_deterministic) clean.table = law_table(clean);
     const GroupLaw& base_law = clean;
 
     // Each stage's weight in the makespan once it is the critical one and its slack before it
@@ -394,6 +505,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         if (it != mean_g_cache.end()) return it->second;
         GroupLaw law = clean;
         law.slow_members = slow_members;
+        law.table = law_table(law);
         double mg = 1, vg2 = 0;
         moments_of_g(law, mg, vg2);
         mean_g_cache[slow_members] = mg;
@@ -415,6 +527,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             } else {
                 GroupLaw law = clean;
                 law.slow_members = sig[st];
+                law.table = law_table(law);
                 laws.push_back(law);
                 t.stage_law.push_back(&laws.back());
                 const double extra = rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
@@ -534,6 +647,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 GroupLaw law = healthy;
                 law.slow_members = slow_members;
                 law.power = power;
+                law.table = law_table(law);
                 laws.push_back(law);
                 return &laws.back();
             };

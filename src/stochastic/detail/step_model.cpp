@@ -99,6 +99,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     }
     m.regime = Distribution(variability.comm_regime);
     m.spatial = Distribution(variability.persistent.spatial);
+    m.spatial_hash = spec_hash(variability.persistent.spatial);
     m.slow_probability = std::clamp(variability.persistent.slow_probability, 0.0, 1.0);
     m.slow_factor = variability.persistent.slow_factor;
     if (m.slow_probability > 0 && !(m.slow_factor > 0)) {

@@ -66,6 +66,7 @@ struct StepModel {
     std::array<Distribution, kKernelClassCount> transient;
     Distribution regime;
     Distribution spatial;
+    std::uint64_t spatial_hash = 0;  ///< of the spatial spec, to key cached tables
     double slow_probability = 0, slow_factor = 1;
     int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
     bool persistent_deterministic = true;
