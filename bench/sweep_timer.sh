@@ -6,8 +6,10 @@
 #
 #   bash bench/sweep_timer.sh [PRISM] [REPEAT]
 #
-# Two spaces: the quickstart as shipped (288 points), and the same space with a 50-value
-# learning-rate dimension (14,400 points) for a steady-state rate.
+# Two spaces: the quickstart as shipped (288 points: the real per-point cost, with the
+# step-time distribution and its sensitivity ranking), and the same space without variability
+# and sensitivity but with a 50-value learning-rate dimension (14,400 cheap points): the
+# explorer's own throughput and how it scales with workers.
 set -euo pipefail
 prism=${1:-build/explorer/prism}
 repeat=${2:-3}
@@ -17,7 +19,8 @@ trap 'rm -rf "$work"' EXIT
 
 cp "$here/configs/quickstart.toml" "$work/quickstart.toml"
 lrs=$(/usr/bin/python3 -c "print(', '.join(f'{3e-4 * (1 + i / 100):.6g}' for i in range(50)))")
-sed "s/^recompute = \[\"selective\", \"full\"\]/&\nlearning_rate = [$lrs]/" \
+sed -e "s/^recompute = \[\"selective\", \"full\"\]/&\nlearning_rate = [$lrs]/" \
+    -e 's/^preset = "prism-paper"/preset = "none"/' -e 's/^method = "analytic"/&\nsensitivity = false/' \
     "$here/configs/quickstart.toml" > "$work/quickstart_x50.toml"
 
 printf '%-16s %5s %10s %12s %14s %12s\n' space ranks points wall_s points_per_s master_cpu
