@@ -131,6 +131,25 @@ std::uint64_t hash_double(double x) {
     return b;
 }
 
+struct LawEntry {
+    // the full key, compared on a hash hit
+    std::uint64_t spatial;
+    double slow_factor, q, power;
+    int group_gpus, slow_members;
+    std::vector<std::pair<int, int>> unit_members;
+    LawTable table;
+};
+
+std::unordered_map<std::uint64_t, std::unique_ptr<LawEntry>>& law_cache() {
+    thread_local std::unordered_map<std::uint64_t, std::unique_ptr<LawEntry>> cache;
+    return cache;
+}
+
+/// Bounds the table cache; called between points only (tables are referenced during one).
+void trim_law_cache() {
+    if (law_cache().size() > 1024) law_cache().clear();
+}
+
 /// The table of `law`, built once per thread for each distinct law (spatial spec, group size,
 /// slow members or unit pattern, slow probability and factor, power) and reused across points:
 /// a sweep evaluates a handful of distinct laws millions of times.
@@ -145,18 +164,10 @@ const LawTable* law_table(const GroupLaw& law) {
         h = hash_mix(h, static_cast<std::uint64_t>(c));
         h = hash_mix(h, static_cast<std::uint64_t>(k));
     }
-    struct Entry {
-        // the full key, compared on a hash hit
-        std::uint64_t spatial;
-        double slow_factor, q, power;
-        int group_gpus, slow_members;
-        std::vector<std::pair<int, int>> unit_members;
-        LawTable table;
-    };
-    thread_local std::unordered_map<std::uint64_t, std::unique_ptr<Entry>> cache;
+    auto& cache = law_cache();
     auto it = cache.find(h);
     if (it != cache.end()) {
-        const Entry& e = *it->second;
+        const LawEntry& e = *it->second;
         if (e.spatial == m.spatial_hash && e.slow_factor == m.slow_factor &&
             e.q == m.slow_probability && e.power == law.power && e.group_gpus == m.group_gpus &&
             e.slow_members == law.slow_members && e.unit_members == law.unit_members) {
@@ -164,15 +175,14 @@ const LawTable* law_table(const GroupLaw& law) {
         }
         return nullptr;  // a hash collision: evaluate exactly
     }
-    if (cache.size() > 4096) cache.clear();
-    auto e = std::make_unique<Entry>(Entry{m.spatial_hash,
-                                           m.slow_factor,
-                                           m.slow_probability,
-                                           law.power,
-                                           m.group_gpus,
-                                           law.slow_members,
-                                           law.unit_members,
-                                           {}});
+    auto e = std::make_unique<LawEntry>(LawEntry{m.spatial_hash,
+                                                 m.slow_factor,
+                                                 m.slow_probability,
+                                                 law.power,
+                                                 m.group_gpus,
+                                                 law.slow_members,
+                                                 law.unit_members,
+                                                 {}});
     GroupLaw exact = law;
     exact.table = nullptr;
     const double sfmax = std::max(1.0, m.slow_probability > 0 ? m.slow_factor : 1.0);
@@ -246,14 +256,18 @@ class Analytic {
             s += t.stage_law[st]->log_cdf(g_of(st, w));
             if (s < -700) return s;
         }
-        if (t.pgf != nullptr) {
+        if (t.pgf != nullptr) s += pgf_log_term(*t.pgf, w);
+        return s;
+    }
+    /// lockstep: the slow units' factor of the CDF of W, log (1 - q + q B(w))^units
+    double pgf_log_term(const UnitPgf& u, double w) const {
+        {
             // ratio of a stage's CDF with c slow members to the clean one: F(g/sf)^c / F(g)^c
             auto log_ratio = [&](int st, int c) {
                 const double g = g_of(st, w);
                 return c * (log_spatial_cdf(m_.spatial, g / m_.slow_factor) -
                             log_spatial_cdf(m_.spatial, g));
             };
-            const auto& u = *t.pgf;
             double b = 0;
             if (u.random) {
                 double b1 = 0;
@@ -267,12 +281,13 @@ class Analytic {
                     b += f * std::exp(l);
                 }
             }
-            s += u.units * std::log(std::max(1e-300, 1.0 - u.q + u.q * b));
+            return u.units * std::log(std::max(1e-300, 1.0 - u.q + u.q * b));
         }
-        return s;
     }
     /// sf of Delta on the x grid for a replica type (persistent part smoothed by `extra_sd`)
     std::vector<double> delta_sf(const ReplicaType& t, double noise_sd) const;
+    /// probability masses of W in the kw cells of width hw above w_lo_ (memoized per type)
+    const std::vector<double>& w_masses(const ReplicaType& t, int kw, double hw) const;
     void moments_of_g(const GroupLaw& law, double& mean, double& var) const;
 
     const StepModel& m_;
@@ -288,6 +303,11 @@ class Analytic {
     std::vector<double> weight_, slack_;  ///< per stage: makespan slope once critical, slack
     std::vector<double> rest_;            ///< per stage: makespan slope for a small change
     Grid x_;
+    const ReplicaType* base_type_ = nullptr;
+    mutable int mass_kw_ = -1;
+    mutable double mass_hw_ = 0;
+    mutable std::vector<double> base_stage_, base_total_;
+    mutable std::map<const ReplicaType*, std::vector<double>> mass_;
 };
 
 double Analytic::makespan_at(double r, const std::vector<double>* g_stage) const {
@@ -333,6 +353,49 @@ void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) cons
     var = std::max(0.0, m2 - m1 * m1);
 }
 
+const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, double hw) const {
+    // Types differ from the base type in a few stages only: the base type's per-stage log CDFs
+    // at the kw + 1 cell edges are computed once and a type adds its differing stages' terms.
+    if (kw != mass_kw_ || hw != mass_hw_) {
+        mass_kw_ = kw;
+        mass_hw_ = hw;
+        mass_.clear();
+        const ReplicaType& base = *base_type_;
+        base_stage_.assign(static_cast<size_t>(m_.stages) * (kw + 1), 0.0);
+        base_total_.assign(kw + 1, 0.0);
+        for (int st = 0; st < m_.stages; ++st) {
+            double* row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
+            const GroupLaw& law = *base.stage_law[st];
+            for (int j = 0; j <= kw; ++j) {
+                row[j] = law.log_cdf(g_of(st, w_lo_ + hw * j));
+                base_total_[j] += row[j];
+            }
+        }
+    }
+    auto it = mass_.find(&t);
+    if (it != mass_.end()) return it->second;
+    std::vector<int> differ;
+    for (int st = 0; st < m_.stages; ++st) {
+        if (t.stage_law[st] != base_type_->stage_law[st]) differ.push_back(st);
+    }
+    std::vector<double>& pj = mass_[&t];
+    pj.resize(kw);
+    double prev_sf = 0;
+    for (int j = 0; j <= kw; ++j) {
+        const double w = w_lo_ + hw * j;
+        double total = base_total_[j];
+        for (const int st : differ) {
+            total += t.stage_law[st]->log_cdf(g_of(st, w)) -
+                     base_stage_[static_cast<size_t>(st) * (kw + 1) + j];
+        }
+        if (t.pgf != nullptr) total += pgf_log_term(*t.pgf, w);
+        const double cur = -std::expm1(total);
+        if (j > 0) pj[j - 1] = std::max(0.0, prev_sf - cur);
+        prev_sf = cur;
+    }
+    return pj;
+}
+
 std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) const {
     std::vector<double> sf(x_.n);
     const double a = slow_w_;
@@ -358,14 +421,7 @@ std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) co
     const double hx = x_.h;
     const double hw = hx / a;
     const int kw = std::clamp(static_cast<int>(std::ceil((w_hi_ - w_lo_) / hw)), 1, 4 * x_.n);
-    std::vector<double> pj(kw);
-    double prev_sf = -std::expm1(log_cdf_w(t, w_lo_));
-    for (int j = 0; j < kw; ++j) {
-        const double w = w_lo_ + hw * (j + 1);
-        const double cur = -std::expm1(log_cdf_w(t, w));
-        pj[j] = std::max(0.0, prev_sf - cur);
-        prev_sf = cur;
-    }
+    const std::vector<double>& pj = w_masses(t, kw, hw);
     const double x0 = a * (w_lo_ + 0.5 * hw - w1_) + mu_o_ + t.extra_mean;  // atom j: x0 + j hx
     const double sd = std::sqrt(noise_sd * noise_sd + hx * hx / 12.0);
     // x_i - x_j = (x_.lo - x0) + (i - j) hx; kernel over k = i - j in [-(kw-1), n-1]
@@ -772,6 +828,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         x_.h = (hi - lo) / (x_.n - 1);
     }
 
+    base_type_ = &types[0];
     std::vector<std::vector<double>> sf_type;
     std::vector<std::vector<double>> sf_type_pers;
     for (const auto& t : types) {
@@ -962,8 +1019,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     // normal guess: ~10 CDF evaluations instead of ~40 bisection steps over [t_lo, t_hi]
     const double guess_sd = out.std_s > 0 ? out.std_s : 1e-3 * (t_hi - t_lo);
     auto quantile = [&](double prob) {
-        const double x0 =
-            std::clamp(out.mean_s + guess_sd * normal_quantile(prob), t_lo, t_hi);
+        const double x0 = std::clamp(out.mean_s + guess_sd * normal_quantile(prob), t_lo, t_hi);
         const double f0 = cdf(x0) - prob;
         double a = x0, fa = f0, b = x0, fb = f0;
         double step = guess_sd;
@@ -1078,6 +1134,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
 void analytic(const StepModel& model, const PersistentLayout& layout, const EvaluationSpec& eval,
               int clusters, StepDistribution& out, const std::vector<double>* query,
               std::vector<double>* cdf_out) {
+    trim_law_cache();
     Analytic a(model, layout);
     a.run(eval, clusters, out, query, cdf_out);
 }
