@@ -905,16 +905,32 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     struct Cell {
         double w, shift_a, shift_b;
         std::vector<std::pair<double, double>> tail;  // (value, weight)
+        double tail_var = 0;  ///< variance of a normal part collapsed onto its mean
     };
+    // A normal part of the tail with sd sigma small against the x grid step or against the sd S
+    // of D is collapsed onto its mean (one node instead of 8): the CDF moves by about
+    // sigma^2 / 2 |f'| <= 0.12 (sigma / S)^2 for a unimodal D (< 5e-5 at sigma = 0.02 S), or
+    // by a fraction of one grid step's mass; its variance still enters the moments (tail_var).
+    const double collapse_sd = std::max(0.05 * x_.h, 0.02 * std::sqrt(d_var));
+    double tail_var = 0;
     std::vector<Cell> cells;
     auto tail_nodes = [&](double r) {
         std::vector<std::pair<double, double>> nodes;
+        tail_var = 0;
+        auto node_count = [&](double sd) {
+            if (!(sd > 0)) return 1;
+            if (sd < collapse_sd) {
+                tail_var += sd * sd;
+                return 1;
+            }
+            return 8;
+        };
         const double sm = m_.sync.mean(1.0, r), ssd = std::sqrt(m_.sync.var(1.0, r));
         const double om = m_.optimizer.mean(1.0, r), osd = std::sqrt(m_.optimizer.var(1.0, r));
         if (sm - m_.sync_overlap_s > 6.0 * ssd && om > 6.0 * osd) {
             // no rectification in reach: the sum of two normals is normal
             const double sd = std::sqrt(ssd * ssd + osd * osd);
-            const int n = sd > 0 ? 8 : 1;
+            const int n = node_count(sd);
             for (int a = 0; a < n; ++a) {
                 const double z = n > 1 ? kGhZ[a] : 0.0;
                 nodes.push_back({sm - m_.sync_overlap_s + om + sd * z, n > 1 ? kGhW[a] : 1.0});
@@ -923,13 +939,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         }
         if (sm - m_.sync_overlap_s < -6.0 * ssd && om > 6.0 * osd) {
             // the sync stays hidden
-            const int n = osd > 0 ? 8 : 1;
+            const int n = node_count(osd);
             for (int a = 0; a < n; ++a) {
                 nodes.push_back({om + osd * (n > 1 ? kGhZ[a] : 0.0), n > 1 ? kGhW[a] : 1.0});
             }
             return nodes;
         }
-        const int ns = ssd > 0 ? 8 : 1, no = osd > 0 ? 8 : 1;
+        const int ns = ssd > 0 ? 8 : 1;
+        const int no = om > 6.0 * osd ? node_count(osd) : (osd > 0 ? 8 : 1);
         for (int a = 0; a < ns; ++a) {
             for (int b = 0; b < no; ++b) {
                 const double s = ns > 1 ? sm + ssd * kGhZ[a] : sm;
@@ -943,7 +960,8 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     if (m_.regime.is_constant()) {
         const double r = m_.regime.mean();
         const double s = makespan_at(r);
-        cells.push_back({1.0, s, s, tail_nodes(r)});
+        auto nodes = tail_nodes(r);
+        cells.push_back({1.0, s, s, std::move(nodes), tail_var});
     } else {
         constexpr int kCells = 96;
         constexpr double kZ = 6.0;
@@ -958,7 +976,8 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             if (i == 0) w += normal_cdf(-kZ);
             if (i == kCells - 1) w += normal_cdf(-kZ);
             const double rmid = m_.regime.quantile(normal_cdf(0.5 * (zs[i] + zs[i + 1])));
-            cells.push_back({w, shift[i], shift[i + 1], tail_nodes(rmid)});
+            auto nodes = tail_nodes(rmid);
+            cells.push_back({w, shift[i], shift[i + 1], std::move(nodes), tail_var});
         }
     }
 
@@ -997,7 +1016,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double sh = 0.5 * (c.shift_a + c.shift_b);
         const double shv = (c.shift_b - c.shift_a) * (c.shift_b - c.shift_a) / 12.0;
         m1 += c.w * (sh + ty);
-        m2 += c.w * (sh * sh + shv + 2 * sh * ty + ty2);
+        m2 += c.w * (sh * sh + shv + 2 * sh * ty + ty2 + c.tail_var);
     }
     out.mean_s = m1 + d_mean;
     out.std_s = std::sqrt(std::max(0.0, m2 - m1 * m1) + d_var);
