@@ -437,13 +437,32 @@ std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) co
         if (std::fabs(dx) > (reach + 1) * hx) continue;
         kernel[k - kmin] = normal_sf(dx / sd);
     }
+    // the support of the masses (most cells of the common W range are empty for one type)
+    int jfirst = 0, jlast = kw;
+    while (jfirst < kw && pj[jfirst] == 0) ++jfirst;
+    while (jlast > jfirst && pj[jlast - 1] == 0) --jlast;
+    // kernel reversed so that the inner product runs forward in both arrays (vectorizes)
+    const int klen = x_.n + kw - 1;
+    std::vector<double> rev(kernel.rbegin() + (kernel.size() - klen), kernel.rend());
     for (int i = 0; i < x_.n; ++i) {
         // atoms with x_i - x_j > reach steps contribute 0, with x_i - x_j < -reach contribute 1
         const int centre = i + kshift;  // j with x_j ~ x_i
-        const int jlo = std::clamp(centre - reach - 1, 0, kw);
-        const int jhi = std::clamp(centre + reach + 2, 0, kw);
-        double sum = above[jhi];
-        for (int j = jlo; j < jhi; ++j) sum += pj[j] * kernel[i - j - kmin];
+        const int jlo = std::clamp(centre - reach - 1, jfirst, std::max(jfirst, jlast));
+        const int jhi = std::clamp(centre + reach + 2, jlo, std::max(jlo, jlast));
+        double sum = above[std::clamp(centre + reach + 2, 0, kw)];
+        // kernel[i - j - kmin] = rev[klen - 1 - (i - kmin) + j]
+        const double* r = rev.data() + (klen - 1 - (i - kmin));
+        // four partial sums: independent FMA chains (no reassociation needed to pipeline)
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        int j = jlo;
+        for (; j + 4 <= jhi; j += 4) {
+            a0 += pj[j] * r[j];
+            a1 += pj[j + 1] * r[j + 1];
+            a2 += pj[j + 2] * r[j + 2];
+            a3 += pj[j + 3] * r[j + 3];
+        }
+        for (; j < jhi; ++j) a0 += pj[j] * r[j];
+        sum += (a0 + a1) + (a2 + a3);
         sf[i] = std::min(1.0, sum);
     }
     return sf;
