@@ -98,6 +98,36 @@ class Stream {
         }
     }
 
+    /// Standard normal by the same ziggurat from ONE 32-bit word in the common case (Marsaglia
+    /// and Tsang's original form, with disjoint bits: 7 for the layer, the upper 25 as a signed
+    /// abscissa, so the layer and the abscissa stay independent; Doornik 2005's concern). The
+    /// rectangle draws are resolved to 2^-24 of the layer width; the rare wedge and tail
+    /// draws use full 53-bit uniforms. For bulk Monte Carlo: 3x fewer Philox blocks than
+    /// normal().
+    double normal32() {
+        const auto& z = detail::ziggurat();
+        for (;;) {
+            const std::uint32_t w = bits();
+            const unsigned i = w & 0x7Fu;
+            // upper 25 bits as a signed fraction in (-1, 1), centred in its 2^-24 cell
+            const double u =
+                (static_cast<double>(static_cast<std::int32_t>(w & ~0x7Fu)) + 64.0) * 0x1.0p-31;
+            if (std::fabs(u) < z.ratio[i]) return u * z.x[i];
+            if (i == 0) {
+                double x, y;
+                do {
+                    x = std::log(uniform()) / detail::ZigguratTables::kR;
+                    y = std::log(uniform());
+                } while (-2.0 * y < x * x);
+                return u < 0 ? x - detail::ZigguratTables::kR : detail::ZigguratTables::kR - x;
+            }
+            const double x = u * z.x[i];
+            const double f0 = std::exp(-0.5 * (z.x[i] * z.x[i] - x * x));
+            const double f1 = std::exp(-0.5 * (z.x[i + 1] * z.x[i + 1] - x * x));
+            if (f1 + uniform() * (f0 - f1) < 1.0) return x;
+        }
+    }
+
   private:
     void refill() {
         block_ = r123::Philox4x32{}(ctr_, key_);

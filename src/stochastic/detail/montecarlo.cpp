@@ -72,14 +72,14 @@ class StepSampler {
                 const int j = op.stage * v + op.chunk;
                 const double mu = op.backward ? mean_b_[j] : mean_f_[j];
                 const double sd = op.backward ? sd_b_[j] : sd_f_[j];
-                dur_[i] = sd > 0 ? std::max(0.0, mu + sd * rng.normal()) : mu;
+                dur_[i] = sd > 0 ? std::max(0.0, mu + sd * rng.normal32()) : mu;
                 if (op.input >= 0) {
                     xfer_[i] =
-                        p2p_sd > 0 ? std::max(0.0, p2p_mean + p2p_sd * rng.normal()) : p2p_mean;
+                        p2p_sd > 0 ? std::max(0.0, p2p_mean + p2p_sd * rng.normal32()) : p2p_mean;
                 }
             }
             const double dl_sd = single ? 0.0 : std::sqrt(m.dataloader.var(1.0, r));
-            const double dl = std::max(0.0, m.dataloader.mean(1.0, r) + dl_sd * rng.normal());
+            const double dl = std::max(0.0, m.dataloader.mean(1.0, r) + dl_sd * rng.normal32());
             double fin = m.pipeline.makespan(dur_.data(), xfer_.data(), dl, finish_.data());
             if (single) {
                 // the replica's only random term, with its exact law
@@ -93,9 +93,9 @@ class StepSampler {
             slowest = std::max(slowest, fin);
         }
         const double sync =
-            std::max(0.0, m.sync.mean(1.0, r) + std::sqrt(m.sync.var(1.0, r)) * rng.normal());
+            std::max(0.0, m.sync.mean(1.0, r) + std::sqrt(m.sync.var(1.0, r)) * rng.normal32());
         const double opt = std::max(
-            0.0, m.optimizer.mean(1.0, r) + std::sqrt(m.optimizer.var(1.0, r)) * rng.normal());
+            0.0, m.optimizer.mean(1.0, r) + std::sqrt(m.optimizer.var(1.0, r)) * rng.normal32());
         return slowest + std::max(0.0, sync - m.sync_overlap_s) + opt;
     }
 

@@ -182,26 +182,30 @@ TEST(Stream, NormalDrawsFollowTheStandardNormal) {
     // 400,000 draws: KS distance to Phi (erfc) below 1.95 / sqrt(n) (0.1% level), mean within
     // 4 / sqrt(n), variance within 4 sqrt(2 / n), tail fraction beyond 3.442 (the ziggurat's
     // base-layer cut) within 4 binomial standard errors
-    constexpr int kN = 400000;
-    Stream s(9, 9, StreamKind::test, 1);
-    std::vector<double> x(kN);
-    for (auto& v : x) v = s.normal();
-    std::sort(x.begin(), x.end());
-    double ks = 0, sum = 0, sum2 = 0;
-    int tail = 0;
-    for (int i = 0; i < kN; ++i) {
-        const double f = normal_cdf(x[i]);
-        ks = std::max({ks, std::fabs(f - double(i) / kN), std::fabs(f - double(i + 1) / kN)});
-        sum += x[i];
-        sum2 += x[i] * x[i];
-        tail += std::fabs(x[i]) > 3.442619855899;
-    }
-    const double p_tail = 2 * normal_sf(3.442619855899);
+    // both generators: normal() (53-bit abscissa) and normal32() (one 32-bit word)
+    for (const bool one_word : {false, true}) {
+        SCOPED_TRACE(one_word ? "normal32" : "normal");
+        constexpr int kN = 400000;
+        Stream s(9, 9, StreamKind::test, 1);
+        std::vector<double> x(kN);
+        for (auto& v : x) v = one_word ? s.normal32() : s.normal();
+        std::sort(x.begin(), x.end());
+        double ks = 0, sum = 0, sum2 = 0;
+        int tail = 0;
+        for (int i = 0; i < kN; ++i) {
+            const double f = normal_cdf(x[i]);
+            ks = std::max({ks, std::fabs(f - double(i) / kN), std::fabs(f - double(i + 1) / kN)});
+            sum += x[i];
+            sum2 += x[i] * x[i];
+            tail += std::fabs(x[i]) > 3.442619855899;
+        }
+        const double p_tail = 2 * normal_sf(3.442619855899);
 
-    EXPECT_LT(ks, 1.95 / std::sqrt(double(kN)));
-    EXPECT_NEAR(sum / kN, 0.0, 4 / std::sqrt(double(kN)));
-    EXPECT_NEAR(sum2 / kN, 1.0, 4 * std::sqrt(2.0 / kN));
-    EXPECT_NEAR(double(tail) / kN, p_tail, 4 * std::sqrt(p_tail / kN));
+        EXPECT_LT(ks, 1.95 / std::sqrt(double(kN)));
+        EXPECT_NEAR(sum / kN, 0.0, 4 / std::sqrt(double(kN)));
+        EXPECT_NEAR(sum2 / kN, 1.0, 4 * std::sqrt(2.0 / kN));
+        EXPECT_NEAR(double(tail) / kN, p_tail, 4 * std::sqrt(p_tail / kN));
+    }
 }
 
 }  // namespace
