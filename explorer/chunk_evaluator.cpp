@@ -1,6 +1,8 @@
 #include "explorer/chunk_evaluator.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <map>
 #include <sstream>
 #include <string>
@@ -18,6 +20,7 @@ ChunkEvaluator::ChunkEvaluator(const DesignSpace& space, const Evaluator& evalua
             if (!item.empty()) inject_failures_.insert(std::stoull(item));
         }
     }
+    if (const char* env = std::getenv("PRISM_TEST_POINT_DELAY_MS")) delay_ms_ = std::atof(env);
 }
 
 ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
@@ -38,6 +41,9 @@ ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
                                  " (PRISM_FAULT_INJECT_INDICES)");
             }
             out.rows.push_back(evaluator_->evaluate(decoded.point, index));
+            if (delay_ms_ > 0) {
+                std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
+            }
         } catch (const std::exception& e) {
             PointResult failed;
             failed.index = index;

@@ -23,6 +23,9 @@ class ChunkEvaluator {
     /// Fault injection for tests of the failure policy: indices listed in the environment
     /// variable PRISM_FAULT_INJECT_INDICES ("3,17,...") throw as if the model had failed.
     std::set<std::uint64_t> inject_failures_;
+    /// For tests of interruptions: PRISM_TEST_POINT_DELAY_MS adds this much wall time to every
+    /// evaluated point, so that a test's signal lands mid-sweep whatever the model's speed.
+    double delay_ms_ = 0;
 };
 
 }  // namespace prism::explorer

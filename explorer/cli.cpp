@@ -156,7 +156,10 @@ int run_cli(int argc, char** argv) {
     sweep_cmd->add_option("--progress-interval", sweep.progress_interval_s,
                           "seconds between progress lines when not on a terminal");
     sweep_cmd->add_option("--flush-interval", sweep.flush_interval_s,
-                          "seconds between commits of rows to the file");
+                          "seconds between handing rows to the file");
+    sweep_cmd->add_option("--max-commit-lag", sweep.max_commit_lag_s,
+                          "seconds after which rows in a partly filled chunk are committed "
+                          "(default 60; full 4096-row chunks are committed at once)");
     sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "no progress and no report at the end");
 
     std::string validate_path;

@@ -280,6 +280,7 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
         return kExitOk;
     }
 
+    writer->set_max_commit_lag(options.max_commit_lag_s);
     install_master_signals();
     const std::uint64_t begin = writer->next_index();
     const bool resumed = options.resume;

@@ -35,6 +35,11 @@ resume_and_compare() {
 
 run sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 
+# From here on every evaluated point also sleeps 25 ms (test-only knob; 288 points take >= 3.6 s
+# on two workers), so that signals land mid-sweep however fast the model becomes. The delay
+# changes no result: the reference above ran without it.
+export PRISM_TEST_POINT_DELAY_MS=25
+
 # 1. SIGTERM (what Slurm and PBS send at the time limit). With one rank the prism process gets
 # it directly and must exit 3. Under mpiexec, Hydra forwards it to every rank, but the exit
 # status Hydra itself returns after a forwarded signal is racy (0 or the ranks' code, seen with
@@ -74,10 +79,10 @@ resume_and_compare time-limit "$dir/limit.h5"
 
 # 3. kill -9 of the whole job: the file still opens and --resume completes it.
 setsid "$mpiexec" -n "$n" "$prism" sweep "$exp" -o "$dir/kill.h5" --progress-interval 0.2 \
-    --flush-interval 0.3 >"$dir/kill.log" 2>&1 &
+    --flush-interval 0.3 --max-commit-lag 0.3 >"$dir/kill.log" 2>&1 &
 pid=$!
 wait_progress "$dir/kill.log" || fail "kill -9: no progress"
-sleep 1
+sleep 1.5
 kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 sleep 0.5
