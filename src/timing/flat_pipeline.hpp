@@ -38,8 +38,19 @@ class FlatPipeline {
     double makespan(const double* op_s, const double* transfer_s, double stage0_start_s,
                     double* finish) const;
 
+    /// Two makespans in one pass over the schedule, each with its own durations (e.g. means
+    /// and variances: the longest path of each). `finish_a`, `finish_b` are scratch.
+    void makespan_pair(const double* op_a, const double* transfer_a, double start_a,
+                       const double* op_b, const double* transfer_b, double start_b,
+                       double* finish_a, double* finish_b, double& end_a, double& end_b) const;
+
+    /// Natural log of the number of distinct paths from a first op to a last op (through
+    /// stage order, own-forward and transfer edges): the union-bound count over critical paths.
+    double log_paths() const { return log_paths_; }
+
   private:
     PipelineShape shape_;
+    double log_paths_ = 0;
     std::vector<FlatOp> ops_;
     std::vector<std::int32_t> last_on_stage_;
 };

@@ -17,6 +17,15 @@ namespace prism::stochastic::detail {
 std::vector<double> monte_carlo(const StepModel& model, const PersistentLayout& layout, int samples,
                                 std::uint64_t seed, std::uint64_t point_index);
 
+/// Replica pruning audit (tests): over `samples` Monte Carlo steps, how many replicas were
+/// skipped as unable to be the slowest, and how many of those, drawn anyway, were slower than
+/// the slowest drawn one (each should happen with probability < 1e-12).
+struct PruningCheck {
+    std::int64_t replicas = 0, skipped = 0, violations = 0;
+};
+PruningCheck check_monte_carlo_pruning(const StepModel& model, const PersistentLayout& layout,
+                                       int samples, std::uint64_t seed, std::uint64_t point_index);
+
 /// Monte Carlo estimates of the conditional mean and variance of one step for `clusters`
 /// cluster realizations, `per_cluster` steps each.
 void monte_carlo_clusters(const StepModel& model, const PersistentLayout& layout, int clusters,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "src/stochastic/random.hpp"
@@ -45,6 +46,59 @@ TEST(FlatPipeline, MakespanEqualsEvaluatePipelineWithRandomDurations) {
         EXPECT_EQ(got, *std::max_element(ref.begin(), ref.end()));
         EXPECT_EQ(flat.size(),
                   static_cast<size_t>(2 * shape.stages * shape.chunks * shape.microbatches));
+    }
+}
+
+TEST(FlatPipeline, MakespanPairEqualsTwoMakespans) {
+    const FlatPipeline flat(PipelineShape{4, 2, 8});
+    stochastic::Stream rng(5, 6, stochastic::StreamKind::test, 0);
+    std::vector<double> a(flat.size()), ta(flat.size()), b(flat.size()), tb(flat.size());
+    for (auto* v : {&a, &ta, &b, &tb}) {
+        for (auto& d : *v) d = rng.uniform();
+    }
+    std::vector<double> f1(flat.size()), f2(flat.size());
+
+    double end_a = 0, end_b = 0;
+    flat.makespan_pair(a.data(), ta.data(), 0.5, b.data(), tb.data(), 0.25, f1.data(), f2.data(),
+                       end_a, end_b);
+
+    EXPECT_EQ(end_a, flat.makespan(a.data(), ta.data(), 0.5, f1.data()));
+    EXPECT_EQ(end_b, flat.makespan(b.data(), tb.data(), 0.25, f2.data()));
+}
+
+TEST(FlatPipeline, LogPathsCountsTheScheduleDagPathsByBruteForce) {
+    // truth: depth-first enumeration of every path from a source op to a stage's last op
+    for (const PipelineShape shape :
+         {PipelineShape{1, 1, 1}, PipelineShape{2, 1, 2}, PipelineShape{3, 1, 4},
+          PipelineShape{2, 2, 4}, PipelineShape{4, 1, 6}}) {
+        const FlatPipeline flat(shape);
+        const auto& ops = flat.ops();
+        std::vector<std::vector<int>> next(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) {
+            for (const int pred : {ops[i].stage_prev, ops[i].own_forward, ops[i].input}) {
+                if (pred >= 0) next[pred].push_back(static_cast<int>(i));
+            }
+        }
+        std::vector<bool> last(ops.size(), false);
+        for (int s = 0; s < shape.stages; ++s) {
+            int idx = -1;
+            for (size_t i = 0; i < ops.size(); ++i) {
+                if (ops[i].stage == s) idx = static_cast<int>(i);
+            }
+            if (idx >= 0) last[idx] = true;
+        }
+        double count = 0;
+        auto walk = [&](auto&& self, int i) -> void {
+            if (last[i]) count += 1;
+            for (const int j : next[i]) self(self, j);
+        };
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const auto& op = ops[i];
+            if (op.stage_prev < 0 && op.own_forward < 0 && op.input < 0) walk(walk, int(i));
+        }
+
+        EXPECT_NEAR(flat.log_paths(), std::log(count), 1e-12)
+            << shape.stages << " " << shape.chunks << " " << shape.microbatches;
     }
 }
 
