@@ -47,7 +47,26 @@ class StepSampler {
           sd_b_(mean_f_.size()),
           var_(m.pipeline.size()),
           xvar_(m.pipeline.size()),
-          finish2_(m.pipeline.size()) {}
+          finish2_(m.pipeline.size()),
+          op_j_(m.pipeline.size()),
+          op_bwd_(m.pipeline.size()) {
+        // longest paths of the comp and comm variances at g = R = 1 (the bound's V)
+        const auto& ops = m.pipeline.ops();
+        for (size_t i = 0; i < ops.size(); ++i) {
+            op_j_[i] = ops[i].stage * m.chunks + ops[i].chunk;
+            op_bwd_[i] = ops[i].backward ? 1 : 0;
+        }
+        for (const bool comm : {false, true}) {
+            for (size_t i = 0; i < ops.size(); ++i) {
+                const ChunkCost& k = (op_bwd_[i] ? m.bwd : m.fwd)[op_j_[i]];
+                var_[i] = comm ? k.comm_var : k.comp_var;
+                xvar_[i] = comm ? m.p2p.comm_var : m.p2p.comp_var;
+            }
+            const double start = comm ? m.dataloader.comm_var : m.dataloader.comp_var;
+            (comm ? vcomm_ : vcomp_) =
+                m.pipeline.makespan(var_.data(), xvar_.data(), start, finish_.data());
+        }
+    }
 
     double operator()(const std::vector<double>& gk, Stream& rng) {
         const auto& m = m_;
@@ -132,43 +151,48 @@ class StepSampler {
     /// max with probability < eps = 1e-12 (so < 1.3e-7 per 1,000 samples of 1,024 replicas).
     double slowest_replica(const std::vector<double>& gk, double r, Stream& rng) {
         const auto& m = m_;
+        const int p = m.stages;
         const int v = m.chunks;
-        const auto& ops = m.pipeline.ops();
-        const size_t nops = ops.size();
+        const size_t nops = m.pipeline.size();
         const double p2p_mean = m.p2p.mean(1.0, r);
         const double p2p_var = m.p2p.var(1.0, r);
         const double dl_mean = m.dataloader.mean(1.0, r);
         const double dl_var = m.dataloader.var(1.0, r);
         constexpr double kLogInvEps = 27.631021115928547;  // ln 1e12
+        // Phi(-mu / sd), bounded by Phi(-8.5) < 1e-17 without erfc when mu >= 8.5 sd
         auto clamp_mass = [](double mu, double var) {
-            return var > 0 ? normal_cdf(-mu / std::sqrt(var)) : 0.0;
+            if (!(var > 0)) return 0.0;
+            if (mu > 0 && mu * mu >= 72.25 * var) return 1e-17;
+            return normal_cdf(-mu / std::sqrt(var));
         };
-        const double xfers = static_cast<double>(nops);
-        const double f_common = xfers * clamp_mass(p2p_mean, p2p_var) + clamp_mass(dl_mean, dl_var);
-        for (size_t i = 0; i < nops; ++i) {
-            xfer_[i] = p2p_mean;
-            xvar_[i] = p2p_var;
-        }
+        const double f_common =
+            static_cast<double>(nops) * clamp_mass(p2p_mean, p2p_var) + clamp_mass(dl_mean, dl_var);
+        for (size_t i = 0; i < nops; ++i) xfer_[i] = p2p_mean;
         bound_.resize(m.replicas);
         order_.resize(m.replicas);
+        const double n = m.microbatches;
         for (int rep = 0; rep < m.replicas; ++rep) {
-            stage_costs(gk, rep, r);
             double f = f_common;
-            for (size_t j = 0; j < mean_f_.size(); ++j) {
-                const double n = m.microbatches;
-                f += n * (clamp_mass(mean_f_[j], sd_f_[j] * sd_f_[j]) +
-                          clamp_mass(mean_b_[j], sd_b_[j] * sd_b_[j]));
+            double gmax = 1.0;
+            for (int s = 0; s < p; ++s) {
+                const double gg = gk[s * m.dp + rep];
+                gmax = std::max(gmax, gg);
+                for (int c = 0; c < v; ++c) {
+                    const int i = s * v + c;
+                    mean_f_[i] = m.fwd[i].mean(gg, r);
+                    mean_b_[i] = m.bwd[i].mean(gg, r);
+                    f += n * (clamp_mass(mean_f_[i], m.fwd[i].var(gg, r)) +
+                              clamp_mass(mean_b_[i], m.bwd[i].var(gg, r)));
+                }
             }
             for (size_t i = 0; i < nops; ++i) {
-                const auto& op = ops[i];
-                const int j = op.stage * v + op.chunk;
-                dur_[i] = op.backward ? mean_b_[j] : mean_f_[j];
-                const double sd = op.backward ? sd_b_[j] : sd_f_[j];
-                var_[i] = sd * sd;
+                dur_[i] = op_bwd_[i] ? mean_b_[op_j_[i]] : mean_f_[op_j_[i]];
             }
-            double mk = 0, vk = 0;
-            m.pipeline.makespan_pair(dur_.data(), xfer_.data(), dl_mean, var_.data(), xvar_.data(),
-                                     dl_var, finish_.data(), finish2_.data(), mk, vk);
+            const double mk =
+                m.pipeline.makespan(dur_.data(), xfer_.data(), dl_mean, finish_.data());
+            // longest path in sd^2 <= max(1, gmax)^2 (comp part) + r^2 (comm part), both
+            // longest paths precomputed: sd^2 = g^2 comp_var + r^2 comm_var per op
+            const double vk = gmax * gmax * vcomp_ + r * r * vcomm_;
             const double b =
                 std::sqrt(2.0 * vk * (m.pipeline.log_paths() + std::log1p(f) + kLogInvEps));
             bound_[rep] = mk + b;
@@ -203,6 +227,9 @@ class StepSampler {
     const StepModel& m_;
     std::vector<double> dur_, xfer_, finish_, mean_f_, sd_f_, mean_b_, sd_b_;
     std::vector<double> var_, xvar_, finish2_, bound_;
+    std::vector<int> op_j_;
+    std::vector<std::uint8_t> op_bwd_;
+    double vcomp_ = 0, vcomm_ = 0;
     std::vector<std::pair<double, int>> order_;
 };
 
