@@ -63,7 +63,9 @@ class Stream {
 
     /// Uniform in the open interval (0, 1), 53 random bits.
     double uniform() {
-        if (used_ >= 4) refill();
+        // two words: after an odd number of bits() calls one word is left, which is skipped
+        // (reading v[3] and v[4] ran past the block; found by -fsanitize=undefined)
+        if (used_ > 2) refill();
         const std::uint64_t hi = block_.v[used_++] >> 5;  // 27 bits
         const std::uint64_t lo = block_.v[used_++] >> 6;  // 26 bits
         return (static_cast<double>((hi << 26) | lo) + 0.5) * 0x1.0p-53;
