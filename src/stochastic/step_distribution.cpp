@@ -58,6 +58,23 @@ StepDistribution point_mass(double t, const EvaluationSpec& eval) {
     return out;
 }
 
+/// Bit c set when some op of kernel class c takes time in the profile: masking a class with no
+/// such op leaves the distribution unchanged (its sensitivity is exactly 0).
+std::uint32_t classes_in(const StepProfile& p) {
+    std::uint32_t used = 0;
+    for (const SegmentList* list :
+         {&p.layer_forward, &p.layer_backward, &p.embedding_forward, &p.embedding_backward,
+          &p.head_forward, &p.head_backward, &p.dp_sync, &p.optimizer, &p.dataloader}) {
+        for (const auto& seg : *list) {
+            for (const auto& op : seg.ops) {
+                if (op.time_s > 0) used |= 1u << static_cast<int>(op.cls);
+            }
+        }
+    }
+    if (p.p2p.time_s > 0 && p.stages * p.chunks > 1) used |= 1u << static_cast<int>(p.p2p.cls);
+    return used;
+}
+
 }  // namespace
 
 bool VariabilitySpec::is_deterministic() const {
@@ -154,8 +171,10 @@ Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
     eval.histogram = false;
     const auto base =
         step_distribution(profile, point, hardware, cluster, variability, eval, seed, point_index);
+    const std::uint32_t used = classes_in(profile);
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_spec(variability.transient[c])) continue;
+        if (!(used & (1u << c))) continue;
         const auto d = stochastic::step_distribution_masked(
             profile, point, hardware, cluster, variability, eval, seed, point_index, 1u << c);
         s.p95_drop_s[c] = base.p95_s - d.p95_s;

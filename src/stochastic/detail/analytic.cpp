@@ -97,10 +97,10 @@ struct GroupLaw {
 };
 
 /// log CDF of a group law tabulated on a uniform g grid and interpolated linearly. The grid
-/// spans [lo, hi] with log CDF(lo) ~ -800 (CDF 0 in double) and log CDF(hi) > -1e-22 (the
-/// replica sf is needed down to ~1e-17), 4097 points: at the narrowest (normal spatial,
-/// cv 0.01, lockstep groups of 1e5 GPUs) the step is < 0.01 sd, so the linear interpolation
-/// error of the log CDF is < 1e-5 of its local curvature scale.
+/// spans [lo, hi] with log CDF(lo) = -800 (CDF 0 in double) and log CDF(hi) = -1e-22 (the
+/// replica sf is needed down to ~1e-17), 4097 points: for a normal spatial factor with cv 0.03
+/// the step is 0.003-0.01 sd from groups of 1e5 GPUs down to single GPUs (the span is widest
+/// there, through the irrelevant far lower tail); the accuracy tests check the end result.
 struct LawTable {
     static constexpr int kPoints = 4097;
     double lo = 0, hi = 0, inv_h = 0;
