@@ -1,5 +1,7 @@
 // Monte Carlo reference evaluator: draws the persistent factors of K cluster realizations, then
 // for each sample the regime R and every chunk op of every replica, and runs the pipeline DAG.
+// Replicas that cannot be the slowest (up to a failure probability of 1e-12 per replica, see
+// slowest_replica) are not drawn; check_monte_carlo_pruning audits that in the tests.
 
 #include <algorithm>
 #include <cmath>
