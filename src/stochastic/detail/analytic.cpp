@@ -872,30 +872,28 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         if (pgf_mode && !m_.lockstep) {
             // F_D = F_h^d (1 - q + q A)^units, A = E over a slow unit's pattern of the product
             // of its replicas' CDF ratios to the healthy replica
+            // the CDF ratios F_t / F_h directly (one division, no log / exp per type and point)
+            std::vector<double> ratio(sft.size(), 1.0);
             for (int i = 0; i < x_.n; ++i) {
-                const double sh = sft[0][i];
-                const double lh = sh < 0.5 ? std::log1p(-sh) : std::log(std::max(1e-300, 1 - sh));
-                if (lh < -700) {
+                const double fh = std::max(1e-300, 1.0 - sft[0][i]);
+                if (fh < 1e-304) {  // log F_h < -700
                     F[i] = 0;
                     continue;
                 }
-                auto lratio = [&](int t) {
-                    const double st = sft[t][i];
-                    const double l =
-                        st < 0.5 ? std::log1p(-st) : std::log(std::max(1e-300, 1 - st));
-                    return l - lh;
-                };
+                for (size_t t = 1; t < sft.size(); ++t) {
+                    ratio[t] = std::max(1e-300, 1.0 - sft[t][i]) / fh;
+                }
                 double a = 0;
                 if (unit_pgf.random) {
                     double r1 = 0;
-                    for (const int t : one_slow_at_stage) r1 += std::exp(lratio(t));
+                    for (const int t : one_slow_at_stage) r1 += ratio[t];
                     r1 /= p;
                     a = std::pow(1.0 - unit_pgf.phi + unit_pgf.phi * r1, unit_pgf.unit_gpus);
                 } else {
                     for (const auto& [f, idx] : rep_patterns) {
-                        double l = 0;
-                        for (const int t : idx) l += lratio(t);
-                        a += f * std::exp(l);
+                        double prod = 1;
+                        for (const int t : idx) prod *= ratio[t];
+                        a += f * prod;
                     }
                 }
                 F[i] *= std::exp(unit_pgf.units *
