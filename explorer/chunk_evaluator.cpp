@@ -2,10 +2,10 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "src/common/error.hpp"
 

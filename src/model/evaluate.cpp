@@ -199,8 +199,9 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             const double d = e.failures.deadlines_s[k];
             row.add("p_run_le_" + deadline_name(d), "1",
                     "probability that the run finishes within " + deadline_name(d),
-                    have_run && k < run_metrics.p_run_le_deadline.size() ? run_metrics.p_run_le_deadline[k]
-                                                                   : kNaN);
+                    have_run && k < run_metrics.p_run_le_deadline.size()
+                        ? run_metrics.p_run_le_deadline[k]
+                        : kNaN);
         }
         row.add("checkpoint_interval_s", "s", "compute time between checkpoints used",
                 have_run ? run_metrics.checkpoint_interval_s : kNaN);

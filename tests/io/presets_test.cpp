@@ -129,7 +129,8 @@ TEST(Presets, GpuPresetsCarryDatasheetValues) {
     EXPECT_DOUBLE_EQ(a100.gpu.hbm_bytes_per_s, 2039e9);
     EXPECT_DOUBLE_EQ(a100.nic_bytes_per_s, 25e9);
     const prism::HardwareSpec h200 = gpu("h200");
-    EXPECT_DOUBLE_EQ(h200.gpu.hbm_bytes, 139.8 * 1024 * 1024 * 1024);  // "139.8 GiB" as CUDA reports
+    EXPECT_DOUBLE_EQ(h200.gpu.hbm_bytes,
+                     139.8 * 1024 * 1024 * 1024);  // "139.8 GiB" as CUDA reports
     EXPECT_DOUBLE_EQ(h200.gpu.hbm_bytes_per_s, 4.8e12);
     const prism::HardwareSpec b200 = gpu("b200");
     EXPECT_DOUBLE_EQ(b200.gpu.peak_bf16_flop_per_s, 2250e12);
