@@ -32,6 +32,10 @@ std::uint64_t DesignSpace::index_of(const std::vector<std::size_t>& digits) cons
     return index;
 }
 
+DesignPoint DesignSpace::point(std::uint64_t index) const {
+    return decode_point(*experiment_, digits(index));
+}
+
 DesignSpace::Decoded DesignSpace::decode(std::uint64_t index) const {
     bool not_divisible = false;
     Decoded d{decode_point(*experiment_, digits(index), &not_divisible), std::nullopt};

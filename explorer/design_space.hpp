@@ -33,6 +33,9 @@ class DesignSpace {
     };
     Decoded decode(std::uint64_t index) const;
 
+    /// The design point of `index` without the filters (for indices already known to pass).
+    DesignPoint point(std::uint64_t index) const;
+
   private:
     const Experiment* experiment_;
     std::vector<std::uint64_t> radix_;

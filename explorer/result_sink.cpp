@@ -86,7 +86,7 @@ ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
     io::ResultReader reader(path);
     filtered_ = reader.filtered();
     rows_written_ = reader.rows();
-    for (const auto& f : reader.failures()) (void)f, ++failures_;
+    failures_ = reader.failures().size();
     if (objective_metric_.empty()) return;
     const auto index = reader.index();
     const auto status = reader.status();
@@ -120,7 +120,7 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
         batch.index.push_back(row.index);
         batch.status.push_back(row.status);
         batch.reason.push_back(row.reason);
-        const DesignPoint p = space_->decode(row.index).point;
+        const DesignPoint p = space_->point(row.index);  // filters already passed on the worker
         const auto placement = std::find(placement_labels_.begin(), placement_labels_.end(),
                                          placement_name(p.placement)) -
                                placement_labels_.begin();

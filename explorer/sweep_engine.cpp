@@ -62,12 +62,9 @@ class OrderedSink {
     Clock::time_point last_flush_ = Clock::now();
 };
 
-EngineOutcome outcome_of(const StopWatch& watch, const ResultConsumer& consumer, std::uint64_t next,
-                         std::uint64_t end) {
+EngineOutcome outcome_of(const ResultConsumer& consumer, std::uint64_t next, std::uint64_t end) {
     if (consumer.abort_requested()) return EngineOutcome::aborted;
-    if (next >= end) return EngineOutcome::complete;
-    (void)watch;
-    return EngineOutcome::interrupted;
+    return next >= end ? EngineOutcome::complete : EngineOutcome::interrupted;
 }
 
 }  // namespace
@@ -97,7 +94,7 @@ EngineReport run_serial(const EngineOptions& options, const ChunkFunction& evalu
     }
     sink.checkpoint();
     report.next_index = sink.next_index();
-    report.outcome = outcome_of(watch, consumer, report.next_index, options.end);
+    report.outcome = outcome_of(consumer, report.next_index, options.end);
     report.wall_s = seconds_since(watch.start);
     report.master_cpu_s = process_cpu_seconds() - cpu0;
     report.stop_signal = watch.signal();
@@ -177,7 +174,7 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
     EngineReport report;
     report.next_index = sink.next_index();
     report.workers_still_busy = active > 0;
-    report.outcome = outcome_of(watch, consumer, report.next_index, options.end);
+    report.outcome = outcome_of(consumer, report.next_index, options.end);
     report.wall_s = seconds_since(watch.start);
     report.master_cpu_s = process_cpu_seconds() - cpu0;
     report.stop_signal = watch.signal();
