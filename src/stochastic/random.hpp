@@ -77,6 +77,26 @@ class Stream {
         return block_.v[used_++];
     }
 
+    /// The ziggurat's slow cases for abscissa `u` in layer `i` outside the rectangle: the base
+    /// layer's tail beyond R (Marsaglia 1964), always accepted, or a wedge under the density.
+    /// Returns whether `x` holds a draw (false: rejected, draw again).
+    bool ziggurat_outside(double u, unsigned i, double& x) {
+        const auto& z = detail::ziggurat();
+        if (i == 0) {
+            double t, y;
+            do {
+                t = std::log(uniform()) / detail::ZigguratTables::kR;
+                y = std::log(uniform());
+            } while (-2.0 * y < t * t);
+            x = u < 0 ? t - detail::ZigguratTables::kR : detail::ZigguratTables::kR - t;
+            return true;
+        }
+        x = u * z.x[i];
+        const double f0 = std::exp(-0.5 * (z.x[i] * z.x[i] - x * x));
+        const double f1 = std::exp(-0.5 * (z.x[i + 1] * z.x[i + 1] - x * x));
+        return f1 + uniform() * (f0 - f1) < 1.0;  // under the density in a wedge
+    }
+
     /// Standard normal by the ziggurat method (exact, not an approximation).
     double normal() {
         const auto& z = detail::ziggurat();
@@ -84,19 +104,7 @@ class Stream {
             const double u = 2.0 * uniform() - 1.0;
             const unsigned i = bits() & 0x7Fu;
             if (std::fabs(u) < z.ratio[i]) return u * z.x[i];  // inside a rectangle
-            if (i == 0) {
-                // the base layer's tail beyond R (Marsaglia 1964)
-                double x, y;
-                do {
-                    x = std::log(uniform()) / detail::ZigguratTables::kR;
-                    y = std::log(uniform());
-                } while (-2.0 * y < x * x);
-                return u < 0 ? x - detail::ZigguratTables::kR : detail::ZigguratTables::kR - x;
-            }
-            const double x = u * z.x[i];
-            const double f0 = std::exp(-0.5 * (z.x[i] * z.x[i] - x * x));
-            const double f1 = std::exp(-0.5 * (z.x[i + 1] * z.x[i + 1] - x * x));
-            if (f1 + uniform() * (f0 - f1) < 1.0) return x;  // under the density in a wedge
+            if (double x = 0; ziggurat_outside(u, i, x)) return x;
         }
     }
 
@@ -115,18 +123,7 @@ class Stream {
             const double u =
                 (static_cast<double>(static_cast<std::int32_t>(w & ~0x7Fu)) + 64.0) * 0x1.0p-31;
             if (std::fabs(u) < z.ratio[i]) return u * z.x[i];
-            if (i == 0) {
-                double x, y;
-                do {
-                    x = std::log(uniform()) / detail::ZigguratTables::kR;
-                    y = std::log(uniform());
-                } while (-2.0 * y < x * x);
-                return u < 0 ? x - detail::ZigguratTables::kR : detail::ZigguratTables::kR - x;
-            }
-            const double x = u * z.x[i];
-            const double f0 = std::exp(-0.5 * (z.x[i] * z.x[i] - x * x));
-            const double f1 = std::exp(-0.5 * (z.x[i + 1] * z.x[i + 1] - x * x));
-            if (f1 + uniform() * (f0 - f1) < 1.0) return x;
+            if (double x = 0; ziggurat_outside(u, i, x)) return x;
         }
     }
 
