@@ -77,6 +77,21 @@ class Stream {
         return block_.v[used_++];
     }
 
+    /// Uniform integer in [0, n), n >= 1, exactly (Lemire's multiply-shift with rejection,
+    /// ACM TOMACS 29(1), 2019: no modulo bias).
+    std::uint32_t below(std::uint32_t n) {
+        std::uint64_t x = static_cast<std::uint64_t>(bits()) * n;
+        auto low = static_cast<std::uint32_t>(x);
+        if (low < n) {
+            const std::uint32_t floor = (0u - n) % n;  // 2^32 mod n
+            while (low < floor) {
+                x = static_cast<std::uint64_t>(bits()) * n;
+                low = static_cast<std::uint32_t>(x);
+            }
+        }
+        return static_cast<std::uint32_t>(x >> 32);
+    }
+
     /// The ziggurat's slow cases for abscissa `u` in layer `i` outside the rectangle: the base
     /// layer's tail beyond R (Marsaglia 1964), always accepted, or a wedge under the density.
     /// Returns whether `x` holds a draw (false: rejected, draw again).

@@ -2,10 +2,24 @@
 // for each sample the regime R and every chunk op of every replica, and runs the pipeline DAG.
 // Replicas that cannot be the slowest (up to a failure probability of 1e-12 per replica, see
 // slowest_replica) are not drawn; check_monte_carlo_pruning audits that in the tests.
+//
+// Two samplers of the same law:
+//  * dense (slowest_replica): every group factor drawn (draw_group_factors), one mean-duration
+//    DAG run per replica for its bound. Used for lockstep (FSDP), a single random term, one
+//    replica, random placement, and deterministic persistent factors;
+//  * sparse (slowest_sparse, ordered and variability-aware placement with persistent
+//    variability): the group factors are revealed lazily (LazyGroupFactors: slow units by
+//    geometric skipping, healthy factors top-down by order statistics, each draw from its
+//    exact conditional law), and replicas none of whose factors is revealed share one bound
+//    M(tau 1) + b. Only the replicas holding slow or top factors are resolved (exact DAG, 8 at
+//    a time), and only those that can be the slowest are drawn.
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "src/stochastic/detail/evaluators.hpp"
@@ -33,6 +47,51 @@ void cluster_factors(const StepModel& m, const PersistentLayout& layout, std::ui
     for (int s = 0; s < m.stages; ++s) {
         for (int r = 0; r < m.dp; ++r) out[s] = std::max(out[s], g[s * m.dp + r]);
     }
+}
+
+constexpr double kLogInvEps = 27.631021115928547;  // ln 1e12
+
+/// Replicas evaluated at once by lane_dag.
+constexpr int kLanes = 8;
+
+/// One op of the schedule for lane_dag: the slots of its predecessors (constant slots for
+/// absent ones) and of its duration.
+struct LaneOp {
+    std::int32_t prev, own, input, cost;
+};
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define PRISM_LANE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef PRISM_LANE_CLONES
+#define PRISM_LANE_CLONES
+#endif
+
+/// Longest paths of kLanes schedules at once: fin[i * kLanes + l] = max(fin[prev], fin[own],
+/// fin[input] + x) + cost[op.cost], end[l] = the max over ops. Lane-wise IEEE max and add (GCC
+/// vector extension), so every instruction set gives the same bits as scalar code.
+PRISM_LANE_CLONES void lane_dag(const LaneOp* ops, size_t nops, const double* cost, double* fin,
+                                double x, double* end) {
+    using V = double __attribute__((vector_size(kLanes * sizeof(double))));
+    V e{}, xv{};
+    xv += x;
+    for (size_t i = 0; i < nops; ++i) {
+        const LaneOp& op = ops[i];
+        V a, b, c, d;
+        std::memcpy(&a, fin + static_cast<size_t>(op.prev) * kLanes, sizeof a);
+        std::memcpy(&b, fin + static_cast<size_t>(op.own) * kLanes, sizeof b);
+        std::memcpy(&c, fin + static_cast<size_t>(op.input) * kLanes, sizeof c);
+        std::memcpy(&d, cost + static_cast<size_t>(op.cost) * kLanes, sizeof d);
+        c += xv;
+        V t = a > b ? a : b;
+        t = t > c ? t : c;
+        t += d;
+        std::memcpy(fin + i * kLanes, &t, sizeof t);
+        e = e > t ? e : t;
+    }
+    std::memcpy(end, &e, sizeof e);
 }
 
 /// One step of the cluster with factors `gk`, using the sample stream `rng`.
@@ -68,6 +127,52 @@ class StepSampler {
             (comm ? vcomm_ : vcomp_) =
                 m.pipeline.makespan(var_.data(), xvar_.data(), start, finish_.data());
         }
+        // Sparse pruning bound (slowest_sparse): cmax_[s] = the longest path in the stage-s
+        // compute means alone, ctot_ = the longest path in all compute means.
+        cmax_.assign(m.stages, 0.0);
+        std::fill(xvar_.begin(), xvar_.end(), 0.0);
+        for (int only = -1; only < m.stages; ++only) {
+            for (size_t i = 0; i < ops.size(); ++i) {
+                const ChunkCost& k = (op_bwd_[i] ? m.bwd : m.fwd)[op_j_[i]];
+                var_[i] = only < 0 || ops[i].stage == only ? k.comp_mean : 0.0;
+            }
+            const double c = m.pipeline.makespan(var_.data(), xvar_.data(), 0.0, finish_.data());
+            (only < 0 ? ctot_ : cmax_[only]) = c;
+        }
+        // F of the noise bound for every (g, R): an op with mean g a + R c and variance
+        // g^2 alpha + R^2 gamma has mean / sd = A cos(t) + B sin(t) for some t in [0, pi / 2]
+        // (A = a / sqrt(alpha), B = c / sqrt(gamma)), which is >= min(A, B): its clamp mass is
+        // at most Phi(-min(A, B)), whatever g >= 0 and R > 0.
+        auto mass = [](const ChunkCost& k) {
+            const double a = k.comp_var > 0 ? k.comp_mean / std::sqrt(k.comp_var) : HUGE_VAL;
+            const double b = k.comm_var > 0 ? k.comm_mean / std::sqrt(k.comm_var) : HUGE_VAL;
+            const double rho = std::min(a, b);
+            if (rho == HUGE_VAL) return 0.0;
+            return rho >= 8.5 ? 1e-17 : normal_cdf(-rho);  // Phi(-8.5) < 1e-17
+        };
+        double f = static_cast<double>(ops.size()) * mass(m.p2p) + mass(m.dataloader);
+        for (size_t j = 0; j < m.fwd.size(); ++j) {
+            f += m.microbatches * (mass(m.fwd[j]) + mass(m.bwd[j]));
+        }
+        log_term_ = m.pipeline.log_paths() + std::log1p(f) + kLogInvEps;
+        rep_state_.assign(m.replicas, 0);
+        tight_.assign(m.replicas, 0);
+        tight_u_.assign(m.replicas, 0.0);
+        stage_groups_.resize(m.stages);
+        // the schedule for batch_makespan: absent predecessors point at constant slots
+        const auto n = static_cast<std::int32_t>(ops.size());
+        const std::int32_t zero = n, start = n + 1, none = n + 2;
+        lane_ops_.resize(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const auto& op = ops[i];
+            auto& l = lane_ops_[i];
+            l.prev = op.stage_prev >= 0 ? op.stage_prev : (op.stage == 0 ? start : zero);
+            l.own = op.own_forward >= 0 ? op.own_forward : zero;
+            l.input = op.input >= 0 ? op.input : none;
+            l.cost = 2 * op_j_[i] + op_bwd_[i];
+        }
+        lane_finish_.resize((ops.size() + 3) * kLanes);
+        lane_cost_.resize(2 * m.fwd.size() * kLanes);
     }
 
     double operator()(const std::vector<double>& gk, Stream& rng) {
@@ -82,14 +187,32 @@ class StepSampler {
         } else {
             slowest = slowest_replica(gk, r, rng);
         }
+        return finish_step(slowest, r, rng);
+    }
+
+    /// Whether operator()(LazyGroupFactors&, ...) applies: several replicas, no lockstep, no
+    /// single term, a placement LazyGroupFactors supports.
+    static bool sparse(const StepModel& m, const PersistentLayout& layout) {
+        return !m.single.present && !m.lockstep && m.replicas > 1 &&
+               LazyGroupFactors::supports(m, layout);
+    }
+
+    /// One step on the lazily revealed cluster `lg` (the same law as operator() on its g).
+    double operator()(LazyGroupFactors& lg, Stream& rng) {
+        const auto& m = m_;
+        const double r = m.regime.is_constant() ? m.regime.mean() : m.regime.sample(rng.uniform());
+        return finish_step(slowest_sparse(lg, r, rng), r, rng);
+    }
+
+  private:
+    double finish_step(double slowest, double r, Stream& rng) {
+        const auto& m = m_;
         const double sync =
             std::max(0.0, m.sync.mean(1.0, r) + std::sqrt(m.sync.var(1.0, r)) * rng.normal32());
         const double opt = std::max(
             0.0, m.optimizer.mean(1.0, r) + std::sqrt(m.optimizer.var(1.0, r)) * rng.normal32());
         return slowest + std::max(0.0, sync - m.sync_overlap_s) + opt;
     }
-
-  private:
     /// Means and sds of the chunk ops of replica `rep` given (g, R).
     void stage_costs(const std::vector<double>& gk, int rep, double r) {
         const auto& m = m_;
@@ -160,7 +283,6 @@ class StepSampler {
         const double p2p_var = m.p2p.var(1.0, r);
         const double dl_mean = m.dataloader.mean(1.0, r);
         const double dl_var = m.dataloader.var(1.0, r);
-        constexpr double kLogInvEps = 27.631021115928547;  // ln 1e12
         // Phi(-mu / sd), bounded by Phi(-8.5) < 1e-17 without erfc when mu >= 8.5 sd
         auto clamp_mass = [](double mu, double var) {
             if (!(var > 0)) return 0.0;
@@ -221,10 +343,244 @@ class StepSampler {
         return slowest;
     }
 
+    /// FlatPipeline::makespan at mean durations of up to kLanes replicas at once (all their
+    /// groups revealed): the same longest path (maxima and sums of the same terms), with the
+    /// lanes in the inner loop for the vector units. The end is the max over all finish times
+    /// (durations >= 0: each stage's last op finishes last on it).
+    /// Lane l's factor of stage s: upper bounds (lg.upper) if `upper`, else the revealed g.
+    void batch_makespan(const LazyGroupFactors& lg, bool upper, const int* reps, int count,
+                        double r, double* mk, double* gmax) {
+        const auto& m = m_;
+        const int v = m.chunks;
+        const size_t nops = lane_ops_.size();
+        for (int l = 0; l < kLanes; ++l) {
+            const int rep = reps[std::min(l, count - 1)];  // spare lanes repeat the last
+            double gm = 1.0;
+            for (int s = 0; s < m.stages; ++s) {
+                const int gi = s * m.dp + rep;
+                const double gg = upper ? lg.upper(gi) : lg.g()[gi];
+                gm = std::max(gm, gg);
+                for (int c = 0; c < v; ++c) {
+                    const int j = s * v + c;
+                    lane_cost_[(2 * j) * kLanes + l] = m.fwd[j].mean(gg, r);
+                    lane_cost_[(2 * j + 1) * kLanes + l] = m.bwd[j].mean(gg, r);
+                }
+            }
+            if (l < count) gmax[l] = gm;
+        }
+        double* fin = lane_finish_.data();
+        const double x = m.p2p.mean(1.0, r);
+        for (int l = 0; l < kLanes; ++l) {
+            fin[nops * kLanes + l] = 0.0;
+            fin[(nops + 1) * kLanes + l] = m.dataloader.mean(1.0, r);
+            fin[(nops + 2) * kLanes + l] = -HUGE_VAL;
+        }
+        double end[kLanes];
+        if (count == 1) {
+            // one schedule: the scalar longest path (the same sums and maxima)
+            for (size_t i = 0; i < nops; ++i) {
+                const LaneOp& op = lane_ops_[i];
+                const double ready = std::max(std::max(fin[op.prev * kLanes], fin[op.own * kLanes]),
+                                              fin[op.input * kLanes] + x);
+                fin[i * kLanes] = ready + lane_cost_[op.cost * kLanes];
+            }
+            end[0] = 0.0;
+            for (size_t i = 0; i < nops; ++i) end[0] = std::max(end[0], fin[i * kLanes]);
+        } else {
+            lane_dag(lane_ops_.data(), nops, lane_cost_.data(), fin, x, end);
+        }
+        for (int l = 0; l < count; ++l) mk[l] = end[l];
+    }
+
+    /// The noise bound b of slowest_replica for a replica whose factors are <= gmax.
+    double noise_bound(double gmax, double r) const {
+        return std::sqrt(2.0 * (gmax * gmax * vcomp_ + r * r * vcomm_) * log_term_);
+    }
+
+    /// The slowest replica on a lazily revealed cluster, drawing only the replicas and the
+    /// group factors that can matter. Replica rep's time T is bounded as in slowest_replica by
+    /// M(g) + b (failure probability < 1e-12), where M(g) = makespan at mean durations is, per
+    /// path P of the schedule, sum_s g_s C_s(P) + R D(P) + start (C_s(P) >= 0: the compute
+    /// means of stage s on P), and M(g) the max over P. So for any tau,
+    ///   M(g) <= M(tau 1) + max_P sum_s e_s C_s(P),  e_s = max(0, g_s - tau),
+    /// and the last term is at most the greedy fractional knapsack that gives stage s (largest
+    /// e_s first) at most cmax_[s] = max_P C_s(P), and all stages together at most ctot_ =
+    /// max_P sum_s C_s(P), using for each factor its upper bound lg.upper (itself if revealed,
+    /// its cap if capped, tau = lg.tau() for the pool). Untouched replicas (no factor revealed)
+    /// share M(tau 1) + b. M is non-decreasing in every g_s, so a replica whose factors are all
+    /// revealed or capped is also bounded by M(upper) + b (one DAG run, "tightened": its two
+    /// largest unrevealed factors are revealed and the others capped at the second).
+    /// Candidates (replicas with a revealed factor) are taken in decreasing bound: tightened,
+    /// then resolved (all factors revealed, M exact), and drawn in decreasing M when M + b is
+    /// not below the slowest drawn so far; every replica skipped has a valid bound below it.
+    /// More top factors are revealed (extend) while the untouched replicas' bound is not below
+    /// the slowest. DAG runs go kLanes replicas at a time (batch_makespan).
+    double slowest_sparse(LazyGroupFactors& lg, double r, Stream& rng) {
+        const auto& m = m_;
+        const int p = m.stages;
+        const auto& g = lg.g();
+        const size_t nops = m.pipeline.size();
+        const double p2p_mean = m.p2p.mean(1.0, r);
+        const double dl_mean = m.dataloader.mean(1.0, r);
+        xmean_.assign(nops, p2p_mean);
+        std::fill(rep_state_.begin(), rep_state_.end(), std::uint8_t{0});
+        std::fill(tight_.begin(), tight_.end(), std::uint8_t{0});
+        drawn_.clear();
+        pending_.clear();
+        size_t seen = 0;             // lg.revealed() entries whose replicas are in pending_
+        int untouched = m.replicas;  // replicas none of whose groups is revealed
+        int batch = 8;
+        if (lg.unrevealed() > 0 && !std::isfinite(lg.tau())) lg.extend(batch);
+        double tau = 0, m_tau = 0, u_untouched = -HUGE_VAL;
+        auto at_tau = [&] {
+            tau = lg.tau();
+            u_untouched = -HUGE_VAL;
+            // any tau is valid without pool groups (before, extend made it finite)
+            if (!std::isfinite(tau)) tau = 1.0;
+            for (size_t i = 0; i < nops; ++i) {
+                const ChunkCost& k = (op_bwd_[i] ? m.bwd : m.fwd)[op_j_[i]];
+                dur_[i] = k.mean(tau, r);
+            }
+            m_tau = m.pipeline.makespan(dur_.data(), xmean_.data(), dl_mean, finish_.data());
+            if (untouched > 0) u_untouched = m_tau + noise_bound(std::max(1.0, tau), r);
+        };
+        auto bound = [&](int rep) {
+            // M(tau 1) + greedy knapsack of the excesses over tau of the factors' upper
+            // bounds (revealed g, caps), + b
+            int items = 0;
+            double gmax = 1.0;
+            for (int s = 0; s < p; ++s) {
+                const double gu = lg.upper(s * m.dp + rep);
+                gmax = std::max(gmax, gu);
+                const double e = gu - tau;
+                if (e <= 0) continue;
+                int j = items++;  // insertion by decreasing excess
+                for (; j > 0 && knap_[j - 1].first < e; --j) knap_[j] = knap_[j - 1];
+                knap_[j] = {e, cmax_[s]};
+            }
+            double extra = 0, cap = ctot_;
+            for (int j = 0; j < items && cap > 0; ++j) {
+                const double c = std::min(cap, knap_[j].second);
+                extra += knap_[j].first * c;
+                cap -= c;
+            }
+            return m_tau + extra + noise_bound(gmax, r);
+        };
+        knap_.resize(p);
+        at_tau();
+        double slowest = -HUGE_VAL;
+        for (;;) {
+            const auto& rev = lg.revealed();
+            for (; seen < rev.size(); ++seen) {
+                const int rep = rev[seen] % m.dp;
+                if (rep_state_[rep] == 0) {
+                    rep_state_[rep] = 1;
+                    pending_.emplace_back(0.0, rep);
+                    if (--untouched == 0) u_untouched = -HUGE_VAL;
+                }
+            }
+            for (auto& [u, rep] : pending_) {
+                // a tightened replica has no pool group left: its tight bound is the better
+                u = rep_state_[rep] != 1 ? -HUGE_VAL : tight_[rep] ? tight_u_[rep] : bound(rep);
+            }
+            std::sort(pending_.begin(), pending_.end(), std::greater<>());
+            bool extend = false;
+            double best = -HUGE_VAL;  // the largest exact M resolved and not yet decided
+            int lanes = 0, tight_lanes = 0;
+            bool tightened = false;
+            auto flush = [&] {
+                if (lanes == 0) return;
+                double mk[kLanes], gmax[kLanes];
+                batch_makespan(lg, false, lane_reps_, lanes, r, mk, gmax);
+                for (int l = 0; l < lanes; ++l) {
+                    resolved_.push_back({mk[l], noise_bound(gmax[l], r), lane_reps_[l]});
+                    best = std::max(best, mk[l]);
+                }
+                lanes = 0;
+            };
+            auto flush_tight = [&] {
+                if (tight_lanes == 0) return;
+                double mk[kLanes], gmax[kLanes];
+                batch_makespan(lg, true, tight_reps_, tight_lanes, r, mk, gmax);
+                for (int l = 0; l < tight_lanes; ++l) {
+                    tight_u_[tight_reps_[l]] = mk[l] + noise_bound(gmax[l], r);
+                }
+                tight_lanes = 0;
+                tightened = true;
+            };
+            for (const auto& [u, rep] : pending_) {
+                if (rep_state_[rep] != 1) continue;
+                if (u < slowest) {
+                    rep_state_[rep] = 2;  // pruned: its bound only held the slowest so far
+                    continue;
+                }
+                if (u < u_untouched && u_untouched >= slowest) {
+                    extend = true;  // an untouched replica may be slower: reveal more first
+                    break;
+                }
+                if (u < best) break;  // draw the resolved ones first (largest M first)
+                if (!tight_[rep]) {
+                    // tighten first (in batches): reveal its kTopReveal largest unrevealed
+                    // factors and cap the others there; M at the upper bounds + b
+                    tight_[rep] = 1;
+                    for (int s = 0; s < p; ++s) stage_groups_[s] = s * m.dp + rep;
+                    lg.cap_top(stage_groups_.data(), p, kTopReveal);
+                    tight_reps_[tight_lanes++] = rep;
+                    if (tight_lanes == kLanes) flush_tight();
+                    continue;
+                }
+                // resolve (in batches): reveal its factors, exact M
+                rep_state_[rep] = 2;
+                for (int s = 0; s < p; ++s) lg.reveal(s * m.dp + rep);
+                lane_reps_[lanes++] = rep;
+                if (lanes == kLanes || best == -HUGE_VAL) flush();  // the first one at once
+            }
+            flush();
+            flush_tight();
+            pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                          [&](const auto& x) { return rep_state_[x.second] != 1; }),
+                           pending_.end());
+            if (!resolved_.empty()) {
+                // draw in decreasing M those whose M + b is not below the slowest so far
+                std::sort(resolved_.begin(), resolved_.end(),
+                          [](const Resolved& a, const Resolved& b) { return a.mk > b.mk; });
+                for (const auto& x : resolved_) {
+                    if (x.mk + x.b < slowest) continue;
+                    slowest = std::max(slowest, replica(g, x.rep, r, rng));
+                    drawn_.push_back(x.rep);
+                }
+                resolved_.clear();
+                continue;
+            }
+            if (tightened) continue;  // their tighter bounds decide first
+            if (!extend && !(untouched > 0 && u_untouched >= slowest)) break;
+            // the untouched replicas may hold the slowest: reveal more top factors
+            if (2 * static_cast<std::int64_t>(rev.size()) >= static_cast<std::int64_t>(g.size())) {
+                lg.reveal_all();
+            } else {
+                lg.extend(batch);
+                batch *= 2;
+            }
+            at_tau();
+        }
+        if (check_ != nullptr) {
+            // draw the replicas not drawn: none may exceed the max of the drawn ones
+            lg.reveal_all();
+            std::vector<std::uint8_t> was_drawn(m.replicas, 0);
+            for (const int rep : drawn_) was_drawn[rep] = 1;
+            check_->replicas += m.replicas;
+            for (int rep = 0; rep < m.replicas; ++rep) {
+                if (was_drawn[rep]) continue;
+                ++check_->skipped;
+                if (replica(g, rep, r, rng) > slowest) ++check_->violations;
+            }
+        }
+        return slowest;
+    }
+
   public:
     PruningCheck* check_ = nullptr;
 
-  private:
   private:
     const StepModel& m_;
     std::vector<double> dur_, xfer_, finish_, mean_f_, sd_f_, mean_b_, sd_b_;
@@ -233,6 +589,27 @@ class StepSampler {
     std::vector<std::uint8_t> op_bwd_;
     double vcomp_ = 0, vcomm_ = 0;
     std::vector<std::pair<double, int>> order_;
+    // sparse path
+    std::vector<double> cmax_;
+    double ctot_ = 0, log_term_ = 0;
+    std::vector<std::uint8_t> rep_state_;  ///< 0 untouched, 1 pending, 2 resolved or pruned
+    std::vector<std::pair<double, int>> pending_;
+    std::vector<std::pair<double, double>> knap_;
+    std::vector<double> xmean_;
+    std::vector<int> drawn_;
+    static constexpr int kLanes = detail::kLanes;
+    std::vector<LaneOp> lane_ops_;
+    std::vector<double> lane_finish_, lane_cost_;
+    int lane_reps_[kLanes] = {}, tight_reps_[kLanes] = {};
+    static constexpr int kTopReveal = 2;  ///< factors revealed when tightening
+    std::vector<std::uint8_t> tight_;     ///< this sample's tight_u_ is set
+    std::vector<double> tight_u_;
+    std::vector<std::int32_t> stage_groups_;
+    struct Resolved {
+        double mk, b;
+        int rep;
+    };
+    std::vector<Resolved> resolved_;
 };
 
 }  // namespace
@@ -243,10 +620,19 @@ std::vector<double> monte_carlo(const StepModel& m, const PersistentLayout& layo
     StepSampler sample(m);
     std::vector<double> g, gk;
     std::vector<double> out(samples);
+    const bool sparse = StepSampler::sparse(m, layout);
+    std::optional<LazyGroupFactors> lazy;
+    if (sparse) lazy.emplace(m, layout);
     for (int k = 0; k < samples; ++k) {
-        cluster_factors(m, layout, seed, point_index, static_cast<std::uint32_t>(k), g, gk);
-        Stream rng(seed, point_index, StreamKind::sample, static_cast<std::uint32_t>(k));
-        out[k] = sample(gk, rng);
+        const auto id = static_cast<std::uint32_t>(k);
+        Stream rng(seed, point_index, StreamKind::sample, id);
+        if (sparse) {
+            lazy->reset(Stream(seed, point_index, StreamKind::cluster, id));
+            out[k] = sample(*lazy, rng);
+        } else {
+            cluster_factors(m, layout, seed, point_index, id, g, gk);
+            out[k] = sample(gk, rng);
+        }
     }
     return out;
 }
@@ -257,10 +643,19 @@ PruningCheck check_monte_carlo_pruning(const StepModel& m, const PersistentLayou
     StepSampler sample(m);
     sample.check_ = &check;
     std::vector<double> g, gk;
+    const bool sparse = StepSampler::sparse(m, layout);
+    std::optional<LazyGroupFactors> lazy;
+    if (sparse) lazy.emplace(m, layout);
     for (int k = 0; k < samples; ++k) {
-        cluster_factors(m, layout, seed, point_index, static_cast<std::uint32_t>(k), g, gk);
-        Stream rng(seed, point_index, StreamKind::sample, static_cast<std::uint32_t>(k));
-        sample(gk, rng);
+        const auto id = static_cast<std::uint32_t>(k);
+        Stream rng(seed, point_index, StreamKind::sample, id);
+        if (sparse) {
+            lazy->reset(Stream(seed, point_index, StreamKind::cluster, id));
+            sample(*lazy, rng);
+        } else {
+            cluster_factors(m, layout, seed, point_index, id, g, gk);
+            sample(gk, rng);
+        }
     }
     return check;
 }
@@ -270,16 +665,24 @@ void monte_carlo_clusters(const StepModel& m, const PersistentLayout& layout, in
                           std::vector<double>& mean_s, std::vector<double>& var_s2) {
     StepSampler sample(m);
     std::vector<double> g, gk;
+    const bool sparse = StepSampler::sparse(m, layout);
+    std::optional<LazyGroupFactors> lazy;
+    if (sparse) lazy.emplace(m, layout);
     mean_s.assign(clusters, 0.0);
     var_s2.assign(clusters, 0.0);
     for (int c = 0; c < clusters; ++c) {
         // cluster ids and sample ids above those of monte_carlo's marginal samples
         const auto id = static_cast<std::uint32_t>(0x800000u + c);
-        cluster_factors(m, layout, seed, point_index, id, g, gk);
+        // one realization for all its steps (revealed lazily on the sparse path)
+        if (sparse) {
+            lazy->reset(Stream(seed, point_index, StreamKind::cluster, id));
+        } else {
+            cluster_factors(m, layout, seed, point_index, id, g, gk);
+        }
         double s1 = 0, s2 = 0;
         for (int j = 0; j < per_cluster; ++j) {
             Stream rng(seed, point_index, StreamKind::sample, id + 0x10000u * (j + 1));
-            const double x = sample(gk, rng);
+            const double x = sparse ? sample(*lazy, rng) : sample(gk, rng);
             s1 += x;
             s2 += x * x;
         }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace prism::stochastic::detail {
 
@@ -125,6 +126,181 @@ void draw_group_factors(const StepModel& m, const PersistentLayout& l, Stream& s
         }
     }
     for (int gi = 0; gi < groups; ++gi) g[gi] = group_factor(m, slow_members[gi], n, stream);
+}
+
+std::int64_t draw_slow_units(double q, std::int64_t units, Stream& stream,
+                             std::vector<std::int64_t>* out) {
+    if (out != nullptr) out->clear();
+    if (!(q > 0) || units <= 0) return 0;
+    if (q >= 1) {
+        if (out != nullptr) {
+            for (std::int64_t u = 0; u < units; ++u) out->push_back(u);
+        }
+        return units;
+    }
+    // P(gap >= k) = (1 - q)^k: gap = floor(ln U / ln(1 - q)), U uniform on (0, 1)
+    const double inv_log_healthy = 1.0 / std::log1p(-q);
+    std::int64_t count = 0;
+    double next = 0;  // as a double: a huge gap must not overflow
+    for (;;) {
+        next += std::floor(std::log(stream.uniform()) * inv_log_healthy);
+        if (!(next < static_cast<double>(units))) break;
+        const auto u = static_cast<std::int64_t>(next);
+        if (out != nullptr) out->push_back(u);
+        ++count;
+        next += 1;
+    }
+    return count;
+}
+
+LazyGroupFactors::LazyGroupFactors(const StepModel& model, const PersistentLayout& layout)
+    : m_(model),
+      l_(layout),
+      stream_(0, 0, StreamKind::test, 0),
+      groups_(layout.stages * layout.dp),
+      g_(static_cast<size_t>(groups_), 1.0),
+      log_cap_(static_cast<size_t>(groups_), 0.0),
+      cap_(static_cast<size_t>(groups_), 0.0),
+      state_(static_cast<size_t>(groups_), kPool),
+      slow_members_(static_cast<size_t>(groups_), 0) {
+    if (layout.kind != PlacementKind::ordered || !supports(model, layout)) return;
+    // ordered placement: slow unit -> (group, GPUs of the unit in it), in CSR form
+    std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> per_unit(
+        static_cast<size_t>(layout.job_units));
+    for (std::int64_t gi = 0; gi < groups_; ++gi) {
+        for (int j = 0; j < layout.group_gpus; ++j) {
+            auto& list = per_unit[layout.gpu_of[gi * layout.group_gpus + j] / layout.unit_gpus];
+            if (list.empty() || list.back().first != gi) {
+                list.emplace_back(static_cast<std::int32_t>(gi), 0);
+            }
+            ++list.back().second;
+        }
+    }
+    unit_group_begin_.push_back(0);
+    for (const auto& list : per_unit) {
+        for (const auto& [gi, k] : list) {
+            unit_group_.push_back(gi);
+            unit_group_gpus_.push_back(k);
+        }
+        unit_group_begin_.push_back(static_cast<std::int32_t>(unit_group_.size()));
+    }
+}
+
+bool LazyGroupFactors::supports(const StepModel& model, const PersistentLayout& layout) {
+    if (model.persistent_deterministic) return false;
+    if (layout.kind == PlacementKind::variability_aware) return true;
+    return layout.kind == PlacementKind::ordered &&
+           layout.gpu_of.size() == static_cast<size_t>(layout.job_gpus);
+}
+
+double LazyGroupFactors::healthy(double log_p) const {
+    // H^-1(p) = F_S^-1(p^(1/n)) through the upper tail, as Distribution::max_quantile
+    return m_.spatial.quantile_upper(-std::expm1(log_p / l_.group_gpus));
+}
+
+void LazyGroupFactors::set_known(int gi, double g) {
+    if (state_[gi] == kPool) --pool_;
+    state_[gi] = kKnown;
+    g_[gi] = g;
+    revealed_.push_back(gi);
+    --unrevealed_;
+}
+
+void LazyGroupFactors::reset(const Stream& stream) {
+    stream_ = stream;
+    std::fill(state_.begin(), state_.end(), kPool);
+    revealed_.clear();
+    unrevealed_ = pool_ = groups_;
+    log_p_tau_ = 0;
+    tau_ = healthy(0.0);
+    const int n = l_.group_gpus;
+    if (!(m_.slow_probability > 0 && m_.slow_factor != 1.0)) return;
+    // groups holding slow GPUs, in subset_ (their factor is drawn below)
+    subset_.clear();
+    if (l_.kind == PlacementKind::ordered) {
+        // only the job's units matter: it uses the machine's first job_gpus GPUs
+        draw_slow_units(m_.slow_probability, l_.job_units, stream_, &slow_units_);
+        for (const auto u : slow_units_) {
+            for (auto i = unit_group_begin_[u]; i < unit_group_begin_[u + 1]; ++i) {
+                const auto gi = unit_group_[i];
+                if (slow_members_[gi] == 0) subset_.push_back(gi);
+                slow_members_[gi] += unit_group_gpus_[i];
+            }
+        }
+    } else {
+        // variability-aware: only the machine's slow count matters (persistent.hpp)
+        const std::int64_t slow_count =
+            draw_slow_units(m_.slow_probability, l_.machine_units, stream_, nullptr);
+        const std::int64_t spare = l_.machine_units - l_.job_units;
+        std::int64_t slow_gpus = std::max<std::int64_t>(0, slow_count - spare) * l_.unit_gpus;
+        for (const auto gi : l_.preference) {
+            if (slow_gpus <= 0) break;
+            const int k = static_cast<int>(std::min<std::int64_t>(n, slow_gpus));
+            slow_members_[gi] = k;
+            subset_.push_back(gi);
+            slow_gpus -= k;
+        }
+    }
+    for (const auto gi : subset_) {
+        set_known(gi, group_factor(m_, slow_members_[gi], n, stream_));
+        slow_members_[gi] = 0;
+    }
+}
+
+void LazyGroupFactors::extend(int k) {
+    for (int i = 0; i < k && pool_ > 0; ++i) {
+        // the largest of the pool P, iid uniform on (0, p_tau): p_tau U^(1 / count)
+        log_p_tau_ += std::log(stream_.uniform()) / static_cast<double>(pool_);
+        std::uint32_t gi = 0;
+        if (pool_ * 4 >= groups_) {
+            do {
+                gi = stream_.below(static_cast<std::uint32_t>(groups_));
+            } while (state_[gi] != kPool);
+        } else {
+            // few left: the j-th pool group, j uniform
+            auto j = stream_.below(static_cast<std::uint32_t>(pool_));
+            for (gi = 0;; ++gi) {
+                if (state_[gi] == kPool && j-- == 0) break;
+            }
+        }
+        tau_ = healthy(log_p_tau_);
+        set_known(static_cast<int>(gi), tau_);
+    }
+}
+
+void LazyGroupFactors::cap_top(const std::int32_t* gis, int count, int k) {
+    subset_.clear();
+    for (int i = 0; i < count; ++i) {
+        if (state_[gis[i]] == kPool) subset_.push_back(gis[i]);
+    }
+    double log_p = log_p_tau_;
+    double g = tau_;
+    for (int t = 0; t < k && !subset_.empty(); ++t) {
+        // the largest of the c remaining P of the subset, iid uniform on (0, p): p U^(1 / c)
+        log_p += std::log(stream_.uniform()) / static_cast<double>(subset_.size());
+        const auto j = stream_.below(static_cast<std::uint32_t>(subset_.size()));
+        g = healthy(log_p);
+        set_known(subset_[j], g);
+        subset_[j] = subset_.back();
+        subset_.pop_back();
+    }
+    for (const auto gi : subset_) {
+        state_[gi] = kCapped;
+        log_cap_[gi] = log_p;
+        cap_[gi] = g;
+        --pool_;
+    }
+}
+
+void LazyGroupFactors::reveal(int gi) {
+    if (state_[gi] == kKnown) return;
+    // P uniform on (0, cap)
+    const double log_cap = state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_;
+    set_known(gi, healthy(log_cap + std::log(stream_.uniform())));
+}
+
+void LazyGroupFactors::reveal_all() {
+    for (int gi = 0; gi < groups_ && unrevealed_ > 0; ++gi) reveal(gi);
 }
 
 }  // namespace prism::stochastic::detail
