@@ -1,8 +1,9 @@
 #include "src/model/step_profile.hpp"
 
 #include <algorithm>
+#include <vector>
 
-#include "src/timing/pipeline.hpp"
+#include "src/timing/flat_pipeline.hpp"
 
 namespace prism {
 
@@ -31,21 +32,33 @@ double StepProfile::chunk_backward_s(int stage, int chunk) const {
 }
 
 double deterministic_step_time(const StepProfile& profile) {
+    // the flat form of the schedule gives exactly evaluate_pipeline's finish times (tested)
     const timing::PipelineShape shape{profile.stages, profile.chunks, profile.microbatches};
-    const auto schedule = timing::build_schedule(shape);
-    timing::PipelineDurations durations;
-    durations.op_s = [&](int stage, const timing::PipeOp& op) {
-        return op.backward ? profile.chunk_backward_s(stage, op.chunk)
-                           : profile.chunk_forward_s(stage, op.chunk);
-    };
-    durations.transfer_s = [&](int, int, const timing::PipeOp&) { return profile.p2p.time_s; };
-    std::vector<double> start(profile.stages, 0.0);
-    start[0] = deterministic_time(profile.dataloader);
-    const auto finish = timing::evaluate_pipeline(shape, schedule, durations, start);
+    const auto flat = timing::cached_flat_pipeline(shape);
+    const int v = profile.chunks;
+    thread_local std::vector<double> fwd, bwd, op_s, transfer_s, finish;
+    fwd.resize(static_cast<size_t>(profile.stages) * v);
+    bwd.resize(fwd.size());
+    for (int s = 0; s < profile.stages; ++s) {
+        for (int c = 0; c < v; ++c) {
+            fwd[s * v + c] = profile.chunk_forward_s(s, c);
+            bwd[s * v + c] = profile.chunk_backward_s(s, c);
+        }
+    }
+    const auto& ops = flat->ops();
+    op_s.resize(ops.size());
+    finish.resize(ops.size());
+    transfer_s.assign(ops.size(), profile.p2p.time_s);
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const int j = ops[i].stage * v + ops[i].chunk;
+        op_s[i] = ops[i].backward ? bwd[j] : fwd[j];
+    }
+    const double pipeline = flat->makespan(op_s.data(), transfer_s.data(),
+                                           deterministic_time(profile.dataloader), finish.data());
     const double exposed_sync =
         std::max(0.0, deterministic_time(profile.dp_sync) - profile.dp_overlap_s);
     const double tail = exposed_sync + deterministic_time(profile.optimizer);
-    return *std::max_element(finish.begin(), finish.end()) + tail;
+    return pipeline + tail;
 }
 
 }  // namespace prism

@@ -355,6 +355,21 @@ double Distribution::sf(double x) const {
     return 0.0;
 }
 
+double Distribution::quantile_of_score(double z) const {
+    switch (kind_) {
+        case DistKind::constant:
+            return mean_;
+        case DistKind::lognormal:
+            return std::exp(lmu_ + lsigma_ * z);
+        case DistKind::normal:
+            if (below0_ == 0.0) return mu_ + sigma_ * z;
+            break;
+        default:
+            break;
+    }
+    return z > 0 ? quantile_upper(normal_sf(z)) : quantile(normal_cdf(z));
+}
+
 double Distribution::quantile(double u) const {
     u = std::clamp(u, 0.0, 1.0);
     switch (kind_) {

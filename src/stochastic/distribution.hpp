@@ -49,6 +49,8 @@ class Distribution {
     double quantile(double u) const;
     /// F^-1(1 - q) for an upper-tail probability q, accurate for tiny q.
     double quantile_upper(double q) const;
+    /// F^-1(Phi(z)): the quantile at normal score z (closed form for normal and lognormal).
+    double quantile_of_score(double z) const;
 
     /// Quantile of the max of n iid copies: F^-1(p^(1/n)).
     double max_quantile(double p, double n) const;

@@ -140,14 +140,15 @@ std::vector<double> monte_carlo_samples(const StepProfile& profile, const Design
 
 std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& point,
                                  const HardwareSpec& hardware, const ClusterSpec& cluster,
-                                 const VariabilitySpec& variability,
-                                 const std::vector<double>& t_s) {
+                                 const VariabilitySpec& variability, const std::vector<double>& t_s,
+                                 int grid_points) {
     const auto model = detail::build_step_model(profile, point, hardware, cluster, variability);
     const auto layout = detail::make_layout(model, point, hardware, cluster);
     const int clusters = model.persistent_deterministic ? 1 : kClusterRealizations;
     StepDistribution out;
     std::vector<double> cdf;
-    detail::analytic(model, layout, EvaluationSpec{}, clusters, out, &t_s, &cdf);
+    detail::analytic(model, layout, EvaluationSpec{}, clusters, out, &t_s, &cdf,
+                     grid_points > 0 ? grid_points : detail::kAnalyticGridPoints);
     return cdf;
 }
 

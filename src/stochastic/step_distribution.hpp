@@ -68,11 +68,12 @@ std::vector<double> monte_carlo_samples(const StepProfile& profile, const Design
                                         const VariabilitySpec& variability, int samples,
                                         std::uint64_t seed, std::uint64_t point_index);
 
-/// The analytic evaluator's step-time CDF at times `t_s` (for accuracy tests).
+/// The analytic evaluator's step-time CDF at times `t_s` (for accuracy tests), on its default
+/// grid or on one of `grid_points` points (grid convergence tests).
 std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& point,
                                  const HardwareSpec& hardware, const ClusterSpec& cluster,
-                                 const VariabilitySpec& variability,
-                                 const std::vector<double>& t_s);
+                                 const VariabilitySpec& variability, const std::vector<double>& t_s,
+                                 int grid_points = 0);
 
 }  // namespace stochastic
 

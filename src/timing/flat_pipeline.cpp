@@ -2,8 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "src/common/error.hpp"
+
+// x86-64: an AVX2 clone chosen at load time where the CPU has it (the lane loops are plain
+// max / add, so both clones give bit-identical results)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PRISM_LANES_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PRISM_LANES_CLONES
+#endif
 
 namespace prism::timing {
 
@@ -138,6 +148,66 @@ double FlatPipeline::makespan(const double* op_s, const double* transfer_s, doub
     }
     if (shape_.stages > 0 && last_on_stage_[0] < 0) end = std::max(end, stage0_start_s);
     return end;
+}
+
+PRISM_LANES_CLONES
+void FlatPipeline::makespan_stage_scaled(const double* op_s, const double* scaled_s,
+                                         const double* transfer_s, double stage0_start_s,
+                                         const double* factors, int f, double* finish,
+                                         double* end_s) const {
+    if (f < 0 || f > 8) throw ModelError("makespan_stage_scaled: at most 8 factors");
+    const size_t n = ops_.size();
+    const auto k_n = static_cast<size_t>(1 + f * shape_.stages);
+    for (size_t i = 0; i < n; ++i) {
+        const FlatOp& op = ops_[i];
+        double* out = finish + i * k_n;
+        if (op.stage_prev >= 0) {
+            const double* prev = finish + static_cast<size_t>(op.stage_prev) * k_n;
+            for (size_t k = 0; k < k_n; ++k) out[k] = prev[k];
+        } else {
+            const double start = op.stage == 0 ? stage0_start_s : 0.0;
+            for (size_t k = 0; k < k_n; ++k) out[k] = start;
+        }
+        if (op.own_forward >= 0) {
+            const double* own = finish + static_cast<size_t>(op.own_forward) * k_n;
+            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(out[k], own[k]);
+        }
+        if (op.input >= 0) {
+            const double* in = finish + static_cast<size_t>(op.input) * k_n;
+            const double tr = transfer_s[i];
+            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(out[k], in[k] + tr);
+        }
+        const double d = op_s[i];
+        // the lanes of the op's own stage: max(...) + (d + (factor - 1) * scaled) as makespan()
+        // would add that lane's duration in one addition
+        double own_lane[8];
+        const size_t first = 1 + static_cast<size_t>(f) * op.stage;
+        for (int j = 0; j < f; ++j) {
+            own_lane[j] = out[first + j] + (d + (factors[j] - 1.0) * scaled_s[i]);
+        }
+        for (size_t k = 0; k < k_n; ++k) out[k] += d;
+        for (int j = 0; j < f; ++j) out[first + j] = own_lane[j];
+    }
+    for (size_t k = 0; k < k_n; ++k) end_s[k] = 0;
+    for (const auto idx : last_on_stage_) {
+        if (idx < 0) continue;
+        const double* fin = finish + static_cast<size_t>(idx) * k_n;
+        for (size_t k = 0; k < k_n; ++k) end_s[k] = std::max(end_s[k], fin[k]);
+    }
+    if (shape_.stages > 0 && last_on_stage_[0] < 0) {
+        for (size_t k = 0; k < k_n; ++k) end_s[k] = std::max(end_s[k], stage0_start_s);
+    }
+}
+
+std::shared_ptr<const FlatPipeline> cached_flat_pipeline(const PipelineShape& shape) {
+    thread_local std::map<std::tuple<int, int, int>, std::shared_ptr<const FlatPipeline>> cache;
+    const auto key = std::make_tuple(shape.stages, shape.chunks, shape.microbatches);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    auto flat = std::make_shared<const FlatPipeline>(shape);
+    if (cache.size() >= 256) cache.clear();
+    cache.emplace(key, flat);
+    return flat;
 }
 
 }  // namespace prism::timing

@@ -6,6 +6,7 @@
 // exactly what timing::evaluate_pipeline gives with the same durations.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "src/timing/pipeline.hpp"
@@ -44,6 +45,16 @@ class FlatPipeline {
                        const double* op_b, const double* transfer_b, double start_b,
                        double* finish_a, double* finish_b, double& end_a, double& end_b) const;
 
+    /// Makespans of the schedule with each stage's compute scaled in turn, in one pass: lane 0
+    /// has op i take op_s[i]; lane 1 + f * s + j has the ops of stage s take op_s[i] +
+    /// (factors[j] - 1) * scaled_s[i] (the rest unchanged). Transfers take transfer_s[i] and
+    /// stage 0 starts at stage0_start_s in every lane. `finish` is scratch of size() * lanes
+    /// entries (lanes = 1 + f * stages); the makespans go to end_s[0 .. lanes). Each lane equals
+    /// makespan() with that lane's durations exactly (same operations in the same order).
+    void makespan_stage_scaled(const double* op_s, const double* scaled_s, const double* transfer_s,
+                               double stage0_start_s, const double* factors, int f, double* finish,
+                               double* end_s) const;
+
     /// Natural log of the number of distinct paths from a first op to a last op (through
     /// stage order, own-forward and transfer edges): the union-bound count over critical paths.
     double log_paths() const { return log_paths_; }
@@ -54,5 +65,9 @@ class FlatPipeline {
     std::vector<FlatOp> ops_;
     std::vector<std::int32_t> last_on_stage_;
 };
+
+/// The FlatPipeline of `shape`, built once per thread and shape and shared: a sweep evaluates
+/// millions of points with a handful of shapes. Throws as the constructor does.
+std::shared_ptr<const FlatPipeline> cached_flat_pipeline(const PipelineShape& shape);
 
 }  // namespace prism::timing

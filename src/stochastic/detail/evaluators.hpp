@@ -36,9 +36,14 @@ void monte_carlo_clusters(const StepModel& model, const PersistentLayout& layout
 void summarize_samples(std::vector<double> samples, const EvaluationSpec& eval,
                        double deterministic_s, StepDistribution& out);
 
+/// Points of the analytic evaluator's grid for one replica's Delta (the step's CDF lattice
+/// shares its spacing). 257 is within the Monte Carlo noise of 1025 and 2049 on the accuracy
+/// matrix (tests/src/stochastic/accuracy_test.cpp checks the convergence).
+inline constexpr int kAnalyticGridPoints = 257;
+
 /// The analytic evaluator; if `query` is given, also its CDF at those times into `cdf_out`.
 void analytic(const StepModel& model, const PersistentLayout& layout, const EvaluationSpec& eval,
               int clusters, StepDistribution& out, const std::vector<double>* query = nullptr,
-              std::vector<double>* cdf_out = nullptr);
+              std::vector<double>* cdf_out = nullptr, int grid_points = kAnalyticGridPoints);
 
 }  // namespace prism::stochastic::detail

@@ -37,7 +37,7 @@ std::uint64_t spec_hash(const DistributionSpec& s) {
 
 /// Moments of the max of n iid draws of `spec`, memoized per thread: sweeps evaluate many
 /// points with the same variability and a handful of group sizes.
-Moments cached_max_moments(const DistributionSpec& spec, const Distribution& dist, double n) {
+Moments cached_max_moments(std::uint64_t spec_h, const Distribution& dist, double n) {
     struct Key {
         std::uint64_t h;
         double n;
@@ -47,7 +47,7 @@ Moments cached_max_moments(const DistributionSpec& spec, const Distribution& dis
         size_t operator()(const Key& k) const { return mix(k.h, bits(k.n)); }
     };
     thread_local std::unordered_map<Key, Moments, KeyHash> cache;
-    const Key key{spec_hash(spec), n};
+    const Key key{spec_h, n};
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     if (cache.size() > 4096) cache.clear();
@@ -90,16 +90,24 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.replicas = m.lockstep ? 1 : m.dp;
     m.group_gpus = std::max(1, profile.tp) * std::max(1, profile.cp);
     m.deterministic_s = deterministic_step_time(profile);
-    m.pipeline = timing::FlatPipeline({m.stages, m.chunks, m.microbatches});
+    m.pipeline = *timing::cached_flat_pipeline({m.stages, m.chunks, m.microbatches});
 
     std::array<DistributionSpec, kKernelClassCount> specs = variability.transient;
+    std::array<std::uint64_t, kKernelClassCount> spec_h{};
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_classes & (1u << c)) specs[c] = DistributionSpec{};
         m.transient[c] = Distribution(specs[c]);
+        spec_h[c] = spec_hash(specs[c]);
     }
     m.regime = Distribution(variability.comm_regime);
     m.spatial = Distribution(variability.persistent.spatial);
     m.spatial_hash = spec_hash(variability.persistent.spatial);
+    {
+        std::uint64_t h = mix(static_cast<std::uint64_t>(point.tp), point.cp);
+        h = mix(h, static_cast<std::uint64_t>(point.placement.kind));
+        for (const ParallelDim d : point.placement.order) h = mix(h, static_cast<std::uint64_t>(d));
+        m.placement_hash = mix(h, point.placement.order.size());
+    }
     m.slow_probability = std::clamp(variability.persistent.slow_probability, 0.0, 1.0);
     m.slow_factor = variability.persistent.slow_factor;
     if (m.slow_probability > 0 && !(m.slow_factor > 0)) {
@@ -123,7 +131,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                 const int c = static_cast<int>(op.cls);
                 const bool comm = is_communication(op.cls);
                 const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult;
-                const Moments y = cached_max_moments(specs[c], m.transient[c], n);
+                const Moments y = cached_max_moments(spec_h[c], m.transient[c], n);
                 const Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
                 if (d.var > 0) {
                     ++random_ops;
@@ -159,8 +167,21 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.fwd.resize(static_cast<size_t>(p) * v);
     m.bwd.resize(m.fwd.size());
     std::vector<SingleTerm> fwd_single(m.fwd.size()), bwd_single(m.fwd.size());
+    // chunks without the embedding or the head are all the same: accumulated once
+    Accumulator layers_f, layers_b;
+    add_segments(layers_f, profile.layer_forward, profile.layers_per_chunk);
+    add_segments(layers_b, profile.layer_backward, profile.layers_per_chunk);
     for (int s = 0; s < p; ++s) {
         for (int c = 0; c < v; ++c) {
+            const bool first = s == 0 && c == 0;
+            const bool last = s == p - 1 && c == v - 1;
+            if (!first && !last) {
+                m.fwd[s * v + c] = layers_f.cost;
+                m.bwd[s * v + c] = layers_b.cost;
+                fwd_single[s * v + c] = layers_f.single;
+                bwd_single[s * v + c] = layers_b.single;
+                continue;
+            }
             Accumulator f, b;
             if (s == 0 && c == 0) add_segments(f, profile.embedding_forward, 1);
             add_segments(f, profile.layer_forward, profile.layers_per_chunk);

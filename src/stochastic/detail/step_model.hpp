@@ -67,6 +67,9 @@ struct StepModel {
     Distribution regime;
     Distribution spatial;
     std::uint64_t spatial_hash = 0;  ///< of the spatial spec, to key cached tables
+    /// of (tp, cp, placement kind and order): with the sizes above it fixes the layout's
+    /// GPU numbering, to key cached slow-unit patterns
+    std::uint64_t placement_hash = 0;
     double slow_probability = 0, slow_factor = 1;
     int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
     bool persistent_deterministic = true;

@@ -84,6 +84,24 @@ TEST(Distribution, QuantileInvertsCdfForEveryKind) {
     EXPECT_DOUBLE_EQ(e.mean(), 1.075);
 }
 
+TEST(Distribution, QuantileOfNormalScoreHasCdfPhiOfTheScore) {
+    // truth: the CDF at the returned point equals Phi(z) (upper tail compared for z > 0)
+    for (const auto& spec :
+         {dist(DistKind::normal, 0.1), dist(DistKind::normal, 0.6), dist(DistKind::lognormal, 0.05),
+          dist(DistKind::lognormal, 0.8), dist(DistKind::gamma, 0.3)}) {
+        const Distribution d(spec);
+        for (double z : {-6.0, -2.5, -0.3, 0.0, 0.7, 3.0, 6.0}) {
+            const double x = d.quantile_of_score(z);
+            if (z <= 0) {
+                EXPECT_NEAR(d.cdf(x) / normal_cdf(z), 1.0, 1e-8) << z;
+            } else {
+                EXPECT_NEAR(d.sf(x) / normal_sf(z), 1.0, 1e-6) << z;
+            }
+        }
+    }
+    EXPECT_EQ(Distribution(dist(DistKind::constant, 0, 2.5)).quantile_of_score(1.0), 2.5);
+}
+
 TEST(Distribution, MixtureMeanIsTheWeightedMean) {
     DistributionSpec mix;
     mix.kind = DistKind::mixture;

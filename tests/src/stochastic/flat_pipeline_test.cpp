@@ -66,6 +66,36 @@ TEST(FlatPipeline, MakespanPairEqualsTwoMakespans) {
     EXPECT_EQ(end_b, flat.makespan(b.data(), tb.data(), 0.25, f2.data()));
 }
 
+TEST(FlatPipeline, StageScaledMakespansEqualOneMakespanPerScaledStage) {
+    for (const PipelineShape shape :
+         {PipelineShape{1, 1, 1}, PipelineShape{4, 2, 8}, PipelineShape{16, 1, 16}}) {
+        const FlatPipeline flat(shape);
+        stochastic::Stream rng(9, 10, stochastic::StreamKind::test, 0);
+        std::vector<double> d(flat.size()), sc(flat.size()), t(flat.size()), fk(flat.size());
+        for (size_t i = 0; i < flat.size(); ++i) {
+            sc[i] = rng.uniform();
+            d[i] = sc[i] + 0.3 * rng.uniform();
+            t[i] = 0.2 * rng.uniform();
+        }
+        const std::vector<double> factors{1.02, 1.5, 2.0};
+        const int lanes = 1 + 3 * shape.stages;
+        std::vector<double> fin(flat.size() * lanes), end(lanes);
+        flat.makespan_stage_scaled(d.data(), sc.data(), t.data(), 0.4, factors.data(), 3,
+                                   fin.data(), end.data());
+        EXPECT_EQ(end[0], flat.makespan(d.data(), t.data(), 0.4, fk.data()));
+        for (int s = 0; s < shape.stages; ++s) {
+            for (int j = 0; j < 3; ++j) {
+                std::vector<double> dk = d;
+                for (size_t i = 0; i < flat.size(); ++i) {
+                    if (flat.ops()[i].stage == s) dk[i] = d[i] + (factors[j] - 1.0) * sc[i];
+                }
+                EXPECT_EQ(end[1 + 3 * s + j], flat.makespan(dk.data(), t.data(), 0.4, fk.data()))
+                    << "stage " << s << " factor " << factors[j];
+            }
+        }
+    }
+}
+
 TEST(FlatPipeline, LogPathsCountsTheScheduleDagPathsByBruteForce) {
     // truth: depth-first enumeration of every path from a source op to a stage's last op
     for (const PipelineShape shape :
