@@ -2,11 +2,15 @@
 // L = 128 so that pp = 16 divides it; tp 8, pp 16, dp 128, microbatch 1, global batch 2048
 // sequences: 16 microbatches per replica), PRISM-paper variability (preset numbers in code).
 //   ./stochastic_bench --benchmark_filter=405B
-// items_per_second = design points per second on one core.
+// items_per_second = design points per second on one core. The *Sweep variants cycle through
+// 40 distinct configurations (splits, microbatch, recompute, interleaving) of that model.
 
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdint>
+#include <exception>
+#include <vector>
 
 #include "src/model/deterministic.hpp"
 #include "src/stochastic/step_distribution.hpp"
@@ -111,15 +115,75 @@ void run(benchmark::State& state, Method method, int samples, bool heavy_tail) {
     state.counters["det_s"] = deterministic_step_time(p.profile);
 }
 
+/// A sweep's worth of distinct 405B-class points on 16,384 GPUs: tp x pp x dp splits,
+/// microbatch sizes, recompute and interleaving; each profile differs, so only what a real sweep
+/// shares (tabulated laws, schedules, layouts) is reused from one point to the next.
+struct Sweep405B {
+    Point405B base;
+    std::vector<DesignPoint> points;
+    std::vector<StepProfile> profiles;
+
+    Sweep405B() {
+        const std::array<std::array<int, 3>, 5> splits{
+            {{8, 16, 128}, {8, 8, 256}, {8, 32, 64}, {4, 16, 256}, {4, 32, 128}}};
+        for (const auto& [tp, pp, dp] : splits) {
+            for (const int mb : {1, 2}) {
+                for (const auto rc : {Recompute::full, Recompute::selective}) {
+                    for (const int v : {1, 2}) {
+                        DesignPoint pt = base.point;
+                        pt.tp = tp;
+                        pt.pp = pp;
+                        pt.dp = dp;
+                        pt.microbatch = mb;
+                        pt.recompute = rc;
+                        pt.interleave = v;
+                        try {
+                            profiles.push_back(evaluate_deterministic(base.experiment, pt).profile);
+                            points.push_back(pt);
+                        } catch (const std::exception&) {
+                            // a split the schedule rejects (m not a multiple of p when v > 1)
+                        }
+                    }
+                }
+            }
+        }
+    }
+};
+
+void run_sweep(benchmark::State& state, Method method, int samples) {
+    static const Sweep405B sweep;
+    const auto v = prism_paper(false);
+    EvaluationSpec eval;
+    eval.method = method;
+    eval.samples = samples;
+    std::uint64_t index = 0;
+    for (auto _ : state) {
+        const size_t i = index % sweep.points.size();
+        const auto d =
+            step_distribution(sweep.profiles[i], sweep.points[i], sweep.base.experiment.hardware[0],
+                              sweep.base.experiment.cluster, v, eval, 2026, index);
+        ++index;
+        benchmark::DoNotOptimize(d.p99_s);
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.counters["points"] = static_cast<double>(sweep.points.size());
+}
+
 void BM_Analytic405B(benchmark::State& state) { run(state, Method::analytic, 0, false); }
+void BM_Analytic405BSweep(benchmark::State& state) { run_sweep(state, Method::analytic, 0); }
+void BM_MonteCarlo1000_405BSweep(benchmark::State& state) {
+    run_sweep(state, Method::montecarlo, 1000);
+}
 void BM_Analytic405BHeavyTail(benchmark::State& state) { run(state, Method::analytic, 0, true); }
 void BM_MonteCarlo1000_405B(benchmark::State& state) {
     run(state, Method::montecarlo, 1000, false);
 }
 
 BENCHMARK(BM_Analytic405B)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_Analytic405BSweep)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Analytic405BHeavyTail)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_MonteCarlo1000_405B)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_MonteCarlo1000_405BSweep)->Unit(benchmark::kMillisecond)->Iterations(20);
 
 }  // namespace
 

@@ -158,34 +158,43 @@ void FlatPipeline::makespan_stage_scaled(const double* op_s, const double* scale
     if (f < 0 || f > 8) throw ModelError("makespan_stage_scaled: at most 8 factors");
     const size_t n = ops_.size();
     const auto k_n = static_cast<size_t>(1 + f * shape_.stages);
+    // one fused pass per op: out = max(stage predecessor, own forward, input + transfer)
+    thread_local std::vector<double> zeros, starts;
+    zeros.assign(k_n, 0.0);
+    starts.assign(k_n, stage0_start_s);
     for (size_t i = 0; i < n; ++i) {
         const FlatOp& op = ops_[i];
         double* out = finish + i * k_n;
-        if (op.stage_prev >= 0) {
-            const double* prev = finish + static_cast<size_t>(op.stage_prev) * k_n;
-            for (size_t k = 0; k < k_n; ++k) out[k] = prev[k];
-        } else {
-            const double start = op.stage == 0 ? stage0_start_s : 0.0;
-            for (size_t k = 0; k < k_n; ++k) out[k] = start;
-        }
-        if (op.own_forward >= 0) {
-            const double* own = finish + static_cast<size_t>(op.own_forward) * k_n;
-            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(out[k], own[k]);
-        }
-        if (op.input >= 0) {
-            const double* in = finish + static_cast<size_t>(op.input) * k_n;
-            const double tr = transfer_s[i];
-            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(out[k], in[k] + tr);
-        }
+        const double* prev = op.stage_prev >= 0
+                                 ? finish + static_cast<size_t>(op.stage_prev) * k_n
+                                 : (op.stage == 0 ? starts.data() : zeros.data());
         const double d = op_s[i];
-        // the lanes of the op's own stage: max(...) + (d + (factor - 1) * scaled) as makespan()
-        // would add that lane's duration in one addition
-        double own_lane[8];
+        const double* own =
+            op.own_forward >= 0 ? finish + static_cast<size_t>(op.own_forward) * k_n : nullptr;
+        const double* in = op.input >= 0 ? finish + static_cast<size_t>(op.input) * k_n : nullptr;
+        // the lanes of the op's own stage take their own duration (as makespan() would add it)
         const size_t first = 1 + static_cast<size_t>(f) * op.stage;
+        double own_lane[8];
         for (int j = 0; j < f; ++j) {
-            own_lane[j] = out[first + j] + (d + (factors[j] - 1.0) * scaled_s[i]);
+            const size_t k = first + j;
+            double ready = prev[k];
+            if (own != nullptr) ready = std::max(ready, own[k]);
+            if (in != nullptr) ready = std::max(ready, in[k] + transfer_s[i]);
+            own_lane[j] = ready + (d + (factors[j] - 1.0) * scaled_s[i]);
         }
-        for (size_t k = 0; k < k_n; ++k) out[k] += d;
+        if (own != nullptr && in != nullptr) {
+            const double tr = transfer_s[i];
+            for (size_t k = 0; k < k_n; ++k) {
+                out[k] = std::max(std::max(prev[k], own[k]), in[k] + tr) + d;
+            }
+        } else if (own != nullptr) {
+            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], own[k]) + d;
+        } else if (in != nullptr) {
+            const double tr = transfer_s[i];
+            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], in[k] + tr) + d;
+        } else {
+            for (size_t k = 0; k < k_n; ++k) out[k] = prev[k] + d;
+        }
         for (int j = 0; j < f; ++j) out[first + j] = own_lane[j];
     }
     for (size_t k = 0; k < k_n; ++k) end_s[k] = 0;
