@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -88,6 +92,47 @@ bool VariabilitySpec::is_deterministic() const {
 
 namespace stochastic {
 
+namespace {
+
+/// detail::make_layout, memoized per thread: the layout is a function of the group sizes, the
+/// placement, the machine size and the order of the stages by work (variability-aware
+/// preference), which a sweep repeats across millions of points; building it walks every GPU.
+std::shared_ptr<const detail::PersistentLayout> layout_for(const detail::StepModel& model,
+                                                           const DesignPoint& point,
+                                                           const HardwareSpec& hardware,
+                                                           const ClusterSpec& cluster) {
+    if (model.persistent_deterministic) {
+        return std::make_shared<const detail::PersistentLayout>(
+            detail::make_layout(model, point, hardware, cluster));
+    }
+    std::vector<std::int64_t> key{model.stages,
+                                  model.dp,
+                                  model.group_gpus,
+                                  model.slow_unit_gpus,
+                                  point.tp,
+                                  point.cp,
+                                  static_cast<std::int64_t>(point.placement.kind),
+                                  cluster.total_gpus};
+    for (const ParallelDim d : point.placement.order) key.push_back(static_cast<int>(d));
+    std::vector<int> order(model.stages);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return model.stage_work_s[a] < model.stage_work_s[b]; });
+    key.insert(key.end(), order.begin(), order.end());
+    thread_local std::map<std::vector<std::int64_t>,
+                          std::shared_ptr<const detail::PersistentLayout>>
+        cache;
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    auto layout = std::make_shared<const detail::PersistentLayout>(
+        detail::make_layout(model, point, hardware, cluster));
+    if (cache.size() >= 64) cache.clear();
+    cache.emplace(std::move(key), layout);
+    return layout;
+}
+
+}  // namespace
+
 StepDistribution step_distribution_masked(const StepProfile& profile, const DesignPoint& point,
                                           const HardwareSpec& hardware, const ClusterSpec& cluster,
                                           const VariabilitySpec& variability,
@@ -103,7 +148,8 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     }
     const auto model =
         detail::build_step_model(profile, point, hardware, cluster, spec, deterministic_classes);
-    const auto layout = detail::make_layout(model, point, hardware, cluster);
+    const auto layout_ptr = layout_for(model, point, hardware, cluster);
+    const detail::PersistentLayout& layout = *layout_ptr;
     const int clusters = model.persistent_deterministic ? 1 : kClusterRealizations;
     StepDistribution out;
     out.deterministic_s = model.deterministic_s;
