@@ -4,8 +4,10 @@
 // (experiment seed, design point index, stream id) is a pure function of those three numbers,
 // so results never depend on the number of MPI ranks or on the order points are evaluated in.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include <Random123/philox.h>
@@ -42,6 +44,20 @@ inline const ZigguratTables& ziggurat() {
     return tables;
 }
 
+/// Philox blocks computed at once by Stream (kPhiloxBatch * 4 words buffered).
+constexpr int kPhiloxBatch = 16;
+
+/// r123::Philox4x32 of the counters (ctr[0] + l, ctr[1], ctr[2], ctr[3]) (ctr[0] wrapping
+/// mod 2^32), l = 0 .. kPhiloxBatch - 1, under `key`: block l to out[4 l .. 4 l + 4), the same
+/// bits as the library (mc_philox.cpp: the lanes of one vector).
+void philox4x32_batch(const std::uint32_t ctr[4], const std::uint32_t key[2], std::uint32_t* out);
+
+/// The implementations philox4x32_batch picks from (the best the CPU runs), for the tests:
+/// runs variant `v` and returns whether it ran (false: the CPU lacks it, scalar ran instead).
+enum class PhiloxVariant { best, scalar, avx2, avx512 };
+bool philox4x32_batch_variant(PhiloxVariant v, const std::uint32_t ctr[4],
+                              const std::uint32_t key[2], std::uint32_t* out);
+
 }  // namespace detail
 
 /// Stream ids used by the evaluators; distinct ids give independent streams.
@@ -52,6 +68,9 @@ enum class StreamKind : std::uint32_t {
 };
 
 /// An endless sequence of uniform doubles in (0, 1) for one (seed, point, kind, id).
+/// The words are those of Philox4x32 blocks at consecutive counters, in order; they are
+/// computed kPhiloxBatch blocks at a time (detail::philox4x32_batch) into a buffer, which
+/// changes nothing in the sequence: uniform() still takes its two words from one block.
 class Stream {
   public:
     Stream(std::uint64_t seed, std::uint64_t point_index, StreamKind kind, std::uint32_t id) {
@@ -63,18 +82,20 @@ class Stream {
 
     /// Uniform in the open interval (0, 1), 53 random bits.
     double uniform() {
-        // two words: after an odd number of bits() calls one word is left, which is skipped
-        // (reading v[3] and v[4] ran past the block; found by -fsanitize=undefined)
-        if (used_ > 2) refill();
-        const std::uint64_t hi = block_.v[used_++] >> 5;  // 27 bits
-        const std::uint64_t lo = block_.v[used_++] >> 6;  // 26 bits
+        // two words of one block: after an odd number of bits() calls one word of the block
+        // is left, which is skipped (reading v[3] and v[4] ran past the block; found by
+        // -fsanitize=undefined)
+        if ((used_ & 3) == 3) ++used_;
+        if (used_ >= kWords) refill();
+        const std::uint64_t hi = words_[used_++] >> 5;  // 27 bits
+        const std::uint64_t lo = words_[used_++] >> 6;  // 26 bits
         return (static_cast<double>((hi << 26) | lo) + 0.5) * 0x1.0p-53;
     }
 
     /// 32 random bits.
     std::uint32_t bits() {
-        if (used_ >= 4) refill();
-        return block_.v[used_++];
+        if (used_ >= kWords) refill();
+        return words_[used_++];
     }
 
     /// Uniform integer in [0, n), n >= 1, exactly (Lemire's multiply-shift with rejection,
@@ -142,17 +163,44 @@ class Stream {
         }
     }
 
+    /// n draws of normal32() into out[0 .. n), the same values from the same words (the
+    /// rectangle test runs over the buffered words in a tight loop; a word that fails it is
+    /// handed to normal32(), which reads it again and goes on exactly as a sequence of calls).
+    void normals32(double* out, std::size_t n) {
+        const auto& z = detail::ziggurat();
+        std::size_t k = 0;
+        while (k < n) {
+            if (used_ >= kWords) refill();
+            const std::size_t avail = std::min<std::size_t>(n - k, kWords - used_);
+            const std::uint32_t* w = words_.data() + used_;
+            std::size_t j = 0;
+            for (; j < avail; ++j) {
+                const unsigned i = w[j] & 0x7Fu;
+                const double u =
+                    (static_cast<double>(static_cast<std::int32_t>(w[j] & ~0x7Fu)) + 64.0) *
+                    0x1.0p-31;
+                if (!(std::fabs(u) < z.ratio[i])) break;
+                out[k + j] = u * z.x[i];
+            }
+            used_ += static_cast<int>(j);
+            k += j;
+            if (j < avail) out[k++] = normal32();  // outside the rectangle: the slow cases
+        }
+    }
+
   private:
+    static constexpr int kWords = 4 * detail::kPhiloxBatch;
+
     void refill() {
-        block_ = r123::Philox4x32{}(ctr_, key_);
-        ++ctr_.v[0];
+        detail::philox4x32_batch(ctr_.v, key_.v, words_.data());
+        ctr_.v[0] += static_cast<std::uint32_t>(detail::kPhiloxBatch);
         used_ = 0;
     }
 
     r123::Philox4x32::key_type key_{};
-    r123::Philox4x32::ctr_type ctr_{};
-    r123::Philox4x32::ctr_type block_{};
-    int used_ = 4;
+    r123::Philox4x32::ctr_type ctr_{};  ///< of the next block not in words_
+    std::array<std::uint32_t, kWords> words_{};
+    int used_ = kWords;  ///< words_ used
 };
 
 }  // namespace prism::stochastic

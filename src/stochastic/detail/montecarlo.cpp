@@ -171,6 +171,7 @@ class StepSampler {
             l.input = op.input >= 0 ? op.input : none;
             l.cost = 2 * op_j_[i] + op_bwd_[i];
         }
+        for (const auto& op : ops) inputs_ += op.input >= 0 ? 1 : 0;
         lane_finish_.resize((ops.size() + 3) * kLanes);
         lane_cost_.resize(2 * m.fwd.size() * kLanes);
     }
@@ -229,6 +230,14 @@ class StepSampler {
         }
     }
 
+    /// Whether stage_costs left every chunk op with a positive sd.
+    bool all_sd_positive() const {
+        for (size_t j = 0; j < sd_f_.size(); ++j) {
+            if (!(sd_f_[j] > 0 && sd_b_[j] > 0)) return false;
+        }
+        return true;
+    }
+
     /// One replica's pipeline time: every chunk op and transfer drawn.
     double replica(const std::vector<double>& gk, int rep, double r, Stream& rng) {
         const auto& m = m_;
@@ -239,6 +248,23 @@ class StepSampler {
         const double p2p_mean = m.p2p.mean(1.0, r);
         const double p2p_sd = single ? 0.0 : std::sqrt(m.p2p.var(1.0, r));
         stage_costs(gk, rep, r);
+        if (!single && p2p_sd > 0 && all_sd_positive()) {
+            // every op and transfer draws one normal, then the dataloader: all at once
+            // (Stream::normals32, the same values in the same order as the loop below)
+            normals_.resize(nops + inputs_ + 1);
+            rng.normals32(normals_.data(), normals_.size());
+            const double* z = normals_.data();
+            for (size_t i = 0; i < nops; ++i) {
+                const int j = op_j_[i];
+                const double mu = op_bwd_[i] ? mean_b_[j] : mean_f_[j];
+                const double sd = op_bwd_[i] ? sd_b_[j] : sd_f_[j];
+                dur_[i] = std::max(0.0, mu + sd * *z++);
+                if (ops[i].input >= 0) xfer_[i] = std::max(0.0, p2p_mean + p2p_sd * *z++);
+            }
+            const double dl_sd = std::sqrt(m.dataloader.var(1.0, r));
+            const double dl = std::max(0.0, m.dataloader.mean(1.0, r) + dl_sd * *z);
+            return m.pipeline.makespan(dur_.data(), xfer_.data(), dl, finish_.data());
+        }
         for (size_t i = 0; i < nops; ++i) {
             const auto& op = ops[i];
             const int j = op.stage * v + op.chunk;
@@ -587,6 +613,8 @@ class StepSampler {
     std::vector<double> var_, xvar_, finish2_, bound_;
     std::vector<int> op_j_;
     std::vector<std::uint8_t> op_bwd_;
+    size_t inputs_ = 0;            ///< ops with a transfer
+    std::vector<double> normals_;  ///< a replica's normal draws
     double vcomp_ = 0, vcomm_ = 0;
     std::vector<std::pair<double, int>> order_;
     // sparse path

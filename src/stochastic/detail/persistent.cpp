@@ -162,7 +162,11 @@ LazyGroupFactors::LazyGroupFactors(const StepModel& model, const PersistentLayou
       log_cap_(static_cast<size_t>(groups_), 0.0),
       cap_(static_cast<size_t>(groups_), 0.0),
       state_(static_cast<size_t>(groups_), kPool),
-      slow_members_(static_cast<size_t>(groups_), 0) {
+      slow_members_(static_cast<size_t>(groups_), 0),
+      pool_list_(static_cast<size_t>(groups_)),
+      pool_pos_(static_cast<size_t>(groups_)) {
+    std::iota(pool_list_.begin(), pool_list_.end(), 0);
+    std::iota(pool_pos_.begin(), pool_pos_.end(), 0);
     if (layout.kind != PlacementKind::ordered || !supports(model, layout)) return;
     // ordered placement: slow unit -> (group, GPUs of the unit in it), in CSR form
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> per_unit(
@@ -198,8 +202,20 @@ double LazyGroupFactors::healthy(double log_p) const {
     return m_.spatial.quantile_upper(-std::expm1(log_p / l_.group_gpus));
 }
 
+void LazyGroupFactors::leave_pool(int gi) {
+    // swap with the last pool entry: pool_list_[0 .. pool_) stays the pool, in some order
+    const auto pos = pool_pos_[gi];
+    const auto last = pool_list_[pool_ - 1];
+    touched_.insert(touched_.end(), {pos, last, gi, static_cast<std::int32_t>(pool_ - 1)});
+    pool_list_[pos] = last;
+    pool_pos_[last] = pos;
+    pool_list_[pool_ - 1] = gi;
+    pool_pos_[gi] = static_cast<std::int32_t>(pool_ - 1);
+    --pool_;
+}
+
 void LazyGroupFactors::set_known(int gi, double g) {
-    if (state_[gi] == kPool) --pool_;
+    if (state_[gi] == kPool) leave_pool(gi);
     state_[gi] = kKnown;
     g_[gi] = g;
     revealed_.push_back(gi);
@@ -209,6 +225,10 @@ void LazyGroupFactors::set_known(int gi, double g) {
 void LazyGroupFactors::reset(const Stream& stream) {
     stream_ = stream;
     std::fill(state_.begin(), state_.end(), kPool);
+    // back to the identity (entries not in touched_ still hold it), so that a realization
+    // depends on its stream alone, not on the ones drawn before
+    for (const auto t : touched_) pool_list_[t] = pool_pos_[t] = t;
+    touched_.clear();
     revealed_.clear();
     unrevealed_ = pool_ = groups_;
     log_p_tau_ = 0;
@@ -251,20 +271,10 @@ void LazyGroupFactors::extend(int k) {
     for (int i = 0; i < k && pool_ > 0; ++i) {
         // the largest of the pool P, iid uniform on (0, p_tau): p_tau U^(1 / count)
         log_p_tau_ += std::log(stream_.uniform()) / static_cast<double>(pool_);
-        std::uint32_t gi = 0;
-        if (pool_ * 4 >= groups_) {
-            do {
-                gi = stream_.below(static_cast<std::uint32_t>(groups_));
-            } while (state_[gi] != kPool);
-        } else {
-            // few left: the j-th pool group, j uniform
-            auto j = stream_.below(static_cast<std::uint32_t>(pool_));
-            for (gi = 0;; ++gi) {
-                if (state_[gi] == kPool && j-- == 0) break;
-            }
-        }
+        // on a uniformly random pool group: pool_list_[0 .. pool_) holds the pool
+        const auto gi = pool_list_[stream_.below(static_cast<std::uint32_t>(pool_))];
         tau_ = healthy(log_p_tau_);
-        set_known(static_cast<int>(gi), tau_);
+        set_known(gi, tau_);
     }
 }
 
@@ -288,7 +298,7 @@ void LazyGroupFactors::cap_top(const std::int32_t* gis, int count, int k) {
         state_[gi] = kCapped;
         log_cap_[gi] = log_p;
         cap_[gi] = g;
-        --pool_;
+        leave_pool(gi);
     }
 }
 

@@ -100,6 +100,7 @@ class LazyGroupFactors {
     static constexpr std::uint8_t kPool = 0, kKnown = 1, kCapped = 2;
     double healthy(double log_p) const;
     void set_known(int gi, double g);
+    void leave_pool(int gi);
 
     const StepModel& m_;
     const PersistentLayout& l_;
@@ -112,6 +113,10 @@ class LazyGroupFactors {
     /// ordered placement: the groups holding GPUs of unit u (u < job_units) are
     /// unit_group_[unit_group_begin_[u] .. unit_group_begin_[u + 1]), unit_group_gpus_ of them
     std::vector<std::int32_t> unit_group_begin_, unit_group_, unit_group_gpus_;
+    /// the pool groups are pool_list_[0 .. pool_) (O(1) uniform pick and removal);
+    /// pool_pos_[gi] is gi's index in pool_list_
+    std::vector<std::int32_t> pool_list_, pool_pos_;
+    std::vector<std::int32_t> touched_;  ///< entries of both moved from the identity
     std::int64_t unrevealed_ = 0, pool_ = 0;
     double log_p_tau_ = 0;  ///< ln p_tau
     double tau_ = 0;
