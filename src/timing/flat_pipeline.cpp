@@ -165,9 +165,8 @@ void FlatPipeline::makespan_stage_scaled(const double* op_s, const double* scale
     for (size_t i = 0; i < n; ++i) {
         const FlatOp& op = ops_[i];
         double* out = finish + i * k_n;
-        const double* prev = op.stage_prev >= 0
-                                 ? finish + static_cast<size_t>(op.stage_prev) * k_n
-                                 : (op.stage == 0 ? starts.data() : zeros.data());
+        const double* prev = op.stage_prev >= 0 ? finish + static_cast<size_t>(op.stage_prev) * k_n
+                                                : (op.stage == 0 ? starts.data() : zeros.data());
         const double d = op_s[i];
         const double* own =
             op.own_forward >= 0 ? finish + static_cast<size_t>(op.own_forward) * k_n : nullptr;

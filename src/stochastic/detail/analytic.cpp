@@ -132,19 +132,7 @@ struct LawTable {
     }
     /// out[j] = (*this)(g0 + dg * j) for j < n
     void fill_affine(double g0, double dg, int n, double* out) const {
-        const double* yy = y.data();
-        for (int j = 0; j < n; ++j) {
-            const double g = g0 + dg * j;
-            if (!(g > lo)) {
-                out[j] = -1e300;
-            } else if (g >= hi) {
-                out[j] = yy[kPoints - 1];
-            } else {
-                const double t = (g - lo) * inv_h;
-                const int i = std::min(static_cast<int>(t), kPoints - 2);
-                out[j] = yy[i] + (t - i) * (yy[i + 1] - yy[i]);
-            }
-        }
+        interp_affine(y.data(), kPoints, lo, hi, inv_h, g0, dg, n, out);
     }
 };
 
@@ -515,15 +503,12 @@ const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, doub
         const double* base_row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
         for (int j = 0; j <= kw; ++j) total_row[j] += stage[j] - base_row[j];
     }
-    double prev_sf = 0;
-    for (int j = 0; j <= kw; ++j) {
-        const double w = w_lo_ + hw * j;
-        double total = total_row[j];
-        if (t.pgf != nullptr) total += pgf_log_term(*t.pgf, w);
-        const double cur = total < -40.0 ? 1.0 : one_minus_exp(total);  // exp(-40) = 4e-18
-        if (j > 0) pj[j - 1] = std::max(0.0, prev_sf - cur);
-        prev_sf = cur;
+    if (t.pgf != nullptr) {
+        for (int j = 0; j <= kw; ++j) total_row[j] += pgf_log_term(*t.pgf, w_lo_ + hw * j);
     }
+    for (double& x : total_row) x = std::min(0.0, x);
+    one_minus_exp_n(total_row.data(), kw + 1, stage.data());  // sf at the cell edges
+    for (int j = 0; j < kw; ++j) pj[j] = std::max(0.0, stage[j] - stage[j + 1]);
     return pj;
 }
 
@@ -1272,11 +1257,11 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     if (lattice) {
         const int nv = static_cast<int>(std::ceil(span)) + 2;
         std::vector<double> mass(nv, 0.0);
+        // in lattice units u = (t - v_lo) / h, all pieces lie in [0, span], span <= nv - 2
         const double inv_hl = 1.0 / hl;
         auto add_atom = [&](double u, double w) {
-            const double t = (u - v_lo) * inv_hl;
-            const int k = std::clamp(static_cast<int>(std::floor(t)), 0, nv - 2);
-            const double f = std::clamp(t - k, 0.0, 1.0);
+            const int k = std::min(static_cast<int>(u), nv - 2);  // u >= 0: truncation = floor
+            const double f = std::min(1.0, u - k);
             mass[k] += w * (1.0 - f);
             mass[k + 1] += w * f;
         };
@@ -1285,17 +1270,24 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             const double b0 = std::max(c.shift_a, c.shift_b);
             for (const auto& [y, wy] : c.tail) {
                 const double w = c.w * wy;
-                const double a = a0 + y, b = b0 + y;
-                if (!(b - a > 1e-9 * hl)) {
-                    add_atom(0.5 * (a + b), w);
+                const double ua = std::max(0.0, (a0 + y - v_lo) * inv_hl);
+                const double ub = std::max(ua, (b0 + y - v_lo) * inv_hl);
+                if (!(ub - ua > 1e-9)) {
+                    add_atom(0.5 * (ua + ub), w);
                     continue;
                 }
-                const double dens = w / (b - a);
-                int k = static_cast<int>(std::floor((a - v_lo) * inv_hl));
-                for (double lo = a; lo < b; ++k) {
-                    const double hi = std::min(b, v_lo + (k + 1) * hl);
-                    if (hi > lo) add_atom(0.5 * (lo + hi), dens * (hi - lo));
-                    lo = std::max(lo, hi);
+                // cut at the lattice points; each piece's mass at its centroid
+                const double dens = w / (ub - ua);
+                int k = std::min(static_cast<int>(ua), nv - 2);
+                double lo = ua;
+                while (lo < ub && k < nv - 1) {
+                    const double hi = std::min(ub, static_cast<double>(k + 1));
+                    const double m = dens * (hi - lo);
+                    const double f = std::clamp(0.5 * (lo + hi) - k, 0.0, 1.0);
+                    mass[k] += m * (1.0 - f);
+                    mass[k + 1] += m * f;
+                    lo = hi;
+                    ++k;
                 }
             }
         }

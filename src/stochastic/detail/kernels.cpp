@@ -1,5 +1,9 @@
 #include "src/stochastic/detail/kernels.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PRISM_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -21,6 +25,57 @@ void banded_dot(int n, const int* lo, const int* hi, const int* off, const doubl
         }
         for (int q = 0; k < end; ++k, ++q) s[q] += a[k] * bb[k];
         out[i] = base[i] + (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+    }
+}
+
+PRISM_KERNEL_CLONES
+void one_minus_exp_n(const double* t, int n, double* out) {
+    constexpr double kLog2e = 1.4426950408889634074;
+    constexpr double kLn2Hi = 6.93147180369123816490e-01;  // Cody-Waite split of ln 2
+    constexpr double kLn2Lo = 1.90821492927058770002e-10;
+    constexpr double kShifter = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to integer
+    for (int j = 0; j < n; ++j) {
+        const double x = std::max(t[j], -40.0);
+        // exp(x) = 2^k e^r
+        const double kd = x * kLog2e + kShifter;
+        const auto bits = std::bit_cast<std::uint64_t>(kd);  // low bits: k (two's complement)
+        const double k = kd - kShifter;
+        const double r = (x - k * kLn2Hi) - k * kLn2Lo;
+        double p = 1.0 / 6227020800.0;  // 1/13!
+        p = p * r + 1.0 / 479001600.0;
+        p = p * r + 1.0 / 39916800.0;
+        p = p * r + 1.0 / 3628800.0;
+        p = p * r + 1.0 / 362880.0;
+        p = p * r + 1.0 / 40320.0;
+        p = p * r + 1.0 / 5040.0;
+        p = p * r + 1.0 / 720.0;
+        p = p * r + 1.0 / 120.0;
+        p = p * r + 1.0 / 24.0;
+        p = p * r + 1.0 / 6.0;
+        p = p * r + 0.5;
+        p = p * r + 1.0;
+        p = p * r + 1.0;
+        // 2^k for k in [-58, 0]: the exponent field k + 1023
+        const double scale = std::bit_cast<double>((bits + 1023u) << 52);
+        const double far = 1.0 - p * scale;
+        // near 0: -expm1(x) by Taylor, six terms
+        const double near =
+            -x * (1.0 + x * (0.5 + x * (1.0 / 6 + x * (1.0 / 24 + x * (1.0 / 120 + x / 720)))));
+        const double v = x < -0.01 ? far : near;
+        out[j] = t[j] < -40.0 ? 1.0 : v;
+    }
+}
+
+PRISM_KERNEL_CLONES
+void interp_affine(const double* y, int points, double lo, double hi, double inv_h, double g0,
+                   double dg, int n, double* out) {
+    const double top = y[points - 1];
+    for (int j = 0; j < n; ++j) {
+        const double g = g0 + dg * j;
+        const double u = std::clamp((g - lo) * inv_h, 0.0, static_cast<double>(points - 1));
+        const int i = std::min(static_cast<int>(u), points - 2);
+        const double v = y[i] + (u - i) * (y[i + 1] - y[i]);
+        out[j] = !(g > lo) ? -1e300 : (g >= hi ? top : v);
     }
 }
 
