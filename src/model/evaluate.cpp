@@ -262,7 +262,7 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index) c
                                 e.seed, index);
     if (e.evaluation.sensitivity) {
         st.sens = sensitivity(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
-                              e.seed, index);
+                              e.seed, index, st.dist);
         st.have_sensitivity = true;
     }
     build_row(e, point, &det, &st, baseline_step_s_, index, row, true);

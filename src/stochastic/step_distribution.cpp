@@ -138,7 +138,8 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
                                           const VariabilitySpec& variability,
                                           const EvaluationSpec& evaluation, std::uint64_t seed,
                                           std::uint64_t point_index,
-                                          std::uint32_t deterministic_classes) {
+                                          std::uint32_t deterministic_classes,
+                                          bool cluster_strata) {
     VariabilitySpec spec = variability;
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_classes & (1u << c)) spec.transient[c] = DistributionSpec{};
@@ -150,7 +151,8 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
         detail::build_step_model(profile, point, hardware, cluster, spec, deterministic_classes);
     const auto layout_ptr = layout_for(model, point, hardware, cluster);
     const detail::PersistentLayout& layout = *layout_ptr;
-    const int clusters = model.persistent_deterministic ? 1 : kClusterRealizations;
+    const int clusters =
+        model.persistent_deterministic || !cluster_strata ? 1 : kClusterRealizations;
     StepDistribution out;
     out.deterministic_s = model.deterministic_s;
     if (evaluation.method == Method::montecarlo) {
@@ -213,17 +215,30 @@ Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
                         const HardwareSpec& hardware, const ClusterSpec& cluster,
                         const VariabilitySpec& variability, const EvaluationSpec& evaluation,
                         std::uint64_t seed, std::uint64_t point_index) {
-    Sensitivity s;
     EvaluationSpec eval = evaluation;
     eval.histogram = false;
     const auto base =
         step_distribution(profile, point, hardware, cluster, variability, eval, seed, point_index);
+    return sensitivity(profile, point, hardware, cluster, variability, evaluation, seed,
+                       point_index, base);
+}
+
+Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
+                        const HardwareSpec& hardware, const ClusterSpec& cluster,
+                        const VariabilitySpec& variability, const EvaluationSpec& evaluation,
+                        std::uint64_t seed, std::uint64_t point_index,
+                        const StepDistribution& base) {
+    Sensitivity s;
+    EvaluationSpec eval = evaluation;
+    eval.histogram = false;
     const std::uint32_t used = classes_in(profile);
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_spec(variability.transient[c])) continue;
         if (!(used & (1u << c))) continue;
-        const auto d = stochastic::step_distribution_masked(
-            profile, point, hardware, cluster, variability, eval, seed, point_index, 1u << c);
+        // only p95 and the variance are needed: no per-realization strata
+        const auto d =
+            stochastic::step_distribution_masked(profile, point, hardware, cluster, variability,
+                                                 eval, seed, point_index, 1u << c, false);
         s.p95_drop_s[c] = base.p95_s - d.p95_s;
         s.variance_drop_s2[c] = base.std_s * base.std_s - d.std_s * d.std_s;
     }

@@ -51,16 +51,26 @@ Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
                         const VariabilitySpec& variability, const EvaluationSpec& evaluation,
                         std::uint64_t seed, std::uint64_t point_index);
 
+/// The same, given the point's own step_distribution (same arguments), so that it is not
+/// evaluated twice.
+Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
+                        const HardwareSpec& hardware, const ClusterSpec& cluster,
+                        const VariabilitySpec& variability, const EvaluationSpec& evaluation,
+                        std::uint64_t seed, std::uint64_t point_index,
+                        const StepDistribution& base);
+
 namespace stochastic {
 
 /// The two evaluators with an explicit set of deterministic kernel classes (bit c = class c),
-/// for sensitivity and tests.
+/// for sensitivity and tests. Without `cluster_strata` the per-realization moments are left
+/// out (one stratum with the marginal moments); the marginal results are the same.
 StepDistribution step_distribution_masked(const StepProfile& profile, const DesignPoint& point,
                                           const HardwareSpec& hardware, const ClusterSpec& cluster,
                                           const VariabilitySpec& variability,
                                           const EvaluationSpec& evaluation, std::uint64_t seed,
                                           std::uint64_t point_index,
-                                          std::uint32_t deterministic_classes);
+                                          std::uint32_t deterministic_classes,
+                                          bool cluster_strata = true);
 
 /// Monte Carlo draws of the step time, each on its own cluster realization (for tests).
 std::vector<double> monte_carlo_samples(const StepProfile& profile, const DesignPoint& point,

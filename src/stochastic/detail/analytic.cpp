@@ -829,6 +829,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const std::int64_t spare = l_.machine_units - l_.job_units;
         // binomial pmf by recurrence in log space
         std::map<std::vector<int>, int> type_of;  // per-stage slow members -> type index
+        std::map<std::pair<int, double>, const GroupLaw*> law_of;  // (slow members, power)
         double mass_zero = 0;
         const int kmax = static_cast<int>(
             std::min<double>(units, units * q + 12.0 * std::sqrt(units * q * (1 - q)) + 12.0));
@@ -843,21 +844,34 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 continue;
             }
             if (pk < 1e-12) continue;
-            // fill groups in preference order
+            // fill groups in preference order; only the replicas touched carry slow members
             std::int64_t slow_gpus = e * l_.unit_gpus;
-            std::vector<std::vector<int>> per_rep(m_.dp, std::vector<int>(p, 0));
+            std::vector<std::vector<int>> per_rep(m_.dp);
+            std::vector<int> touched;
             for (const auto gi : l_.preference) {
                 if (slow_gpus <= 0) break;
                 const int c = static_cast<int>(std::min<std::int64_t>(m_.group_gpus, slow_gpus));
-                per_rep[gi % m_.dp][gi / m_.dp] = c;
+                auto& sig = per_rep[gi % m_.dp];
+                if (sig.empty()) {
+                    sig.assign(p, 0);
+                    touched.push_back(gi % m_.dp);
+                }
+                sig[gi / m_.dp] = c;
                 slow_gpus -= c;
             }
+            for (auto& sig : per_rep) {
+                if (sig.empty() && m_.lockstep) sig.assign(p, 0);
+            }
             auto law_for = [&](int slow_members, double power) -> const GroupLaw* {
+                const auto key = std::make_pair(slow_members, power);
+                auto found = law_of.find(key);
+                if (found != law_of.end()) return found->second;
                 GroupLaw law = healthy;
                 law.slow_members = slow_members;
                 law.power = power;
                 law.table = law_table(law);
                 laws.push_back(law);
+                law_of.emplace(key, &laws.back());
                 return &laws.back();
             };
             Scenario sc{pk, {}};
@@ -882,7 +896,8 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 sc.counts.push_back({it->second, 1});
             } else {
                 std::map<int, int> count;
-                for (int r = 0; r < m_.dp; ++r) {
+                count[0] = m_.dp - static_cast<int>(touched.size());
+                for (const int r : touched) {
                     auto it = type_of.find(per_rep[r]);
                     if (it == type_of.end()) {
                         ReplicaType t;
@@ -898,7 +913,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                     }
                     count[it->second]++;
                 }
-                for (const auto& [t, c] : count) sc.counts.push_back({t, c});
+                for (const auto& [t, c] : count) {
+                    if (c > 0) sc.counts.push_back({t, c});
+                }
             }
             scenarios.push_back(sc);
         }
