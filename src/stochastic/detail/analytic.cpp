@@ -1053,15 +1053,26 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     auto max_table = [&](const std::vector<std::vector<double>>& sft,
                          const std::vector<double>& sfm) {
         std::vector<double> F(x_.n, 0.0);
+        // log F_t once per type used, then per scenario a sum and one (vectorized) exp
+        std::vector<std::vector<double>> log_f(sft.size());
         for (const auto& sc : scenarios) {
-            for (int i = 0; i < x_.n; ++i) {
-                double lf = 0;
-                for (const auto& [t, c] : sc.counts) {
+            for (const auto& [t, c] : sc.counts) {
+                if (!log_f[t].empty()) continue;
+                log_f[t].resize(x_.n);
+                for (int i = 0; i < x_.n; ++i) {
                     const double s = sft[t][i];
-                    lf += c * (s < 0.5 ? std::log1p(-s) : std::log(std::max(1e-300, 1.0 - s)));
+                    log_f[t][i] = s < 0.5 ? std::log1p(-s) : std::log(std::max(1e-300, 1.0 - s));
                 }
-                F[i] += sc.weight * std::exp(lf);
             }
+        }
+        std::vector<double> lf(x_.n), ef(x_.n);
+        for (const auto& sc : scenarios) {
+            std::fill(lf.begin(), lf.end(), 0.0);
+            for (const auto& [t, c] : sc.counts) {
+                for (int i = 0; i < x_.n; ++i) lf[i] += c * log_f[t][i];
+            }
+            exp_nonpositive_n(lf.data(), x_.n, ef.data());
+            for (int i = 0; i < x_.n; ++i) F[i] += sc.weight * ef[i];
         }
         if (pgf_mode && !m_.lockstep) {
             // F_D = F_h^d (1 - q + q A)^units, A = E over a slow unit's pattern of the product

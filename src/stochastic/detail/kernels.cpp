@@ -28,36 +28,52 @@ void banded_dot(int n, const int* lo, const int* hi, const int* off, const doubl
     }
 }
 
-PRISM_KERNEL_CLONES
-void one_minus_exp_n(const double* t, int n, double* out) {
+namespace {
+
+/// exp(x) for x in [-708, 0]: x = k ln 2 + r (Cody-Waite), e^r by a degree-13 polynomial
+/// (|r| <= ln 2 / 2: truncation < 1e-17 relative), 2^k through the exponent field.
+inline double exp_reduced(double x) {
     constexpr double kLog2e = 1.4426950408889634074;
-    constexpr double kLn2Hi = 6.93147180369123816490e-01;  // Cody-Waite split of ln 2
+    constexpr double kLn2Hi = 6.93147180369123816490e-01;
     constexpr double kLn2Lo = 1.90821492927058770002e-10;
     constexpr double kShifter = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to integer
+    const double kd = x * kLog2e + kShifter;
+    const auto bits = std::bit_cast<std::uint64_t>(kd);  // low bits: k (two's complement)
+    const double k = kd - kShifter;
+    const double r = (x - k * kLn2Hi) - k * kLn2Lo;
+    double p = 1.0 / 6227020800.0;  // 1/13!
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    // 2^k, k in [-1022, 0]: the exponent field k + 1023 (the low 12 bits of bits + 1023)
+    return p * std::bit_cast<double>((bits + 1023u) << 52);
+}
+
+}  // namespace
+
+PRISM_KERNEL_CLONES
+void exp_nonpositive_n(const double* x, int n, double* out) {
+    for (int j = 0; j < n; ++j) {
+        const double e = exp_reduced(std::clamp(x[j], -708.0, 0.0));
+        out[j] = x[j] < -708.0 ? 0.0 : e;
+    }
+}
+
+PRISM_KERNEL_CLONES
+void one_minus_exp_n(const double* t, int n, double* out) {
     for (int j = 0; j < n; ++j) {
         const double x = std::max(t[j], -40.0);
-        // exp(x) = 2^k e^r
-        const double kd = x * kLog2e + kShifter;
-        const auto bits = std::bit_cast<std::uint64_t>(kd);  // low bits: k (two's complement)
-        const double k = kd - kShifter;
-        const double r = (x - k * kLn2Hi) - k * kLn2Lo;
-        double p = 1.0 / 6227020800.0;  // 1/13!
-        p = p * r + 1.0 / 479001600.0;
-        p = p * r + 1.0 / 39916800.0;
-        p = p * r + 1.0 / 3628800.0;
-        p = p * r + 1.0 / 362880.0;
-        p = p * r + 1.0 / 40320.0;
-        p = p * r + 1.0 / 5040.0;
-        p = p * r + 1.0 / 720.0;
-        p = p * r + 1.0 / 120.0;
-        p = p * r + 1.0 / 24.0;
-        p = p * r + 1.0 / 6.0;
-        p = p * r + 0.5;
-        p = p * r + 1.0;
-        p = p * r + 1.0;
-        // 2^k for k in [-58, 0]: the exponent field k + 1023
-        const double scale = std::bit_cast<double>((bits + 1023u) << 52);
-        const double far = 1.0 - p * scale;
+        const double far = 1.0 - exp_reduced(x);
         // near 0: -expm1(x) by Taylor, six terms
         const double near =
             -x * (1.0 + x * (0.5 + x * (1.0 / 6 + x * (1.0 / 24 + x * (1.0 / 120 + x / 720)))));

@@ -17,6 +17,10 @@ void banded_dot(int n, const int* lo, const int* hi, const int* off, const doubl
 /// degree-13 polynomial (truncation < 1e-17 relative).
 void one_minus_exp_n(const double* t, int n, double* out);
 
+/// out[j] = exp(x[j]) for x[j] <= 0, to a relative 1e-15 (0 below x = -708, where exp(x) is
+/// subnormal); the same range reduction and polynomial as one_minus_exp_n.
+void exp_nonpositive_n(const double* x, int n, double* out);
+
 /// out[j] = linear interpolation at g = g0 + dg j of y, tabulated at lo + i / inv_h for
 /// i < points; -1e300 at g <= lo and y[points - 1] at g >= hi = lo + (points - 1) / inv_h.
 void interp_affine(const double* y, int points, double lo, double hi, double inv_h, double g0,

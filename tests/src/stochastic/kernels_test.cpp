@@ -32,6 +32,24 @@ TEST(Kernels, OneMinusExpMatchesExpm1ToRelative1em14) {
     EXPECT_LE(worst, 1e-14);
 }
 
+TEST(Kernels, ExpNonpositiveMatchesLibmToRelative1em15) {
+    // truth: std::exp (libm, ~1 ulp)
+    std::vector<double> x;
+    for (double v = -720.0; v <= 0.0; v += 0.013) x.push_back(v);
+    for (double v : {0.0, -1e-300, -1e-12, -0.5, -708.0, -708.0001, -745.0}) x.push_back(v);
+    std::vector<double> out(x.size());
+    exp_nonpositive_n(x.data(), static_cast<int>(x.size()), out.data());
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        if (x[i] < -708.0) {
+            EXPECT_EQ(out[i], 0.0) << x[i];
+            continue;
+        }
+        worst = std::max(worst, std::fabs(out[i] / std::exp(x[i]) - 1.0));
+    }
+    EXPECT_LE(worst, 1e-15);
+}
+
 TEST(Kernels, InterpAffineMatchesPointwiseLinearInterpolation) {
     Stream rng(1, 2, StreamKind::test, 0);
     const int points = 101;
