@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -86,7 +87,18 @@ PRISM_KERNEL_CLONES
 void interp_affine(const double* y, int points, double lo, double hi, double inv_h, double g0,
                    double dg, int n, double* out) {
     const double top = y[points - 1];
-    for (int j = 0; j < n; ++j) {
+    // with dg > 0 the points below lo and at or above hi are two runs at the ends: only the
+    // middle run interpolates (the bounds are widened by one and rechecked per point)
+    int j0 = 0, j1 = n;
+    if (dg > 0) {
+        const double a = std::floor((lo - g0) / dg) - 1.0;
+        const double b = std::ceil((hi - g0) / dg) + 1.0;
+        j0 = static_cast<int>(std::clamp(a, 0.0, static_cast<double>(n)));
+        j1 = static_cast<int>(std::clamp(b, static_cast<double>(j0), static_cast<double>(n)));
+    }
+    for (int j = 0; j < j0; ++j) out[j] = -1e300;  // g <= lo there
+    for (int j = j1; j < n; ++j) out[j] = top;     // g >= hi there
+    for (int j = j0; j < j1; ++j) {
         const double g = g0 + dg * j;
         const double u = std::clamp((g - lo) * inv_h, 0.0, static_cast<double>(points - 1));
         const int i = std::min(static_cast<int>(u), points - 2);
