@@ -46,8 +46,8 @@ double deterministic_step_time(const StepProfile& profile) {
         }
     }
     const auto& ops = flat->ops();
-    op_s.resize(ops.size());
-    finish.resize(ops.size());
+    if (op_s.size() < ops.size()) op_s.resize(ops.size());  // scratch: only grows
+    if (finish.size() < ops.size()) finish.resize(ops.size());
     transfer_s.assign(ops.size(), profile.p2p.time_s);
     for (size_t i = 0; i < ops.size(); ++i) {
         const int j = ops[i].stage * v + ops[i].chunk;

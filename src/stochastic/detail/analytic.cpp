@@ -41,6 +41,12 @@ constexpr std::array<double, 8> kGhW{
     1.1261453837536784e-4, 9.635220120788266e-3, 0.11723990766175913,  0.3730122576790774,
     0.3730122576790774,    0.11723990766175913,  9.635220120788266e-3, 1.1261453837536784e-4};
 
+/// Thread-local scratch that only grows: resize() would zero-fill what a smaller point freed.
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
 /// 1 - exp(t) for t <= 0 to a relative 1e-14, cheaper than -expm1: 1 - exp(t) loses at
 /// most 1e-16 / 0.0095 relative below t = -0.01, and above it six Taylor terms leave < 2e-15.
 inline double one_minus_exp(double t) {
@@ -412,9 +418,9 @@ class Analytic {
 double Analytic::makespan_at(double r, const std::vector<double>* g_stage) const {
     const auto& ops = m_.pipeline.ops();
     thread_local std::vector<double> dur, xfer, fin;
-    dur.resize(ops.size());
-    xfer.resize(ops.size());
-    fin.resize(ops.size());
+    grow(dur, ops.size());
+    grow(xfer, ops.size());
+    grow(fin, ops.size());
     const double tr = m_.p2p.mean(1.0, r);
     for (size_t i = 0; i < ops.size(); ++i) {
         const int j = ops[i].stage * m_.chunks + ops[i].chunk;
@@ -496,7 +502,7 @@ const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, doub
     pj.resize(kw);
     thread_local std::vector<double> total_row, stage;
     total_row.assign(base_total_.begin(), base_total_.end());
-    stage.resize(kw + 1);
+    grow(stage, kw + 1);
     for (int st = 0; st < m_.stages; ++st) {
         if (t.stage_law[st] == base_type_->stage_law[st]) continue;
         stage_row(*t.stage_law[st], st, stage.data());
@@ -611,10 +617,10 @@ void Analytic::convolve_add(const std::vector<double>& pj, int kw, double extra_
     while (jlast > jfirst && above[jlast - 1] <= kTrim) --jlast;
     thread_local std::vector<int> band_lo, band_hi, band_off;
     thread_local std::vector<double> base;
-    band_lo.resize(x_.n);
-    band_hi.resize(x_.n);
-    band_off.resize(x_.n);
-    base.resize(x_.n);
+    grow(band_lo, x_.n);
+    grow(band_hi, x_.n);
+    grow(band_off, x_.n);
+    grow(base, x_.n);
     for (int i = 0; i < x_.n; ++i) {
         // atoms with x_i - x_j > reach steps contribute 0, with x_i - x_j < -reach contribute 1
         const int centre = i + kshift;  // j with x_j ~ x_i
@@ -675,11 +681,11 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const int lanes = 1 + 3 * p;
         const auto& ops = m_.pipeline.ops();
         thread_local std::vector<double> dur, comp, xfer, fin, end;
-        dur.resize(ops.size());
-        comp.resize(ops.size());
+        grow(dur, ops.size());
+        grow(comp, ops.size());
         xfer.assign(ops.size(), m_.p2p.mean(1.0, r_bar_));
-        fin.resize(ops.size() * lanes);
-        end.resize(lanes);
+        grow(fin, ops.size() * lanes);  // every entry is written before it is read
+        grow(end, lanes);
         static constexpr std::array<double, 3> kG{1.02, 1.5, 2.0};
         for (size_t i = 0; i < ops.size(); ++i) {
             const int j = ops[i].stage * m_.chunks + ops[i].chunk;
@@ -1332,10 +1338,10 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         step_cdf.resize(nt);
         thread_local std::vector<int> lo, hi, off;
         thread_local std::vector<double> base;
-        lo.resize(nt);
-        hi.resize(nt);
-        off.resize(nt);
-        base.resize(nt);
+        grow(lo, nt);
+        grow(hi, nt);
+        grow(off, nt);
+        grow(base, nt);
         for (int i = 0; i < nt; ++i) {
             // F_D[i - k] is 1 for k <= i - jb and 0 for k > i - ja
             lo[i] = std::max(0, i - jb + 1);
