@@ -207,6 +207,46 @@ void FlatPipeline::makespan_stage_scaled(const double* op_s, const double* scale
     }
 }
 
+std::vector<std::int32_t> FlatPipeline::critical_path(const double* op_s, const double* transfer_s,
+                                                      double stage0_start_s, double* finish) const {
+    std::vector<std::int32_t> path;
+    if (ops_.empty()) return path;
+    makespan(op_s, transfer_s, stage0_start_s, finish);
+    std::int32_t cur = -1;
+    for (const auto idx : last_on_stage_) {
+        if (idx >= 0 && (cur < 0 || finish[idx] > finish[cur])) cur = idx;
+    }
+    while (cur >= 0) {
+        path.push_back(cur);
+        const FlatOp& op = ops_[cur];
+        const double ready = finish[cur] - op_s[cur];
+        // the predecessor whose arrival set the ready time
+        std::int32_t next = -1;
+        if (op.stage_prev >= 0 && finish[op.stage_prev] == ready) {
+            next = op.stage_prev;
+        } else if (op.own_forward >= 0 && finish[op.own_forward] == ready) {
+            next = op.own_forward;
+        } else if (op.input >= 0 && finish[op.input] + transfer_s[cur] == ready) {
+            next = op.input;
+        } else {
+            // rounding in ready + d - d: the predecessor with the latest arrival
+            double best = -1e300;
+            for (const std::int32_t pred : {op.stage_prev, op.own_forward, op.input}) {
+                if (pred < 0) continue;
+                const double arrive = finish[pred] + (pred == op.input ? transfer_s[cur] : 0.0);
+                if (arrive > best) {
+                    best = arrive;
+                    next = pred;
+                }
+            }
+            const double start = op.stage == 0 ? stage0_start_s : 0.0;
+            if (op.stage_prev < 0 && start >= best) next = -1;
+        }
+        cur = next;
+    }
+    return path;
+}
+
 std::shared_ptr<const FlatPipeline> cached_flat_pipeline(const PipelineShape& shape) {
     thread_local std::map<std::tuple<int, int, int>, std::shared_ptr<const FlatPipeline>> cache;
     const auto key = std::make_tuple(shape.stages, shape.chunks, shape.microbatches);

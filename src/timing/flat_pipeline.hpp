@@ -55,6 +55,12 @@ class FlatPipeline {
                                double stage0_start_s, const double* factors, int f, double* finish,
                                double* end_s) const;
 
+    /// The ops of one longest path (a critical path), last op first, for durations as in
+    /// makespan(); `finish` is scratch of size() entries. Ties go to the stage predecessor,
+    /// then the own forward, then the input.
+    std::vector<std::int32_t> critical_path(const double* op_s, const double* transfer_s,
+                                            double stage0_start_s, double* finish) const;
+
     /// Natural log of the number of distinct paths from a first op to a last op (through
     /// stage order, own-forward and transfer edges): the union-bound count over critical paths.
     double log_paths() const { return log_paths_; }

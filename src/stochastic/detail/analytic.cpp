@@ -348,7 +348,8 @@ class Analytic {
         // the compute) does not depend on its group factor: it never bounds W
         const double c = m_.stage_comp_s[st];
         if (!(c > 0)) return std::numeric_limits<double>::infinity();
-        return 1.0 + (w / weight_[st] + slack_[st]) / c;
+        const double g = 1.0 + (w / weight_[st] + slack_[st]) / c;
+        return lin_[st] > 0 ? std::min(g, 1.0 + w / (lin_[st] * c)) : g;
     }
     /// log CDF of W for a replica type at w (sum over stages)
     double log_cdf_w(const ReplicaType& t, double w) const {
@@ -410,6 +411,8 @@ class Analytic {
     bool w_random_ = false;
     std::vector<double> weight_, slack_;  ///< per stage: makespan slope once critical, slack
     std::vector<double> rest_;            ///< per stage: makespan slope for a small change
+    /// per stage: slope of its W term below the critical regime (0: the term is linear)
+    std::vector<double> lin_;
     Grid x_;
     const ReplicaType* base_type_ = nullptr;
     mutable int mass_kw_ = -1;
@@ -481,6 +484,18 @@ const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, doub
     // log CDF of stage st's group factor at the cell edges w_lo + hw j, j = 0 .. kw
     auto stage_row = [&](const GroupLaw& law, int st, double* row) {
         const double c = m_.stage_comp_s[st];
+        if (law.table != nullptr && c > 0 && lin_[st] > 0) {
+            // g_of is the min of two affine maps: the log CDF (increasing) of each, the min
+            const double b = 1.0 / (weight_[st] * c);
+            law.table->fill_affine(1.0 + (w_lo_ / weight_[st] + slack_[st]) / c, b * hw, kw + 1,
+                                   row);
+            thread_local std::vector<double> other;
+            grow(other, kw + 1);
+            const double bl = 1.0 / (lin_[st] * c);
+            law.table->fill_affine(1.0 + w_lo_ * bl, bl * hw, kw + 1, other.data());
+            for (int j = 0; j <= kw; ++j) row[j] = std::min(row[j], other[j]);
+            return;
+        }
         if (law.table != nullptr && c > 0) {
             // g_of(st, w) is affine in w
             const double b = 1.0 / (weight_[st] * c);
@@ -682,10 +697,13 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     weight_.assign(p, static_cast<double>(mb));
     slack_.assign(p, 0.0);
     rest_.assign(p, rest_w_);
+    lin_.assign(p, 0.0);
+    double eg = 1, vg = 0;
+    moments_of_g(base_law, eg, vg);
     {
-        // all 3p + 1 schedules in one pass: lane 0 at g = 1, lane 1 + 3s + j with stage s's
-        // compute at g = 1.02, 1.5, 2
-        const int lanes = 1 + 3 * p;
+        // all 2p + 1 schedules in one pass: lane 0 at g = 1, lane 1 + 2s + j with stage s's
+        // compute at g = 1.5, 2
+        const int lanes = 1 + 2 * p;
         const auto& ops = m_.pipeline.ops();
         thread_local std::vector<double> dur, comp, xfer, fin, end;
         grow(dur, ops.size());
@@ -693,7 +711,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         xfer.assign(ops.size(), m_.p2p.mean(1.0, r_bar_));
         grow(fin, ops.size() * lanes);  // every entry is written before it is read
         grow(end, lanes);
-        static constexpr std::array<double, 3> kG{1.02, 1.5, 2.0};
+        static constexpr std::array<double, 2> kG{1.5, 2.0};
         for (size_t i = 0; i < ops.size(); ++i) {
             const int j = ops[i].stage * m_.chunks + ops[i].chunk;
             const ChunkCost& k = ops[i].backward ? m_.bwd[j] : m_.fwd[j];
@@ -701,8 +719,25 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             comp[i] = k.comp_mean;
         }
         m_.pipeline.makespan_stage_scaled(dur.data(), comp.data(), xfer.data(),
-                                          m_.dataloader.mean(1.0, r_bar_), kG.data(), 3, fin.data(),
+                                          m_.dataloader.mean(1.0, r_bar_), kG.data(), 2, fin.data(),
                                           end.data());
+        // The small-change slopes are the per-stage compute contents of ONE critical path, at
+        // the typical operating point (every stage at g_lin = E[g], at least 1.02): at g = 1
+        // several paths can tie (interleaved schedules), and per-stage derivatives taken one
+        // stage at a time may then come from different paths, so that their sum overstates a
+        // common slowdown (it exceeded the path itself by 10-15% at v = 2).
+        const double g_lin = std::max(eg, 1.02);
+        thread_local std::vector<double> dur_lin, fin_lin;
+        grow(dur_lin, ops.size());
+        grow(fin_lin, ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const int j = ops[i].stage * m_.chunks + ops[i].chunk;
+            dur_lin[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(g_lin, r_bar_);
+        }
+        const auto path = m_.pipeline.critical_path(
+            dur_lin.data(), xfer.data(), m_.dataloader.mean(1.0, r_bar_), fin_lin.data());
+        std::vector<double> content(p, 0.0);
+        for (const auto i : path) content[ops[i].stage] += comp[i];
         const double t0 = end[0];
         double least = 1e300;
         for (int st = 0; st < p; ++st) {
@@ -712,9 +747,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 slack_[st] = 1e300;
                 continue;
             }
-            rest_[st] = std::max(0.0, (end[1 + 3 * st] - t0) / (0.02 * c));
-            const double t1 = end[2 + 3 * st];
-            const double t2 = end[3 + 3 * st];
+            rest_[st] = content[st] / c;
+            const double t1 = end[1 + 2 * st];
+            const double t2 = end[2 + 2 * st];
             const double w = (t2 - t1) / (0.5 * c);
             weight_[st] = w > 0 ? w : 1.0;
             slack_[st] = std::max(0.0, 0.5 * c - (t1 - t0) / weight_[st]);
@@ -730,8 +765,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     }
     slow_w_ = 1.0;
     w1_ = 0.0;
-    double eg = 1, vg = 0;
-    moments_of_g(base_law, eg, vg);
+    // The slowest stage's term in W is convex in its g: its path content rest_ for small
+    // changes, its full weight once the schedule has to wait on it (they agree in plain 1F1B)
+    if (rest_[smax] > 0 && rest_[smax] < weight_[smax]) lin_[smax] = rest_[smax];
     for (int st = 0; st < p; ++st) {
         if (st == smax) continue;
         var_sum +=
@@ -747,8 +783,8 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     }
     const double var_smax =
         eg * eg * m_.stage_var_comp[smax] + r_bar_ * r_bar_ * m_.stage_var_comm[smax];
-    var_eps_ = var_sum + weight_[smax] * var_smax + m_.dataloader.var(1.0, r_bar_) +
-               2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
+    var_eps_ = var_sum + (lin_[smax] > 0 ? lin_[smax] : weight_[smax]) * var_smax +
+               m_.dataloader.var(1.0, r_bar_) + 2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
     const double noise_sd = std::sqrt(var_o_ + var_eps_);
     // replica types and scenarios (weight, counts per type)
     std::deque<GroupLaw> laws;  // stable addresses
