@@ -96,6 +96,42 @@ TEST(FlatPipeline, StageScaledMakespansEqualOneMakespanPerScaledStage) {
     }
 }
 
+TEST(FlatPipeline, CriticalPathIsAChainOfPredecessorsAsLongAsTheMakespan) {
+    // truth: any chain of dependencies is at most the makespan long; a chain from a source op
+    // to a last op whose length equals the makespan is a longest path
+    for (const PipelineShape shape : {PipelineShape{1, 1, 1}, PipelineShape{4, 1, 8},
+                                      PipelineShape{4, 2, 8}, PipelineShape{8, 1, 16}}) {
+        const FlatPipeline flat(shape);
+        stochastic::Stream rng(11, 12, stochastic::StreamKind::test, 0);
+        std::vector<double> d(flat.size()), t(flat.size()), fin(flat.size());
+        for (auto& x : d) x = rng.uniform();
+        for (auto& x : t) x = 0.3 * rng.uniform();
+        const double start = 0.7;
+        const double makespan = flat.makespan(d.data(), t.data(), start, fin.data());
+        const auto path = flat.critical_path(d.data(), t.data(), start, fin.data());
+        ASSERT_FALSE(path.empty());
+        const auto& ops = flat.ops();
+        double length = 0;
+        for (size_t k = 0; k < path.size(); ++k) {
+            const auto i = path[k];
+            length += d[i];
+            if (k + 1 < path.size()) {
+                const auto prev = path[k + 1];
+                const bool linked =
+                    ops[i].stage_prev == prev || ops[i].own_forward == prev || ops[i].input == prev;
+                ASSERT_TRUE(linked) << "op " << i << " after " << prev;
+                if (ops[i].input == prev && ops[i].stage_prev != prev &&
+                    ops[i].own_forward != prev) {
+                    length += t[i];
+                }
+            }
+        }
+        const auto first = path.back();
+        if (ops[first].stage == 0 && ops[first].stage_prev < 0) length += start;
+        EXPECT_NEAR(length, makespan, 1e-12 * makespan) << "p=" << shape.stages;
+    }
+}
+
 TEST(FlatPipeline, LogPathsCountsTheScheduleDagPathsByBruteForce) {
     // truth: depth-first enumeration of every path from a source op to a stage's last op
     for (const PipelineShape shape :
