@@ -65,6 +65,27 @@ std::vector<Case> matrix() {
     return c;
 }
 
+/// A matrix case as the evaluators take it.
+struct Setup {
+    StepProfile profile;
+    DesignPoint point;
+    ClusterSpec cluster;
+    VariabilitySpec var;
+};
+
+Setup setup(const Case& c) {
+    Setup s;
+    s.profile = testing::make_profile(c.shape);
+    s.point.tp = c.shape.tp;
+    s.point.pp = c.shape.stages;
+    s.point.dp = c.shape.dp;
+    s.point.placement.kind = c.placement;
+    s.cluster.total_gpus = c.total_gpus;
+    s.var = testing::prism_like(c.slow_probability);
+    if (c.name.find("slow_gpu") == 0) s.var.persistent.slow_per_node = false;
+    return s;
+}
+
 double ks_distance(std::vector<double> samples, const std::vector<double>& analytic_at_samples) {
     // samples sorted; analytic CDF given at the sorted samples
     const auto n = static_cast<double>(samples.size());
@@ -82,16 +103,7 @@ TEST(StepDistributionAccuracy, AnalyticMatchesMonteCarloOnMatrix) {
     // KS of a 10,000-sample empirical CDF against its own true CDF exceeds 0.0136 with
     // probability 5% (Kolmogorov); the 0.02 budget leaves ~0.006 for the analytic error.
     for (const auto& c : matrix()) {
-        auto profile = testing::make_profile(c.shape);
-        DesignPoint point;
-        point.tp = c.shape.tp;
-        point.pp = c.shape.stages;
-        point.dp = c.shape.dp;
-        point.placement.kind = c.placement;
-        ClusterSpec cluster;
-        cluster.total_gpus = c.total_gpus;
-        auto var = testing::prism_like(c.slow_probability);
-        if (c.name.find("slow_gpu") == 0) var.persistent.slow_per_node = false;
+        const auto [profile, point, cluster, var] = setup(c);
         auto x = stochastic::monte_carlo_samples(profile, point, hw, cluster, var, kSamples, 42, 7);
         std::sort(x.begin(), x.end());
         const auto f = stochastic::analytic_cdf(profile, point, hw, cluster, var, x);
@@ -152,16 +164,7 @@ TEST(StepDistributionAccuracy, DefaultGridIsConvergedAgainstAnEightTimesFinerGri
     const auto hw = testing::test_hardware();
     double worst = 0;
     for (const auto& c : matrix()) {
-        auto profile = testing::make_profile(c.shape);
-        DesignPoint point;
-        point.tp = c.shape.tp;
-        point.pp = c.shape.stages;
-        point.dp = c.shape.dp;
-        point.placement.kind = c.placement;
-        ClusterSpec cluster;
-        cluster.total_gpus = c.total_gpus;
-        auto var = testing::prism_like(c.slow_probability);
-        if (c.name.find("slow_gpu") == 0) var.persistent.slow_per_node = false;
+        const auto [profile, point, cluster, var] = setup(c);
         // query points: Monte Carlo draws, dense where the mass is
         auto t = stochastic::monte_carlo_samples(profile, point, hw, cluster, var, 2000, 3, 9);
         std::sort(t.begin(), t.end());
