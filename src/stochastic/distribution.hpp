@@ -51,6 +51,10 @@ class Distribution {
     double quantile_upper(double q) const;
     /// F^-1(Phi(z)): the quantile at normal score z (closed form for normal and lognormal).
     double quantile_of_score(double z) const;
+    /// E[X 1{z1 < Z <= z2}] for X = F^-1(Phi(Z)), Z standard normal (z1 may be -inf, z2 +inf):
+    /// closed form for constant, normal (untruncated) and lognormal, else 8-point
+    /// Gauss-Legendre on panels of at most 0.25 in z over [max(z1, -8), min(z2, 8)].
+    double partial_mean_of_scores(double z1, double z2) const;
 
     /// Quantile of the max of n iid copies: F^-1(p^(1/n)).
     double max_quantile(double p, double n) const;

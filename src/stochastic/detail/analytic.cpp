@@ -1186,6 +1186,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     // regime cells (in normal-score space) and tail nodes per cell
     struct Cell {
         double w, shift_a, shift_b;
+        double shift_mean;  ///< E[shift | cell] (the shift is affine in R inside a cell)
         std::span<const std::pair<double, double>> tail;  // (value, weight), in node_store
         double tail_var = 0;  ///< variance of a normal part collapsed onto its mean
         size_t first = 0, count = 0;
@@ -1249,7 +1250,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double s = makespan_at(r);
         const size_t first = node_store.size();
         const size_t count = tail_nodes(r);
-        cells.push_back({1.0, s, s, {}, tail_var, first, count});
+        cells.push_back({1.0, s, s, s, {}, tail_var, first, count});
     } else {
         constexpr int kCells = 96;
         constexpr double kZ = 6.0;
@@ -1302,7 +1303,19 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             const double rmid = m_.regime.quantile_of_score(grid.mid[i]);
             const size_t first = node_store.size();
             const size_t count = tail_nodes(rmid);
-            cells.push_back({grid.w[i], shift[i], shift[i + 1], {}, tail_var, first, count});
+            // the cell's mean of R (the outer cells take the tails beyond +-kZ), mapped through
+            // the shift, affine in R inside the cell
+            const double z1 = i == 0 ? -HUGE_VAL : grid.z[i];
+            const double z2 = i == kCells - 1 ? HUGE_VAL : grid.z[i + 1];
+            const double r_mean = m_.regime.partial_mean_of_scores(z1, z2) / grid.w[i];
+            double mean = 0.5 * (shift[i] + shift[i + 1]);
+            if (rs[i + 1] > rs[i]) {
+                mean =
+                    shift[i] + (r_mean - rs[i]) / (rs[i + 1] - rs[i]) * (shift[i + 1] - shift[i]);
+                mean = std::clamp(mean, std::min(shift[i], shift[i + 1]),
+                                  std::max(shift[i], shift[i + 1]));
+            }
+            cells.push_back({grid.w[i], shift[i], shift[i + 1], mean, {}, tail_var, first, count});
         }
     }
     for (auto& c : cells) c.tail = {node_store.data() + c.first, c.count};
@@ -1342,30 +1355,44 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             mass[k] += w * (1.0 - f);
             mass[k + 1] += w * f;
         };
+        // a uniform smear of mass w over [ua, ub], cut at the lattice points; each piece's mass
+        // at its centroid
+        auto add_smear = [&](double ua, double ub, double w) {
+            if (!(w > 0)) return;
+            if (!(ub - ua > 1e-9)) {
+                add_atom(0.5 * (ua + ub), w);
+                return;
+            }
+            const double dens = w / (ub - ua);
+            int k = std::min(static_cast<int>(ua), nv - 2);
+            double lo = ua;
+            while (lo < ub && k < nv - 1) {
+                const double hi = std::min(ub, static_cast<double>(k + 1));
+                const double m = dens * (hi - lo);
+                const double f = std::clamp(0.5 * (lo + hi) - k, 0.0, 1.0);
+                mass[k] += m * (1.0 - f);
+                mass[k + 1] += m * f;
+                lo = hi;
+                ++k;
+            }
+        };
         for (const auto& c : cells) {
             const double a0 = std::min(c.shift_a, c.shift_b);
             const double b0 = std::max(c.shift_a, c.shift_b);
+            // two uniform halves weighted to keep the cell's mean shift
+            const double mid = 0.5 * (a0 + b0);
+            const double span_c = b0 - a0;
+            const double frac_lo =
+                span_c > 0
+                    ? std::clamp((0.5 * (mid + b0) - c.shift_mean) / (0.5 * span_c), 0.0, 1.0)
+                    : 0.5;
             for (const auto& [y, wy] : c.tail) {
                 const double w = c.w * wy;
                 const double ua = std::max(0.0, (a0 + y - v_lo) * inv_hl);
-                const double ub = std::max(ua, (b0 + y - v_lo) * inv_hl);
-                if (!(ub - ua > 1e-9)) {
-                    add_atom(0.5 * (ua + ub), w);
-                    continue;
-                }
-                // cut at the lattice points; each piece's mass at its centroid
-                const double dens = w / (ub - ua);
-                int k = std::min(static_cast<int>(ua), nv - 2);
-                double lo = ua;
-                while (lo < ub && k < nv - 1) {
-                    const double hi = std::min(ub, static_cast<double>(k + 1));
-                    const double m = dens * (hi - lo);
-                    const double f = std::clamp(0.5 * (lo + hi) - k, 0.0, 1.0);
-                    mass[k] += m * (1.0 - f);
-                    mass[k + 1] += m * f;
-                    lo = hi;
-                    ++k;
-                }
+                const double um = std::max(ua, (mid + y - v_lo) * inv_hl);
+                const double ub = std::max(um, (b0 + y - v_lo) * inv_hl);
+                add_smear(ua, um, w * frac_lo);
+                add_smear(um, ub, w * (1.0 - frac_lo));
             }
         }
         const int nx = x_.n;
@@ -1434,10 +1461,20 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         for (const auto& c : cells) {
             double fc = 0;
             const double width = c.shift_b - c.shift_a;
+            // two uniform halves weighted to the cell's mean, as on the lattice
+            const double mid = 0.5 * (c.shift_a + c.shift_b);
+            const double f_lo =
+                width > 0
+                    ? std::clamp((0.5 * (mid + c.shift_b) - c.shift_mean) / (0.5 * width), 0.0, 1.0)
+                    : 0.5;
             for (const auto& [y, wy] : c.tail) {
                 const double x = t - y;
                 if (width > 1e-12 * std::fabs(c.shift_a) + 1e-300) {
-                    fc += wy * (G(x - c.shift_a) - G(x - c.shift_b)) / width;
+                    const double g_mid = G(x - mid);
+                    fc += wy *
+                          (f_lo * (G(x - c.shift_a) - g_mid) +
+                           (1.0 - f_lo) * (g_mid - G(x - c.shift_b))) /
+                          (0.5 * width);
                 } else {
                     fc += wy * interp(FD, x_, x - c.shift_a, 0.0, 1.0);
                 }
@@ -1454,8 +1491,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             ty += wy * y;
             ty2 += wy * y * y;
         }
-        const double sh = 0.5 * (c.shift_a + c.shift_b);
-        const double shv = (c.shift_b - c.shift_a) * (c.shift_b - c.shift_a) / 12.0;
+        // the cell as two uniform halves weighted to its mean (as on the lattice)
+        const double sh = c.shift_mean;
+        const double width = std::fabs(c.shift_b - c.shift_a);
+        const double lo_mean = std::min(c.shift_a, c.shift_b) + 0.25 * width;
+        const double hi_mean = lo_mean + 0.5 * width;
+        const double f_lo = width > 0 ? std::clamp((hi_mean - sh) / (0.5 * width), 0.0, 1.0) : 0.5;
+        const double shv = width * width / 48.0 + f_lo * (lo_mean - sh) * (lo_mean - sh) +
+                           (1.0 - f_lo) * (hi_mean - sh) * (hi_mean - sh);
         m1 += c.w * (sh + ty);
         m2 += c.w * (sh * sh + shv + 2 * sh * ty + ty2 + c.tail_var);
     }

@@ -82,6 +82,16 @@ StepProfile single_op_profile(int sync, int dp) {
     return p;
 }
 
+/// Inverse error function by bisection on std::erf (independent of the code under test).
+double erfinv_approx(double y) {
+    double lo = -6, hi = 6;
+    for (int i = 0; i < 200; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (std::erf(mid) < y ? lo : hi) = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
 /// Exact quantile of the max of n iid: F(x)^n = p solved by bisection on an independent CDF.
 double exact_max_quantile(DistKind kind, double cv, double n, double p) {
     auto log_cdf = [&](double x) {
@@ -118,6 +128,41 @@ TEST(StepDistribution, MaxOfIidMatchesExactOrderStatisticQuantiles) {
                 }
             }
         }
+    }
+}
+
+TEST(StepDistribution, RegimeOnlyVariabilityShiftsByTheRegimeQuantiles) {
+    // truth: with only the communication regime R random, every collective and transfer is its
+    // base time times R, so a step of compute C and exposed communication K takes C + K R: its
+    // p-quantile is C + K R_p, R_p the lognormal quantile (closed form). One replica, no DP
+    // sync: K is the TP all-reduce on the critical path.
+    StepProfile p;
+    p.tp = 8;
+    p.layer_forward = {{{testing::op(KernelClass::gemm, 2.0, 8)}},
+                       {{testing::op(KernelClass::allreduce, 0.5, 1, LinkLevel::nvlink)}}};
+    p.layers_per_chunk = 3;
+    VariabilitySpec v;
+    v.comm_regime = dist(DistKind::lognormal, 0.2);
+    const double s2 = std::log1p(0.2 * 0.2);
+    auto r_quantile = [&](double q) {
+        // R = exp(mu + sigma Z), mean 1
+        const double z = std::sqrt(2.0) * erfinv_approx(2 * q - 1);
+        return std::exp(-0.5 * s2 + std::sqrt(s2) * z);
+    };
+    for (const auto m : {Method::analytic, Method::montecarlo}) {
+        EvaluationSpec e = method(m);
+        e.samples = 20000;
+        const auto d = step_distribution(p, {}, testing::test_hardware(), {}, v, e, 5, 6);
+        const double c = 3 * 2.0, k = 3 * 0.5;
+        // analytic: within 3e-4 s at p95, 5e-4 s at p99 (0.004-0.006%: the regime is
+        // integrated over 96 cells); Monte Carlo (20,000 samples): within 4 standard errors,
+        // sqrt(p (1 - p) / n) / density: 0.0026 s at p50, 0.0062 s at p95, 0.012 s at p99, and
+        // 0.3 / sqrt(n) = 0.0021 s for the mean
+        const bool an = m == Method::analytic;
+        EXPECT_NEAR(d.p50_s, c + k * r_quantile(0.5), an ? 3e-4 : 0.0104);
+        EXPECT_NEAR(d.p95_s, c + k * r_quantile(0.95), an ? 3e-4 : 0.025);
+        EXPECT_NEAR(d.p99_s, c + k * r_quantile(0.99), an ? 5e-4 : 0.049);
+        EXPECT_NEAR(d.mean_s, c + k, an ? 1e-6 : 0.0085);
     }
 }
 
