@@ -56,6 +56,7 @@ int broadcast_int(int value) {
 io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     io::ResultHeader h;
     h.program_version = PRISM_VERSION;
+    h.model_version = kModelVersion;
     h.experiment_name = e.name;
     h.experiment_toml = e.text;
     h.seed = e.seed;

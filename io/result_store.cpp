@@ -90,6 +90,10 @@ ResultHeader read_header(hid_t file, const std::string& path) {
                           " (this program reads " + std::to_string(kResultFormatVersion) + ")");
     }
     h.program_version = detail::read_string_attribute(file, "program_version", root);
+    // files from before the attribute existed have none
+    h.model_version = detail::has_attribute(file, "model_version", root)
+                          ? detail::read_string_attribute(file, "model_version", root)
+                          : std::string();
     h.experiment_name = detail::read_string_attribute(file, "experiment_name", root);
     h.experiment_toml = detail::read_string_attribute(file, "experiment_toml", root);
     h.experiment_sha256 = detail::read_string_attribute(file, "experiment_sha256", root);
@@ -614,6 +618,7 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultHeader& h
     detail::write_attribute(file, "format", std::string(kResultFormat), root);
     detail::write_attribute(file, "format_version", kResultFormatVersion, root);
     detail::write_attribute(file, "program_version", h.program_version, root);
+    detail::write_attribute(file, "model_version", h.model_version, root);
     detail::write_attribute(file, "experiment_name", h.experiment_name, root);
     detail::write_attribute(file, "experiment_toml", h.experiment_toml, root);
     detail::write_attribute(file, "experiment_sha256", h.experiment_sha256, root);
@@ -779,6 +784,15 @@ ResultWriter ResultWriter::open_resume(const std::string& path, const ResultHead
         invalid(path, "made from a different experiment (sha256 " +
                           short_hash(impl->header.experiment_sha256) + " != " + short_hash(want) +
                           ")");
+    }
+    if (!expected.model_version.empty() && impl->header.model_version != expected.model_version) {
+        const std::string had = impl->header.model_version.empty()
+                                    ? "none (an older prism)"
+                                    : "'" + impl->header.model_version + "'";
+        invalid(path, "made under model version " + had + ", this program is '" +
+                          expected.model_version +
+                          "': resuming would mix results of different numerics (start a new "
+                          "file, or resume with the build that made it)");
     }
     Layout layout = read_layout(file, path);
     impl->columns = std::move(layout.columns);

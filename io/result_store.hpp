@@ -3,9 +3,9 @@
 // The HDF5 result file of a sweep: self-describing (readable with h5py and no knowledge of this
 // code), written incrementally and resumable. Layout (format "prism-results", version 1):
 //
-//   /                      attributes: format, format_version, program_version, experiment_name,
-//                          experiment_toml, experiment_sha256, seed, space_size, status,
-//                          next_index, rows_committed, created, updated
+//   /                      attributes: format, format_version, program_version, model_version,
+//                          experiment_name, experiment_toml, experiment_sha256, seed, space_size,
+//                          status, next_index, rows_committed, created, updated
 //   /points/index          uint64   design-space index, increasing
 //   /points/status         enum {ok, infeasible, failed} (values of prism::PointStatus)
 //   /points/reason_id      int32    row of /reasons, -1 = none
@@ -65,6 +65,8 @@ struct ColumnSpec {
 /// the others describe the state of a file (filled when opened, ignored by `create`).
 struct ResultHeader {
     std::string program_version;  ///< empty: this program's PRISM_VERSION
+    /// the evaluators' numerics (prism::kModelVersion); a resume must match it unless empty
+    std::string model_version;
     std::string experiment_name;
     std::string experiment_toml;    ///< full text of the experiment file
     std::string experiment_sha256;  ///< empty: computed from experiment_toml

@@ -70,6 +70,18 @@ else
     echo "FAIL resume_edited: exit $rc"; cat "$dir/edited.err"; fails=$((fails + 1))
 fi
 
+# Resuming a file made under another model version (older numerics) is refused, file unchanged.
+cp "$dir/exists.h5" "$dir/oldmodel.h5"
+/usr/bin/python3 -c "import h5py; f = h5py.File('$dir/oldmodel.h5', 'r+'); f.attrs['model_version'] = 'old'; f.close()"
+sum_before=$(md5sum < "$dir/oldmodel.h5")
+"$prism" sweep "$base" -o "$dir/oldmodel.h5" --resume >/dev/null 2>"$dir/oldmodel.err"; rc=$?
+if [ "$rc" = 2 ] && grep -q "oldmodel\.h5: made under model version 'old', this program is '" "$dir/oldmodel.err" \
+    && [ "$(md5sum < "$dir/oldmodel.h5")" = "$sum_before" ]; then
+    echo "ok   resume_other_model: $(head -n 1 "$dir/oldmodel.err")"
+else
+    echo "FAIL resume_other_model: exit $rc"; cat "$dir/oldmodel.err"; fails=$((fails + 1))
+fi
+
 # A foreign HDF5 file and a garbage file are reported by `prism report` with their path.
 /usr/bin/python3 -c "import h5py; h5py.File('$dir/foreign.h5', 'w').create_dataset('x', data=[1])"
 "$prism" report "$dir/foreign.h5" >/dev/null 2>"$dir/foreign.err"; rc=$?

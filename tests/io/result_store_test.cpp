@@ -354,6 +354,28 @@ TEST_F(ResultStore, RefusesToResumeAFileOfAnotherExperiment) {
               "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb");
 }
 
+TEST_F(ResultStore, RefusesToResumeAFileOfAnotherModelVersionAndLeavesItAlone) {
+    const std::string file = path("x.h5");
+    ResultHeader a = test_header();
+    a.model_version = "m1";
+    ResultWriter::create(file, a, test_columns(), test_metrics(), false).close();
+    const ResultHeader before = ResultReader(file).header();
+    ResultHeader b = test_header();
+    b.model_version = "m2";
+
+    EXPECT_THROW_MSG(ResultWriter::open_resume(file, b), IoError,
+                     file +
+                         ": made under model version 'm1', this program is 'm2': resuming would "
+                         "mix results of different numerics (start a new file, or resume with "
+                         "the build that made it)");
+    EXPECT_EQ(ResultReader(file).header().model_version, "m1");
+    EXPECT_EQ(ResultReader(file).header().status, before.status);
+    EXPECT_EQ(ResultReader(file).header().updated, before.updated);
+    // the same version resumes
+    b.model_version = "m1";
+    ResultWriter::open_resume(file, b).close();
+}
+
 TEST_F(ResultStore, RefusesToResumeWithOtherColumnsOrMetricsAndLeavesTheFileAlone) {
     const std::string file = path("x.h5");
     write_complete_file(file);

@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 
 ROOT_ATTRS = {
-    "format": str, "format_version": np.integer, "program_version": str,
+    "format": str, "format_version": np.integer, "program_version": str, "model_version": str,
     "experiment_name": str, "experiment_toml": str, "experiment_sha256": str,
     "seed": np.integer, "space_size": np.integer, "status": str, "next_index": np.integer,
     "rows_committed": np.integer, "created": str, "updated": str,
