@@ -54,13 +54,6 @@ void grow(std::vector<T>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
 
-/// 1 - exp(t) for t <= 0 to a relative 1e-14, cheaper than -expm1: 1 - exp(t) loses at
-/// most 1e-16 / 0.0095 relative below t = -0.01, and above it six Taylor terms leave < 2e-15.
-inline double one_minus_exp(double t) {
-    if (t < -0.01) return 1.0 - std::exp(t);
-    return -t * (1.0 + t * (0.5 + t * (1.0 / 6 + t * (1.0 / 24 + t * (1.0 / 120 + t / 720)))));
-}
-
 double log_spatial_cdf(const Distribution& S, double x) {
     const double f = S.cdf(x);
     if (f <= 0) return -1e300;
@@ -1013,7 +1006,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             }
         }
         std::vector<double> base_terms(p);
-        auto sf_all = [&](double w) {
+        auto min_log_cdf = [&](double w) {
             double base = 0;
             for (int st = 0; st < p; ++st) {
                 base_terms[st] = types[0].stage_law[st]->log_cdf(g_of(st, w));
@@ -1026,14 +1019,16 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                     total += types[t].stage_law[st]->log_cdf(g_of(st, w)) - base_terms[st];
                 }
                 if (types[t].pgf != nullptr) total += pgf_log_term(*types[t].pgf, w);
-                s = std::max(s, one_minus_exp(std::min(0.0, total)));
+                s = std::min(s, total);
             }
-            return s;
+            return s;  // the smallest log CDF over types
         };
+        // sf > 1e-15 for some type <=> its log CDF < log(1 - 1e-15)
+        const double log_sf_cut = std::log1p(-1e-15);
         auto tighten_hi = [&](double a, double b) {
             for (int i = 0; i < 24; ++i) {
                 const double mid = 0.5 * (a + b);
-                (sf_all(mid) > 1e-15 ? a : b) = mid;
+                (min_log_cdf(mid) < log_sf_cut ? a : b) = mid;
             }
             return b;
         };
@@ -1270,9 +1265,28 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             }
         };
         static const CellGrid grid;
+        // the regime at the cell edges and mid-points and its mean in each cell: a function of
+        // the regime law alone, which a sweep shares across points
+        struct RegimeCells {
+            std::array<double, kCells + 1> edge{};
+            std::array<double, kCells> mid{}, mean{};
+        };
+        thread_local std::unordered_map<std::uint64_t, RegimeCells> regime_cache;
+        if (regime_cache.size() > 64) regime_cache.clear();
+        auto [slot, fresh] = regime_cache.try_emplace(m_.regime_hash);
+        RegimeCells& rc = slot->second;
+        if (fresh) {
+            for (int i = 0; i <= kCells; ++i) rc.edge[i] = m_.regime.quantile_of_score(grid.z[i]);
+            for (int i = 0; i < kCells; ++i) {
+                rc.mid[i] = m_.regime.quantile_of_score(grid.mid[i]);
+                // the outer cells take the tails beyond +-kZ
+                const double z1 = i == 0 ? -HUGE_VAL : grid.z[i];
+                const double z2 = i == kCells - 1 ? HUGE_VAL : grid.z[i + 1];
+                rc.mean[i] = m_.regime.partial_mean_of_scores(z1, z2) / grid.w[i];
+            }
+        }
         std::array<double, kCells + 1> shift{};
-        std::array<double, kCells + 1> rs{};
-        for (int i = 0; i <= kCells; ++i) rs[i] = m_.regime.quantile_of_score(grid.z[i]);
+        const std::array<double, kCells + 1>& rs = rc.edge;
         // The mean-duration makespan is a longest path, a max of functions affine in R with
         // non-negative slopes: convex in R. A convex function that meets its chord at an
         // interior point is affine on the whole interval (and within 2 tol of it if within tol
@@ -1300,14 +1314,11 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         fill(fill, 0, kCells);
         cells.reserve(kCells);
         for (int i = 0; i < kCells; ++i) {
-            const double rmid = m_.regime.quantile_of_score(grid.mid[i]);
+            const double rmid = rc.mid[i];
             const size_t first = node_store.size();
             const size_t count = tail_nodes(rmid);
-            // the cell's mean of R (the outer cells take the tails beyond +-kZ), mapped through
-            // the shift, affine in R inside the cell
-            const double z1 = i == 0 ? -HUGE_VAL : grid.z[i];
-            const double z2 = i == kCells - 1 ? HUGE_VAL : grid.z[i + 1];
-            const double r_mean = m_.regime.partial_mean_of_scores(z1, z2) / grid.w[i];
+            // the cell's mean of R mapped through the shift, affine in R inside the cell
+            const double r_mean = rc.mean[i];
             double mean = 0.5 * (shift[i] + shift[i + 1]);
             if (rs[i + 1] > rs[i]) {
                 mean =

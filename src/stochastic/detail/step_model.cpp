@@ -102,6 +102,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.regime = Distribution(variability.comm_regime);
     m.spatial = Distribution(variability.persistent.spatial);
     m.spatial_hash = spec_hash(variability.persistent.spatial);
+    m.regime_hash = spec_hash(variability.comm_regime);
     {
         std::uint64_t h = mix(static_cast<std::uint64_t>(point.tp), point.cp);
         h = mix(h, static_cast<std::uint64_t>(point.placement.kind));

@@ -67,6 +67,7 @@ struct StepModel {
     Distribution regime;
     Distribution spatial;
     std::uint64_t spatial_hash = 0;  ///< of the spatial spec, to key cached tables
+    std::uint64_t regime_hash = 0;   ///< of the communication regime's spec, likewise
     /// of (tp, cp, placement kind and order): with the sizes above it fixes the layout's
     /// GPU numbering, to key cached slow-unit patterns
     std::uint64_t placement_hash = 0;
