@@ -158,6 +158,47 @@ TEST(StepDistributionAccuracy, InterleavedSchedulesWithinOnePercentInLocation) {
     }
 }
 
+TEST(StepDistributionAccuracy, ModerateSlowNodesOnDeepPipelinesKeepTheTail) {
+    // The matrix's slow nodes are 1.5x; the prism-paper preset's are 1.14x. There, on pipelines
+    // of 4+ stages, a slow stage sits in the transition between not delaying the schedule and
+    // setting its pace, which the evaluator's per-stage line (critical slope and slack, from
+    // g = 1.5 and 2) does not follow: the body of the distribution is off (KS 0.07-0.10, median
+    // up to 1.1% low), the tail is not (p95 and p99 within 0.1% seen). This test holds the
+    // tail; the body is a known limitation (README).
+    const auto hw = testing::test_hardware();
+    struct Shape {
+        int tp, pp, dp, mb;
+        double factor;
+    };
+    for (const Shape c :
+         {Shape{8, 4, 16, 8, 1.14}, Shape{8, 4, 64, 16, 1.14}, Shape{4, 4, 64, 16, 1.14},
+          Shape{8, 8, 32, 16, 1.14}, Shape{8, 4, 16, 8, 1.3}}) {
+        ProfileShape s;
+        s.tp = c.tp;
+        s.stages = c.pp;
+        s.dp = c.dp;
+        s.microbatches = c.mb;
+        const auto profile = testing::make_profile(s);
+        DesignPoint point;
+        point.tp = c.tp;
+        point.pp = c.pp;
+        point.dp = c.dp;
+        auto var = testing::prism_like(0.01);
+        var.persistent.slow_factor = c.factor;
+        auto x = stochastic::monte_carlo_samples(profile, point, hw, {}, var, 10000, 42, 7);
+        std::sort(x.begin(), x.end());
+        const auto a = step_distribution(profile, point, hw, {}, var, EvaluationSpec{}, 42, 7);
+        const double p50 = a.p50_s / x[x.size() / 2];
+        const double p95 = a.p95_s / x[static_cast<size_t>(0.95 * (x.size() - 1))];
+        const double p99 = a.p99_s / x[static_cast<size_t>(0.99 * (x.size() - 1))];
+        std::printf("slow %.2fx tp%d pp%d dp%d  p50 an/mc %.4f  p95 %.4f  p99 %.4f\n", c.factor,
+                    c.tp, c.pp, c.dp, p50, p95, p99);
+        EXPECT_NEAR(p95, 1.0, 0.005) << c.factor << "x pp" << c.pp << " dp" << c.dp;
+        EXPECT_NEAR(p99, 1.0, 0.005) << c.factor << "x pp" << c.pp << " dp" << c.dp;
+        EXPECT_NEAR(p50, 1.0, 0.015) << c.factor << "x pp" << c.pp << " dp" << c.dp;
+    }
+}
+
 TEST(StepDistributionAccuracy, DefaultGridIsConvergedAgainstAnEightTimesFinerGrid) {
     // truth: the same evaluator on 2049 grid points; the default grid's CDF error is far below
     // the Monte Carlo comparison's resolution
