@@ -334,7 +334,8 @@ class Analytic {
              const std::vector<double>* query, std::vector<double>* cdf_out);
 
   private:
-    double makespan_at(double r, const std::vector<double>* g_stage = nullptr) const;
+    /// makespan of the mean durations at g = 1 and regime r
+    double makespan_at(double r) const;
     /// group factor of stage st that puts the replica's stage term at w
     double g_of(int st, double w) const {
         // a stage with no compute on its critical path (e.g. FSDP layers whose gather outlasts
@@ -418,7 +419,7 @@ class Analytic {
     mutable int kern_len_ = -1, kern_reach_ = -1;
 };
 
-double Analytic::makespan_at(double r, const std::vector<double>* g_stage) const {
+double Analytic::makespan_at(double r) const {
     const auto& ops = m_.pipeline.ops();
     thread_local std::vector<double> dur, xfer, fin;
     grow(dur, ops.size());
@@ -427,8 +428,7 @@ double Analytic::makespan_at(double r, const std::vector<double>* g_stage) const
     const double tr = m_.p2p.mean(1.0, r);
     for (size_t i = 0; i < ops.size(); ++i) {
         const int j = ops[i].stage * m_.chunks + ops[i].chunk;
-        const double g = g_stage != nullptr ? (*g_stage)[ops[i].stage] : 1.0;
-        dur[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(g, r);
+        dur[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(1.0, r);
         xfer[i] = tr;
     }
     return m_.pipeline.makespan(dur.data(), xfer.data(), m_.dataloader.mean(1.0, r), fin.data());
@@ -477,23 +477,19 @@ const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, doub
     // log CDF of stage st's group factor at the cell edges w_lo + hw j, j = 0 .. kw
     auto stage_row = [&](const GroupLaw& law, int st, double* row) {
         const double c = m_.stage_comp_s[st];
-        if (law.table != nullptr && c > 0 && lin_[st] > 0) {
-            // g_of is the min of two affine maps: the log CDF (increasing) of each, the min
-            const double b = 1.0 / (weight_[st] * c);
-            law.table->fill_affine(1.0 + (w_lo_ / weight_[st] + slack_[st]) / c, b * hw, kw + 1,
-                                   row);
-            thread_local std::vector<double> other;
-            grow(other, kw + 1);
-            const double bl = 1.0 / (lin_[st] * c);
-            law.table->fill_affine(1.0 + w_lo_ * bl, bl * hw, kw + 1, other.data());
-            for (int j = 0; j <= kw; ++j) row[j] = std::min(row[j], other[j]);
-            return;
-        }
         if (law.table != nullptr && c > 0) {
-            // g_of(st, w) is affine in w
+            // g_of(st, w) is affine in w, or the min of two affine maps (lin_): the log CDF is
+            // increasing, so the row is then the min of the two affine rows
             const double b = 1.0 / (weight_[st] * c);
             law.table->fill_affine(1.0 + (w_lo_ / weight_[st] + slack_[st]) / c, b * hw, kw + 1,
                                    row);
+            if (lin_[st] > 0) {
+                thread_local std::vector<double> other;
+                grow(other, kw + 1);
+                const double bl = 1.0 / (lin_[st] * c);
+                law.table->fill_affine(1.0 + w_lo_ * bl, bl * hw, kw + 1, other.data());
+                for (int j = 0; j <= kw; ++j) row[j] = std::min(row[j], other[j]);
+            }
             return;
         }
         for (int j = 0; j <= kw; ++j) row[j] = law.log_cdf(g_of(st, w_lo_ + hw * j));
@@ -1182,6 +1178,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     struct Cell {
         double w, shift_a, shift_b;
         double shift_mean;  ///< E[shift | cell] (the shift is affine in R inside a cell)
+        /// the cell is two uniform halves of [shift_a, shift_b]; the lower one's share of the
+        /// weight, chosen to keep shift_mean (lattice, CDF and moments all use it)
+        double lo_share = 0.5;
         std::span<const std::pair<double, double>> tail;  // (value, weight), in node_store
         double tail_var = 0;  ///< variance of a normal part collapsed onto its mean
         size_t first = 0, count = 0;
@@ -1245,7 +1244,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double s = makespan_at(r);
         const size_t first = node_store.size();
         const size_t count = tail_nodes(r);
-        cells.push_back({1.0, s, s, s, {}, tail_var, first, count});
+        cells.push_back({1.0, s, s, s, 0.5, {}, tail_var, first, count});
     } else {
         constexpr int kCells = 96;
         constexpr double kZ = 6.0;
@@ -1326,7 +1325,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 mean = std::clamp(mean, std::min(shift[i], shift[i + 1]),
                                   std::max(shift[i], shift[i + 1]));
             }
-            cells.push_back({grid.w[i], shift[i], shift[i + 1], mean, {}, tail_var, first, count});
+            // the shift is non-decreasing in R: shift[i] <= shift[i + 1]
+            const double half = 0.5 * (shift[i + 1] - shift[i]);
+            const double hi_mean = 0.5 * (0.5 * (shift[i] + shift[i + 1]) + shift[i + 1]);
+            const double lo_share = half > 0 ? std::clamp((hi_mean - mean) / half, 0.0, 1.0) : 0.5;
+            cells.push_back(
+                {grid.w[i], shift[i], shift[i + 1], mean, lo_share, {}, tail_var, first, count});
         }
     }
     for (auto& c : cells) c.tail = {node_store.data() + c.first, c.count};
@@ -1392,11 +1396,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             const double b0 = std::max(c.shift_a, c.shift_b);
             // two uniform halves weighted to keep the cell's mean shift
             const double mid = 0.5 * (a0 + b0);
-            const double span_c = b0 - a0;
-            const double frac_lo =
-                span_c > 0
-                    ? std::clamp((0.5 * (mid + b0) - c.shift_mean) / (0.5 * span_c), 0.0, 1.0)
-                    : 0.5;
+            const double frac_lo = c.lo_share;
             for (const auto& [y, wy] : c.tail) {
                 const double w = c.w * wy;
                 const double ua = std::max(0.0, (a0 + y - v_lo) * inv_hl);
@@ -1474,10 +1474,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             const double width = c.shift_b - c.shift_a;
             // two uniform halves weighted to the cell's mean, as on the lattice
             const double mid = 0.5 * (c.shift_a + c.shift_b);
-            const double f_lo =
-                width > 0
-                    ? std::clamp((0.5 * (mid + c.shift_b) - c.shift_mean) / (0.5 * width), 0.0, 1.0)
-                    : 0.5;
+            const double f_lo = c.lo_share;
             for (const auto& [y, wy] : c.tail) {
                 const double x = t - y;
                 if (width > 1e-12 * std::fabs(c.shift_a) + 1e-300) {
@@ -1507,7 +1504,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double width = std::fabs(c.shift_b - c.shift_a);
         const double lo_mean = std::min(c.shift_a, c.shift_b) + 0.25 * width;
         const double hi_mean = lo_mean + 0.5 * width;
-        const double f_lo = width > 0 ? std::clamp((hi_mean - sh) / (0.5 * width), 0.0, 1.0) : 0.5;
+        const double f_lo = c.lo_share;
         const double shv = width * width / 48.0 + f_lo * (lo_mean - sh) * (lo_mean - sh) +
                            (1.0 - f_lo) * (hi_mean - sh) * (hi_mean - sh);
         m1 += c.w * (sh + ty);
