@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "src/model/deterministic.hpp"
@@ -184,6 +185,33 @@ BENCHMARK(BM_Analytic405BSweep)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Analytic405BHeavyTail)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_MonteCarlo1000_405B)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_MonteCarlo1000_405BSweep)->Unit(benchmark::kMillisecond)->Iterations(26);
+
+/// One configuration of the sweep (state.range(0)), Monte Carlo with 1,000 samples, for
+/// profiling: ./stochastic_bench --benchmark_filter=SweepPointMc
+void BM_SweepPointMc1000_405B(benchmark::State& state) {
+    static const Sweep405B sweep;
+    const auto v = prism_paper(false);
+    EvaluationSpec eval;
+    eval.method = Method::montecarlo;
+    eval.samples = 1000;
+    const auto i = static_cast<size_t>(state.range(0));
+    std::uint64_t index = 0;
+    for (auto _ : state) {
+        const auto d =
+            step_distribution(sweep.profiles[i], sweep.points[i], sweep.base.experiment.hardware[0],
+                              sweep.base.experiment.cluster, v, eval, 2026, index++);
+        benchmark::DoNotOptimize(d.p99_s);
+    }
+    const auto& pt = sweep.points[i];
+    state.SetLabel("tp" + std::to_string(pt.tp) + " pp" + std::to_string(pt.pp) + " dp" +
+                   std::to_string(pt.dp) + " mb" + std::to_string(pt.microbatch) + " v" +
+                   std::to_string(pt.interleave) +
+                   (pt.recompute == Recompute::full ? " full" : " sel"));
+}
+BENCHMARK(BM_SweepPointMc1000_405B)
+    ->DenseRange(0, 25)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 }  // namespace
 

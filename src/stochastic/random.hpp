@@ -58,6 +58,19 @@ enum class PhiloxVariant { best, scalar, avx2, avx512 };
 bool philox4x32_batch_variant(PhiloxVariant v, const std::uint32_t ctr[4],
                               const std::uint32_t key[2], std::uint32_t* out);
 
+/// The rectangle step of Stream::normal32 for the words w[0 .. n), n <= 4 kPhiloxBatch:
+/// out[j * stride] = the rectangle draw of w[j] (its layer's abscissa times the signed
+/// fraction); the indices j whose draw falls outside its rectangle go to rej[0 .. count) in
+/// increasing order (their out is to be replaced); returns the count. Branch-free, IEEE
+/// products only: every instruction set gives the same bits.
+std::size_t ziggurat_rectangles(const std::uint32_t* w, std::size_t n, double* out,
+                                std::size_t stride, std::uint32_t* rej);
+/// The variants ziggurat_rectangles picks from (scalar, avx512; avx2 runs scalar), for the tests:
+/// returns whether `v` ran (false: the CPU lacks it, scalar ran instead); `count` as returned.
+bool ziggurat_rectangles_variant(PhiloxVariant v, const std::uint32_t* w, std::size_t n,
+                                 double* out, std::size_t stride, std::uint32_t* rej,
+                                 std::size_t& count);
+
 }  // namespace detail
 
 /// Stream ids used by the evaluators; distinct ids give independent streams.
@@ -185,6 +198,39 @@ class Stream {
             used_ += static_cast<int>(j);
             k += j;
             if (j < avail) out[k++] = normal32();  // outside the rectangle: the slow cases
+        }
+    }
+
+    /// n independent standard normals into out[0], out[stride], .. out[(n - 1) * stride], by
+    /// normal32()'s ziggurat, one word each in the common case: the words of each buffer refill
+    /// go through the rectangle test at once (detail::ziggurat_rectangles), and a word outside
+    /// its rectangle then completes its draw as normal32() would (wedge or tail with fresh
+    /// uniforms, or a new attempt). Each value is an exact normal drawn from words no other
+    /// value uses, so the values are iid N(0, 1); they are not the sequence normals32() gives
+    /// (the slow cases draw after the refill's words, not in between). For bulk Monte Carlo.
+    void normals_batch(double* out, std::size_t n, std::size_t stride = 1) {
+        std::size_t k = 0;
+        while (k < n) {
+            if (used_ >= kWords) refill();
+            const std::size_t take = std::min<std::size_t>(n - k, kWords - used_);
+            std::uint32_t rej[kWords];
+            const std::size_t bad = detail::ziggurat_rectangles(words_.data() + used_, take,
+                                                                out + k * stride, stride, rej);
+            used_ += static_cast<int>(take);
+            // the words that failed the test, in order: normal32()'s slow cases
+            const std::uint32_t* w = words_.data() + (used_ - take);
+            std::uint32_t failed[kWords];
+            for (std::size_t b = 0; b < bad; ++b) failed[b] = w[rej[b]];
+            for (std::size_t b = 0; b < bad; ++b) {
+                const unsigned i = failed[b] & 0x7Fu;
+                const double u =
+                    (static_cast<double>(static_cast<std::int32_t>(failed[b] & ~0x7Fu)) + 64.0) *
+                    0x1.0p-31;
+                double x = 0;
+                if (!ziggurat_outside(u, i, x)) x = normal32();
+                out[(k + rej[b]) * stride] = x;
+            }
+            k += take;
         }
     }
 

@@ -5,6 +5,8 @@
 // Integer products, xors and additions are exact, so every instruction set gives the library's
 // bits (mc_sampler_test checks every variant against r123::Philox4x32).
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "src/stochastic/random.hpp"
@@ -23,6 +25,7 @@ namespace {
 
 constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // PHILOX_M4x32_0, _1
 constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // PHILOX_W32_0, _1
+constexpr std::size_t kRectWords = 4 * kPhiloxBatch;           // ziggurat_rectangles' words
 
 void batch_scalar(const std::uint32_t ctr[4], const std::uint32_t key[2], std::uint32_t* out) {
     const r123::Philox4x32::key_type k = {{key[0], key[1]}};
@@ -137,6 +140,78 @@ __attribute__((target("avx2"))) void batch_avx2(const std::uint32_t ctr[4],
 }
 #endif
 
+/// ziggurat_rectangles one word at a time (branch-free: the compiler pipelines it).
+std::size_t rectangles_scalar(const std::uint32_t* w, std::size_t n, double* out,
+                              std::size_t stride, std::uint32_t* rej) {
+    const auto& z = ziggurat();
+    std::size_t bad = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        const unsigned i = w[j] & 0x7Fu;
+        const double u =
+            (static_cast<double>(static_cast<std::int32_t>(w[j] & ~0x7Fu)) + 64.0) * 0x1.0p-31;
+        out[j * stride] = u * z.x[i];
+        rej[bad] = static_cast<std::uint32_t>(j);
+        bad += std::fabs(u) < z.ratio[i] ? 0 : 1;
+    }
+    return bad;
+}
+
+#ifdef PRISM_PHILOX_X86
+/// ziggurat_rectangles 8 words per vector (the last ones masked): the same conversions (int32
+/// to double, exact), the same product and comparison, so the same bits as rectangles_scalar.
+__attribute__((target("avx512f"))) std::size_t rectangles_avx512(const std::uint32_t* w,
+                                                                 std::size_t n, double* out,
+                                                                 std::size_t stride,
+                                                                 std::uint32_t* rej) {
+    const auto& z = ziggurat();
+    const __m512d scale = _mm512_set1_pd(0x1.0p-31), half_cell = _mm512_set1_pd(64.0);
+    const __m256i layer = _mm256_set1_epi32(0x7F), frac = _mm256_set1_epi32(~0x7F);
+    const __m512d sign = _mm512_set1_pd(-0.0);
+    std::uint64_t bad = 0;
+    alignas(64) double tmp[kRectWords];
+    double* dst = stride == 1 ? out : tmp;
+    for (std::size_t b = 0; 8 * b < n; ++b) {
+        const std::size_t left = n - 8 * b;
+        const __mmask8 live = left >= 8 ? __mmask8{0xFF} : static_cast<__mmask8>((1u << left) - 1);
+        const __m256i v = _mm512_castsi512_si256(_mm512_maskz_loadu_epi32(live, w + 8 * b));
+        const __m256i idx = _mm256_and_si256(v, layer);
+        const __m512d u = _mm512_mul_pd(
+            _mm512_add_pd(_mm512_cvtepi32_pd(_mm256_and_si256(v, frac)), half_cell), scale);
+        const __m512d x = _mm512_i32gather_pd(idx, z.x.data(), 8);
+        const __m512d ratio = _mm512_i32gather_pd(idx, z.ratio.data(), 8);
+        const __m512d au = _mm512_castsi512_pd(
+            _mm512_andnot_si512(_mm512_castpd_si512(sign), _mm512_castpd_si512(u)));
+        const __mmask8 inside = _mm512_cmp_pd_mask(au, ratio, _CMP_LT_OQ);
+        bad |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(~inside & live)) << (8 * b);
+        _mm512_mask_storeu_pd(dst + 8 * b, live, _mm512_mul_pd(u, x));
+    }
+    if (stride != 1) {
+        for (std::size_t j = 0; j < n; ++j) out[j * stride] = tmp[j];
+    }
+    std::size_t count = 0;
+    while (bad != 0) {
+        rej[count++] = static_cast<std::uint32_t>(__builtin_ctzll(bad));
+        bad &= bad - 1;
+    }
+    return count;
+}
+#endif
+
+using RectFn = std::size_t (*)(const std::uint32_t*, std::size_t, double*, std::size_t,
+                               std::uint32_t*);
+
+RectFn pick_rectangles(PhiloxVariant v) {
+#ifdef PRISM_PHILOX_X86
+    if ((v == PhiloxVariant::best || v == PhiloxVariant::avx512) &&
+        __builtin_cpu_supports("avx512f")) {
+        return rectangles_avx512;
+    }
+#else
+    (void)v;
+#endif
+    return rectangles_scalar;
+}
+
 using BatchFn = void (*)(const std::uint32_t*, const std::uint32_t*, std::uint32_t*);
 
 BatchFn pick(PhiloxVariant v) {
@@ -155,6 +230,20 @@ BatchFn pick(PhiloxVariant v) {
 }
 
 }  // namespace
+
+std::size_t ziggurat_rectangles(const std::uint32_t* w, std::size_t n, double* out,
+                                std::size_t stride, std::uint32_t* rej) {
+    static const RectFn fn = pick_rectangles(PhiloxVariant::best);
+    return fn(w, n, out, stride, rej);
+}
+
+bool ziggurat_rectangles_variant(PhiloxVariant v, const std::uint32_t* w, std::size_t n,
+                                 double* out, std::size_t stride, std::uint32_t* rej,
+                                 std::size_t& count) {
+    const RectFn fn = pick_rectangles(v);
+    count = fn(w, n, out, stride, rej);
+    return v != PhiloxVariant::avx512 || fn != rectangles_scalar;
+}
 
 void philox4x32_batch(const std::uint32_t ctr[4], const std::uint32_t key[2], std::uint32_t* out) {
     static const BatchFn fn = pick(PhiloxVariant::best);

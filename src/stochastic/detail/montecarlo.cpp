@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -70,10 +71,11 @@ struct LaneOp {
 #endif
 
 /// Longest paths of kLanes schedules at once: fin[i * kLanes + l] = max(fin[prev], fin[own],
-/// fin[input] + x) + cost[op.cost], end[l] = the max over ops. Lane-wise IEEE max and add (GCC
-/// vector extension), so every instruction set gives the same bits as scalar code.
+/// fin[input] + x) + cost[op.cost], end[l] = the max over the ops last[0 .. nlast). Lane-wise
+/// IEEE max and add (GCC vector extension), so every instruction set gives the same bits as
+/// scalar code.
 PRISM_LANE_CLONES void lane_dag(const LaneOp* ops, size_t nops, const double* cost, double* fin,
-                                double x, double* end) {
+                                double x, const std::int32_t* last, size_t nlast, double* end) {
     using V = double __attribute__((vector_size(kLanes * sizeof(double))));
     V e{}, xv{};
     xv += x;
@@ -89,6 +91,10 @@ PRISM_LANE_CLONES void lane_dag(const LaneOp* ops, size_t nops, const double* co
         t = t > c ? t : c;
         t += d;
         std::memcpy(fin + i * kLanes, &t, sizeof t);
+    }
+    for (size_t k = 0; k < nlast; ++k) {
+        V t;
+        std::memcpy(&t, fin + static_cast<size_t>(last[k]) * kLanes, sizeof t);
         e = e > t ? e : t;
     }
     std::memcpy(end, &e, sizeof e);
@@ -108,7 +114,6 @@ class StepSampler {
           sd_b_(mean_f_.size()),
           var_(m.pipeline.size()),
           xvar_(m.pipeline.size()),
-          finish2_(m.pipeline.size()),
           op_j_(m.pipeline.size()),
           op_bwd_(m.pipeline.size()) {
         // longest paths of the comp and comm variances at g = R = 1 (the bound's V)
@@ -156,9 +161,10 @@ class StepSampler {
         }
         log_term_ = m.pipeline.log_paths() + std::log1p(f) + kLogInvEps;
         rep_state_.assign(m.replicas, 0);
-        tight_.assign(m.replicas, 0);
-        tight_u_.assign(m.replicas, 0.0);
-        stage_groups_.resize(m.stages);
+        rep_of_.resize(static_cast<size_t>(m.stages) * m.dp);
+        for (size_t gi = 0; gi < rep_of_.size(); ++gi) rep_of_[gi] = static_cast<int>(gi) % m.dp;
+        rep_rev_.resize(static_cast<size_t>(m.replicas) * m.stages);
+        rep_nrev_.assign(m.replicas, 0);
         // the schedule for batch_makespan: absent predecessors point at constant slots
         const auto n = static_cast<std::int32_t>(ops.size());
         const std::int32_t zero = n, start = n + 1, none = n + 2;
@@ -171,8 +177,45 @@ class StepSampler {
             l.input = op.input >= 0 ? op.input : none;
             l.cost = 2 * op_j_[i] + op_bwd_[i];
         }
-        for (const auto& op : ops) inputs_ += op.input >= 0 ? 1 : 0;
+        // level order: every op after its predecessors, the ops of one level (independent of
+        // each other) together, so that consecutive ops do not wait on each other's result
+        // (in the pipeline's order runs of one stage's ops form a chain, and the longest path
+        // runs at the latency of its max / add chain); the same maxima and sums per op
+        {
+            std::vector<std::int32_t> level(ops.size(), 0), order(ops.size());
+            auto lv = [&](std::int32_t slot) { return slot < n ? level[slot] + 1 : 0; };
+            for (size_t i = 0; i < ops.size(); ++i) {
+                const auto& l = lane_ops_[i];
+                level[i] = std::max({lv(l.prev), lv(l.own), lv(l.input)});
+            }
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(),
+                             [&](std::int32_t a, std::int32_t b) { return level[a] < level[b]; });
+            std::vector<std::int32_t> pos(ops.size() + 3);
+            for (size_t k = 0; k < ops.size(); ++k) pos[order[k]] = static_cast<std::int32_t>(k);
+            for (std::int32_t c = n; c < n + 3; ++c) pos[c] = c;
+            std::vector<LaneOp> sorted(ops.size());
+            for (size_t k = 0; k < ops.size(); ++k) {
+                const LaneOp& l = lane_ops_[order[k]];
+                sorted[k] = {pos[l.prev], pos[l.own], pos[l.input], l.cost};
+            }
+            lane_ops_ = std::move(sorted);
+            // the last op of each stage (it finishes last there: durations are >= 0), whose
+            // finish times the makespan is the max of
+            std::vector<std::int32_t> last(m.stages, -1);
+            for (size_t i = 0; i < ops.size(); ++i)
+                last[ops[i].stage] = static_cast<std::int32_t>(i);
+            for (const auto i : last) {
+                if (i >= 0) last_slots_.push_back(pos[i]);
+            }
+        }
+        draw_fin_.resize(ops.size() + 3);
+        draw_mean_.resize(2 * m.fwd.size());
+        draw_sd_.resize(2 * m.fwd.size());
         lane_finish_.resize((ops.size() + 3) * kLanes);
+        lane_g_.resize(static_cast<size_t>(m.stages) * kLanes);
+        cost_comp_.resize(2 * m.fwd.size());
+        cost_comm_.resize(2 * m.fwd.size());
         lane_cost_.resize(2 * m.fwd.size() * kLanes);
     }
 
@@ -183,7 +226,7 @@ class StepSampler {
         double slowest = 0;
         if (single || m.replicas == 1) {
             for (int rep = 0; rep < m.replicas; ++rep) {
-                slowest = std::max(slowest, replica(gk, rep, r, rng));
+                slowest = std::max(slowest, sample_replica(gk, rep, r, rng));
             }
         } else {
             slowest = slowest_replica(gk, r, rng);
@@ -206,6 +249,78 @@ class StepSampler {
     }
 
   private:
+    /// One replica's pipeline time with stage factors gs[0 .. p): every op and transfer a normal
+    /// with its conditional mean and sd given (g, R), clamped at 0 (the law of replica()), and
+    /// the longest path over lane_ops_ (level order), fused: one pass.
+    double draw(const double* gs, double r, Stream& rng) {
+        const auto& m = m_;
+        const int v = m.chunks;
+        const size_t n = lane_ops_.size();
+        for (int s = 0; s < m.stages; ++s) {
+            const double gg = gs[s];
+            for (int c = 0; c < v; ++c) {
+                const int j = s * v + c;
+                draw_mean_[2 * j] = m.fwd[j].mean(gg, r);
+                draw_sd_[2 * j] = std::sqrt(m.fwd[j].var(gg, r));
+                draw_mean_[2 * j + 1] = m.bwd[j].mean(gg, r);
+                draw_sd_[2 * j + 1] = std::sqrt(m.bwd[j].var(gg, r));
+            }
+        }
+        // op k's duration from z[2 k], its transfer from z[2 k + 1] (unused without an input:
+        // the input slot is -inf), the dataloader from z[2 n]
+        normals_.resize(2 * n + 1);
+        rng.normals_batch(normals_.data(), normals_.size());
+        const double* z = normals_.data();
+        const double pm = m.p2p.mean(1.0, r), psd = std::sqrt(m.p2p.var(1.0, r));
+        double* fin = draw_fin_.data();
+        fin[n] = 0.0;
+        fin[n + 1] = std::max(
+            0.0, m.dataloader.mean(1.0, r) + std::sqrt(m.dataloader.var(1.0, r)) * z[2 * n]);
+        fin[n + 2] = -HUGE_VAL;
+        const double* mean = draw_mean_.data();
+        const double* sd = draw_sd_.data();
+        for (size_t k = 0; k < n; ++k) {
+            const LaneOp& op = lane_ops_[k];
+            const double d = std::max(0.0, mean[op.cost] + sd[op.cost] * z[2 * k]);
+            const double x = std::max(0.0, pm + psd * z[2 * k + 1]);
+            fin[k] = std::max(std::max(fin[op.prev], fin[op.own]), fin[op.input] + x) + d;
+        }
+        return dag_end(fin);
+    }
+
+    /// The makespan from the finish times of one schedule: the max over the stages' last ops.
+    double dag_end(const double* fin) const {
+        double end = 0.0;
+        for (const auto k : last_slots_) end = std::max(end, fin[k]);
+        return end;
+    }
+
+    /// The longest path over lane_ops_ with op durations cost[op.cost], transfers x, stage 0
+    /// starting at `start` (the makespan of FlatPipeline::makespan: the same maxima and sums).
+    double mean_dag(const double* cost, double x, double start) {
+        const size_t n = lane_ops_.size();
+        double* fin = draw_fin_.data();
+        fin[n] = 0.0;
+        fin[n + 1] = start;
+        fin[n + 2] = -HUGE_VAL;
+        for (size_t k = 0; k < n; ++k) {
+            const LaneOp& op = lane_ops_[k];
+            fin[k] =
+                std::max(std::max(fin[op.prev], fin[op.own]), fin[op.input] + x) + cost[op.cost];
+        }
+        return dag_end(fin);
+    }
+
+    /// Replica rep of the cluster with factors gk drawn: draw(), or replica() for a single
+    /// random term (its exact law).
+    double sample_replica(const std::vector<double>& gk, int rep, double r, Stream& rng) {
+        const auto& m = m_;
+        if (m.single.present) return replica(gk, rep, r, rng);
+        draw_g_.resize(m.stages);
+        for (int s = 0; s < m.stages; ++s) draw_g_[s] = m.lockstep ? gk[s] : gk[s * m.dp + rep];
+        return draw(draw_g_.data(), r, rng);
+    }
+
     double finish_step(double slowest, double r, Stream& rng) {
         const auto& m = m_;
         const double sync =
@@ -230,15 +345,8 @@ class StepSampler {
         }
     }
 
-    /// Whether stage_costs left every chunk op with a positive sd.
-    bool all_sd_positive() const {
-        for (size_t j = 0; j < sd_f_.size(); ++j) {
-            if (!(sd_f_[j] > 0 && sd_b_[j] > 0)) return false;
-        }
-        return true;
-    }
-
-    /// One replica's pipeline time: every chunk op and transfer drawn.
+    /// One replica's pipeline time: every chunk op and transfer drawn, one at a time (for a
+    /// single random term, whose exact law is kept; draw() otherwise).
     double replica(const std::vector<double>& gk, int rep, double r, Stream& rng) {
         const auto& m = m_;
         const int v = m.chunks;
@@ -248,23 +356,6 @@ class StepSampler {
         const double p2p_mean = m.p2p.mean(1.0, r);
         const double p2p_sd = single ? 0.0 : std::sqrt(m.p2p.var(1.0, r));
         stage_costs(gk, rep, r);
-        if (!single && p2p_sd > 0 && all_sd_positive()) {
-            // every op and transfer draws one normal, then the dataloader: all at once
-            // (Stream::normals32, the same values in the same order as the loop below)
-            normals_.resize(nops + inputs_ + 1);
-            rng.normals32(normals_.data(), normals_.size());
-            const double* z = normals_.data();
-            for (size_t i = 0; i < nops; ++i) {
-                const int j = op_j_[i];
-                const double mu = op_bwd_[i] ? mean_b_[j] : mean_f_[j];
-                const double sd = op_bwd_[i] ? sd_b_[j] : sd_f_[j];
-                dur_[i] = std::max(0.0, mu + sd * *z++);
-                if (ops[i].input >= 0) xfer_[i] = std::max(0.0, p2p_mean + p2p_sd * *z++);
-            }
-            const double dl_sd = std::sqrt(m.dataloader.var(1.0, r));
-            const double dl = std::max(0.0, m.dataloader.mean(1.0, r) + dl_sd * *z);
-            return m.pipeline.makespan(dur_.data(), xfer_.data(), dl, finish_.data());
-        }
         for (size_t i = 0; i < nops; ++i) {
             const auto& op = ops[i];
             const int j = op.stage * v + op.chunk;
@@ -356,14 +447,14 @@ class StepSampler {
                 if (check_ != nullptr) skipped.push_back(rep);
                 continue;
             }
-            slowest = std::max(slowest, replica(gk, rep, r, rng));
+            slowest = std::max(slowest, sample_replica(gk, rep, r, rng));
         }
         if (check_ != nullptr) {
             // draw the skipped replicas too: none may exceed the max of the drawn ones
             check_->replicas += m.replicas;
             check_->skipped += static_cast<std::int64_t>(skipped.size());
             for (const int rep : skipped) {
-                if (replica(gk, rep, r, rng) > slowest) ++check_->violations;
+                if (sample_replica(gk, rep, r, rng) > slowest) ++check_->violations;
             }
         }
         return slowest;
@@ -371,28 +462,37 @@ class StepSampler {
 
     /// FlatPipeline::makespan at mean durations of up to kLanes replicas at once (all their
     /// groups revealed): the same longest path (maxima and sums of the same terms), with the
-    /// lanes in the inner loop for the vector units. The end is the max over all finish times
-    /// (durations >= 0: each stage's last op finishes last on it).
-    /// Lane l's factor of stage s: upper bounds (lg.upper) if `upper`, else the revealed g.
-    void batch_makespan(const LazyGroupFactors& lg, bool upper, const int* reps, int count,
-                        double r, double* mk, double* gmax) {
+    /// lanes in the inner loop for the vector units. The end is the max over the stages' last
+    /// finish times (durations >= 0: each stage's last op finishes last on it). gmax[l]: the
+    /// largest of 1 and lane l's factors.
+    void batch_makespan(const LazyGroupFactors& lg, const int* reps, int count, double r,
+                        double* mk, double* gmax) {
         const auto& m = m_;
         const int v = m.chunks;
         const size_t nops = lane_ops_.size();
+        // lane l's op cost c = 2 j + bwd: g * comp_mean + r * comm_mean (ChunkCost::mean)
+        const auto& g = lg.g();
+        const size_t costs = 2 * m.fwd.size();
+        for (size_t j = 0; j < m.fwd.size(); ++j) {
+            cost_comp_[2 * j] = m.fwd[j].comp_mean;
+            cost_comp_[2 * j + 1] = m.bwd[j].comp_mean;
+            cost_comm_[2 * j] = r * m.fwd[j].comm_mean;
+            cost_comm_[2 * j + 1] = r * m.bwd[j].comm_mean;
+        }
         for (int l = 0; l < kLanes; ++l) {
             const int rep = reps[std::min(l, count - 1)];  // spare lanes repeat the last
             double gm = 1.0;
             for (int s = 0; s < m.stages; ++s) {
-                const int gi = s * m.dp + rep;
-                const double gg = upper ? lg.upper(gi) : lg.g()[gi];
+                const double gg = g[s * m.dp + rep];
+                lane_g_[s * kLanes + l] = gg;
                 gm = std::max(gm, gg);
-                for (int c = 0; c < v; ++c) {
-                    const int j = s * v + c;
-                    lane_cost_[(2 * j) * kLanes + l] = m.fwd[j].mean(gg, r);
-                    lane_cost_[(2 * j + 1) * kLanes + l] = m.bwd[j].mean(gg, r);
-                }
             }
             if (l < count) gmax[l] = gm;
+        }
+        for (size_t c = 0; c < costs; ++c) {
+            const double* gs = lane_g_.data() + (c / 2 / v) * kLanes;
+            double* out = lane_cost_.data() + c * kLanes;
+            for (int l = 0; l < kLanes; ++l) out[l] = gs[l] * cost_comp_[c] + cost_comm_[c];
         }
         double* fin = lane_finish_.data();
         const double x = m.p2p.mean(1.0, r);
@@ -404,16 +504,11 @@ class StepSampler {
         double end[kLanes];
         if (count == 1) {
             // one schedule: the scalar longest path (the same sums and maxima)
-            for (size_t i = 0; i < nops; ++i) {
-                const LaneOp& op = lane_ops_[i];
-                const double ready = std::max(std::max(fin[op.prev * kLanes], fin[op.own * kLanes]),
-                                              fin[op.input * kLanes] + x);
-                fin[i * kLanes] = ready + lane_cost_[op.cost * kLanes];
-            }
-            end[0] = 0.0;
-            for (size_t i = 0; i < nops; ++i) end[0] = std::max(end[0], fin[i * kLanes]);
+            for (size_t c = 0; c < draw_mean_.size(); ++c) draw_mean_[c] = lane_cost_[c * kLanes];
+            end[0] = mean_dag(draw_mean_.data(), x, fin[(nops + 1) * kLanes]);
         } else {
-            lane_dag(lane_ops_.data(), nops, lane_cost_.data(), fin, x, end);
+            lane_dag(lane_ops_.data(), nops, lane_cost_.data(), fin, x, last_slots_.data(),
+                     last_slots_.size(), end);
         }
         for (int l = 0; l < count; ++l) mk[l] = end[l];
     }
@@ -431,29 +526,24 @@ class StepSampler {
     ///   M(g) <= M(tau 1) + max_P sum_s e_s C_s(P),  e_s = max(0, g_s - tau),
     /// and the last term is at most the greedy fractional knapsack that gives stage s (largest
     /// e_s first) at most cmax_[s] = max_P C_s(P), and all stages together at most ctot_ =
-    /// max_P sum_s C_s(P), using for each factor its upper bound lg.upper (itself if revealed,
-    /// its cap if capped, tau = lg.tau() for the pool). Untouched replicas (no factor revealed)
-    /// share M(tau 1) + b. M is non-decreasing in every g_s, so a replica whose factors are all
-    /// revealed or capped is also bounded by M(upper) + b (one DAG run, "tightened": its two
-    /// largest unrevealed factors are revealed and the others capped at the second).
-    /// Candidates (replicas with a revealed factor) are taken in decreasing bound: tightened,
-    /// then resolved (all factors revealed, M exact), and drawn in decreasing M when M + b is
-    /// not below the slowest drawn so far; every replica skipped has a valid bound below it.
-    /// More top factors are revealed (extend) while the untouched replicas' bound is not below
-    /// the slowest. DAG runs go kLanes replicas at a time (batch_makespan).
+    /// max_P sum_s C_s(P). With tau = lg.tau() every unrevealed factor is <= tau (e_s = 0), so
+    /// only a replica's revealed factors above tau enter its knapsack. Untouched replicas (no
+    /// factor revealed) share M(tau 1) + b. Candidates (replicas with a revealed factor) are
+    /// taken in decreasing bound and resolved (all factors revealed, M exact, kLanes at a time:
+    /// batch_makespan), and drawn in decreasing M when M + b is not below the slowest drawn so
+    /// far; every replica skipped has a valid bound below it. More top factors are revealed
+    /// (extend) while the untouched replicas' bound is not below the slowest.
     double slowest_sparse(LazyGroupFactors& lg, double r, Stream& rng) {
         const auto& m = m_;
         const int p = m.stages;
         const auto& g = lg.g();
-        const size_t nops = m.pipeline.size();
         const double p2p_mean = m.p2p.mean(1.0, r);
         const double dl_mean = m.dataloader.mean(1.0, r);
-        xmean_.assign(nops, p2p_mean);
         std::fill(rep_state_.begin(), rep_state_.end(), std::uint8_t{0});
-        std::fill(tight_.begin(), tight_.end(), std::uint8_t{0});
+        std::fill(rep_nrev_.begin(), rep_nrev_.end(), 0);
         drawn_.clear();
         pending_.clear();
-        size_t seen = 0;             // lg.revealed() entries whose replicas are in pending_
+        size_t seen = 0;             // lg.revealed() entries taken into rep_rev_
         int untouched = m.replicas;  // replicas none of whose groups is revealed
         int batch = 8;
         if (lg.unrevealed() > 0 && !std::isfinite(lg.tau())) lg.extend(batch);
@@ -463,26 +553,28 @@ class StepSampler {
             u_untouched = -HUGE_VAL;
             // any tau is valid without pool groups (before, extend made it finite)
             if (!std::isfinite(tau)) tau = 1.0;
-            for (size_t i = 0; i < nops; ++i) {
-                const ChunkCost& k = (op_bwd_[i] ? m.bwd : m.fwd)[op_j_[i]];
-                dur_[i] = k.mean(tau, r);
+            for (size_t j = 0; j < m.fwd.size(); ++j) {
+                draw_mean_[2 * j] = m.fwd[j].mean(tau, r);
+                draw_mean_[2 * j + 1] = m.bwd[j].mean(tau, r);
             }
-            m_tau = m.pipeline.makespan(dur_.data(), xmean_.data(), dl_mean, finish_.data());
+            m_tau = mean_dag(draw_mean_.data(), p2p_mean, dl_mean);
             if (untouched > 0) u_untouched = m_tau + noise_bound(std::max(1.0, tau), r);
         };
         auto bound = [&](int rep) {
-            // M(tau 1) + greedy knapsack of the excesses over tau of the factors' upper
-            // bounds (revealed g, caps), + b
+            // M(tau 1) + greedy knapsack of the excesses over tau of the revealed factors, + b
+            // for factors <= gmax (tau bounds the unrevealed ones)
+            const int nrev = rep_nrev_[rep];
+            const std::int32_t* rev = rep_rev_.data() + static_cast<size_t>(rep) * p;
             int items = 0;
-            double gmax = 1.0;
-            for (int s = 0; s < p; ++s) {
-                const double gu = lg.upper(s * m.dp + rep);
+            double gmax = nrev < p ? std::max(1.0, tau) : 1.0;
+            for (int k = 0; k < nrev; ++k) {
+                const double gu = g[rev[k]];
                 gmax = std::max(gmax, gu);
                 const double e = gu - tau;
                 if (e <= 0) continue;
                 int j = items++;  // insertion by decreasing excess
                 for (; j > 0 && knap_[j - 1].first < e; --j) knap_[j] = knap_[j - 1];
-                knap_[j] = {e, cmax_[s]};
+                knap_[j] = {e, cmax_[rev[k] / m.dp]};
             }
             double extra = 0, cap = ctot_;
             for (int j = 0; j < items && cap > 0; ++j) {
@@ -498,41 +590,30 @@ class StepSampler {
         for (;;) {
             const auto& rev = lg.revealed();
             for (; seen < rev.size(); ++seen) {
-                const int rep = rev[seen] % m.dp;
+                const int gi = rev[seen];
+                const int rep = rep_of_[gi];
+                if (rep_state_[rep] == 2) continue;
                 if (rep_state_[rep] == 0) {
                     rep_state_[rep] = 1;
                     pending_.emplace_back(0.0, rep);
                     if (--untouched == 0) u_untouched = -HUGE_VAL;
                 }
+                rep_rev_[static_cast<size_t>(rep) * p + rep_nrev_[rep]++] = gi;
             }
-            for (auto& [u, rep] : pending_) {
-                // a tightened replica has no pool group left: its tight bound is the better
-                u = rep_state_[rep] != 1 ? -HUGE_VAL : tight_[rep] ? tight_u_[rep] : bound(rep);
-            }
+            for (auto& [u, rep] : pending_) u = rep_state_[rep] != 1 ? -HUGE_VAL : bound(rep);
             std::sort(pending_.begin(), pending_.end(), std::greater<>());
             bool extend = false;
             double best = -HUGE_VAL;  // the largest exact M resolved and not yet decided
-            int lanes = 0, tight_lanes = 0;
-            bool tightened = false;
+            int lanes = 0;
             auto flush = [&] {
                 if (lanes == 0) return;
                 double mk[kLanes], gmax[kLanes];
-                batch_makespan(lg, false, lane_reps_, lanes, r, mk, gmax);
+                batch_makespan(lg, lane_reps_, lanes, r, mk, gmax);
                 for (int l = 0; l < lanes; ++l) {
                     resolved_.push_back({mk[l], noise_bound(gmax[l], r), lane_reps_[l]});
                     best = std::max(best, mk[l]);
                 }
                 lanes = 0;
-            };
-            auto flush_tight = [&] {
-                if (tight_lanes == 0) return;
-                double mk[kLanes], gmax[kLanes];
-                batch_makespan(lg, true, tight_reps_, tight_lanes, r, mk, gmax);
-                for (int l = 0; l < tight_lanes; ++l) {
-                    tight_u_[tight_reps_[l]] = mk[l] + noise_bound(gmax[l], r);
-                }
-                tight_lanes = 0;
-                tightened = true;
             };
             for (const auto& [u, rep] : pending_) {
                 if (rep_state_[rep] != 1) continue;
@@ -545,16 +626,6 @@ class StepSampler {
                     break;
                 }
                 if (u < best) break;  // draw the resolved ones first (largest M first)
-                if (!tight_[rep]) {
-                    // tighten first (in batches): reveal its kTopReveal largest unrevealed
-                    // factors and cap the others there; M at the upper bounds + b
-                    tight_[rep] = 1;
-                    for (int s = 0; s < p; ++s) stage_groups_[s] = s * m.dp + rep;
-                    lg.cap_top(stage_groups_.data(), p, kTopReveal);
-                    tight_reps_[tight_lanes++] = rep;
-                    if (tight_lanes == kLanes) flush_tight();
-                    continue;
-                }
                 // resolve (in batches): reveal its factors, exact M
                 rep_state_[rep] = 2;
                 for (int s = 0; s < p; ++s) lg.reveal(s * m.dp + rep);
@@ -562,7 +633,6 @@ class StepSampler {
                 if (lanes == kLanes || best == -HUGE_VAL) flush();  // the first one at once
             }
             flush();
-            flush_tight();
             pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                           [&](const auto& x) { return rep_state_[x.second] != 1; }),
                            pending_.end());
@@ -572,13 +642,12 @@ class StepSampler {
                           [](const Resolved& a, const Resolved& b) { return a.mk > b.mk; });
                 for (const auto& x : resolved_) {
                     if (x.mk + x.b < slowest) continue;
-                    slowest = std::max(slowest, replica(g, x.rep, r, rng));
+                    slowest = std::max(slowest, sample_replica(g, x.rep, r, rng));
                     drawn_.push_back(x.rep);
                 }
                 resolved_.clear();
                 continue;
             }
-            if (tightened) continue;  // their tighter bounds decide first
             if (!extend && !(untouched > 0 && u_untouched >= slowest)) break;
             // the untouched replicas may hold the slowest: reveal more top factors
             if (2 * static_cast<std::int64_t>(rev.size()) >= static_cast<std::int64_t>(g.size())) {
@@ -598,7 +667,7 @@ class StepSampler {
             for (int rep = 0; rep < m.replicas; ++rep) {
                 if (was_drawn[rep]) continue;
                 ++check_->skipped;
-                if (replica(g, rep, r, rng) > slowest) ++check_->violations;
+                if (sample_replica(g, rep, r, rng) > slowest) ++check_->violations;
             }
         }
         return slowest;
@@ -610,10 +679,9 @@ class StepSampler {
   private:
     const StepModel& m_;
     std::vector<double> dur_, xfer_, finish_, mean_f_, sd_f_, mean_b_, sd_b_;
-    std::vector<double> var_, xvar_, finish2_, bound_;
+    std::vector<double> var_, xvar_, bound_;
     std::vector<int> op_j_;
     std::vector<std::uint8_t> op_bwd_;
-    size_t inputs_ = 0;            ///< ops with a transfer
     std::vector<double> normals_;  ///< a replica's normal draws
     double vcomp_ = 0, vcomm_ = 0;
     std::vector<std::pair<double, int>> order_;
@@ -621,18 +689,19 @@ class StepSampler {
     std::vector<double> cmax_;
     double ctot_ = 0, log_term_ = 0;
     std::vector<std::uint8_t> rep_state_;  ///< 0 untouched, 1 pending, 2 resolved or pruned
+    std::vector<int> rep_of_;              ///< group gi's replica, gi % dp
     std::vector<std::pair<double, int>> pending_;
     std::vector<std::pair<double, double>> knap_;
-    std::vector<double> xmean_;
     std::vector<int> drawn_;
     static constexpr int kLanes = detail::kLanes;
     std::vector<LaneOp> lane_ops_;
     std::vector<double> lane_finish_, lane_cost_;
-    int lane_reps_[kLanes] = {}, tight_reps_[kLanes] = {};
-    static constexpr int kTopReveal = 2;  ///< factors revealed when tightening
-    std::vector<std::uint8_t> tight_;     ///< this sample's tight_u_ is set
-    std::vector<double> tight_u_;
-    std::vector<std::int32_t> stage_groups_;
+    std::vector<double> draw_fin_, draw_mean_, draw_sd_, draw_g_;  ///< draw()'s scratch
+    std::vector<std::int32_t> last_slots_;  ///< of each stage's last op in lane_ops_
+    int lane_reps_[kLanes] = {};
+    std::vector<double> lane_g_, cost_comp_, cost_comm_;  ///< batch_makespan's scratch
+    std::vector<std::int32_t> rep_rev_;  ///< rep's revealed groups: rep_rev_[rep * p + k]
+    std::vector<int> rep_nrev_;          ///< k < rep_nrev_[rep]
     struct Resolved {
         double mk, b;
         int rep;

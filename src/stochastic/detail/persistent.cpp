@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -153,9 +154,106 @@ std::int64_t draw_slow_units(double q, std::int64_t units, Stream& stream,
     return count;
 }
 
+HealthyQuantile::HealthyQuantile(const Distribution& spatial, int n) : spatial_(spatial), n_(n) {
+    constexpr int cells = (kMaxExp - kMinExp) * kCells;
+    coef_.assign(static_cast<size_t>(cells) * (kDegree + 1), 0.0);
+    ok_.assign(cells, 0);
+    for (int c = 0; c < kCells; ++c) centre_[c] = 1.0 + (c + 0.5) / kCells;
+    const auto kind = spatial.kind();
+    if (kind != DistKind::normal && kind != DistKind::lognormal && kind != DistKind::gamma) return;
+    constexpr int nodes = kDegree + 1;
+    std::array<double, nodes> f{};
+    for (int e = kMinExp; e < kMaxExp; ++e) {
+        const double scale = std::ldexp(1.0, e);
+        for (int c = 0; c < kCells; ++c) {
+            const int cell = (e - kMinExp) * kCells + c;
+            auto y_at = [&](double t) { return scale * (centre_[c] + t / (2.0 * kCells)); };
+            // Chebyshev interpolation at the nodes cos(pi (j + 1/2) / nodes)
+            for (int j = 0; j < nodes; ++j) {
+                f[j] = exact(-y_at(std::cos(M_PI * (j + 0.5) / nodes)));
+            }
+            // Chebyshev coefficients, then the power basis (T_k's coefficients are integers)
+            double* coef = coef_.data() + static_cast<size_t>(cell) * nodes;
+            std::array<double, nodes> tk{}, tk1{}, tk2{};  // T_k, T_(k-1), T_(k-2) in powers of t
+            bool finite = true;
+            for (int k = 0; k < nodes; ++k) {
+                double sum = 0;
+                for (int j = 0; j < nodes; ++j)
+                    sum += f[j] * std::cos(M_PI * k * (j + 0.5) / nodes);
+                const double ck = sum * (k == 0 ? 1.0 : 2.0) / nodes;
+                if (k == 0) {
+                    tk.fill(0.0);
+                    tk[0] = 1.0;
+                } else if (k == 1) {
+                    tk.fill(0.0);
+                    tk[1] = 1.0;
+                } else {
+                    for (int i = 0; i < nodes; ++i)
+                        tk[i] = (i > 0 ? 2.0 * tk1[i - 1] : 0.0) - tk2[i];
+                }
+                for (int i = 0; i <= k; ++i) coef[i] += ck * tk[i];
+                tk2 = tk1;
+                tk1 = tk;
+                finite = finite && std::isfinite(ck);
+            }
+            if (!finite) continue;
+            ok_[cell] = 1;
+            // checks between the nodes (the interpolant's error peaks there) and at the ends
+            double err = 0;
+            constexpr int checks = 2 * nodes + 1;
+            for (int j = 0; j <= checks; ++j) {
+                const double t = j == checks ? 1.0 : std::cos(M_PI * j / checks);
+                const double lp = -y_at(t);
+                const double want = exact(lp);
+                const double got = (*this)(lp);
+                const double rel = std::fabs(got - want) / std::max(std::fabs(want), 1e-300);
+                err = std::max(err, std::isfinite(rel) ? rel : HUGE_VAL);
+            }
+            if (err > kTolerance) {
+                ok_[cell] = 0;
+            } else {
+                max_err_ = std::max(max_err_, err);
+            }
+        }
+    }
+}
+
+std::shared_ptr<const HealthyQuantile> HealthyQuantile::cached(const Distribution& spatial,
+                                                               std::uint64_t spatial_hash, int n) {
+    thread_local std::map<std::pair<std::uint64_t, int>, std::shared_ptr<const HealthyQuantile>>
+        cache;
+    auto& slot = cache[{spatial_hash, n}];
+    if (slot && slot->exact(-0.5) != HealthyQuantile::exact_of(spatial, n, -0.5)) {
+        slot.reset();  // a hash collision: another law
+    }
+    if (!slot) {
+        if (cache.size() > 64) {
+            // a sweep over many spatial laws: start over rather than grow
+            cache.clear();
+            return cached(spatial, spatial_hash, n);
+        }
+        slot = std::make_shared<const HealthyQuantile>(spatial, n);
+    }
+    return slot;
+}
+
+double HealthyQuantile::exact_of(const Distribution& spatial, int n, double log_p) {
+    // H^-1(p) = F_S^-1(p^(1/n)) through the upper tail, as Distribution::max_quantile
+    return spatial.quantile_upper(-std::expm1(log_p / n));
+}
+
+double HealthyQuantile::exact(double log_p) const { return exact_of(spatial_, n_, log_p); }
+
+int HealthyQuantile::cells_kept() const {
+    int k = 0;
+    for (const auto o : ok_) k += o;
+    return k;
+}
+
 LazyGroupFactors::LazyGroupFactors(const StepModel& model, const PersistentLayout& layout)
     : m_(model),
       l_(layout),
+      healthy_(HealthyQuantile::cached(model.spatial, model.spatial_hash, layout.group_gpus)),
       stream_(0, 0, StreamKind::test, 0),
       groups_(layout.stages * layout.dp),
       g_(static_cast<size_t>(groups_), 1.0),
@@ -197,10 +295,7 @@ bool LazyGroupFactors::supports(const StepModel& model, const PersistentLayout& 
            layout.gpu_of.size() == static_cast<size_t>(layout.job_gpus);
 }
 
-double LazyGroupFactors::healthy(double log_p) const {
-    // H^-1(p) = F_S^-1(p^(1/n)) through the upper tail, as Distribution::max_quantile
-    return m_.spatial.quantile_upper(-std::expm1(log_p / l_.group_gpus));
-}
+double LazyGroupFactors::healthy(double log_p) const { return (*healthy_)(log_p); }
 
 void LazyGroupFactors::leave_pool(int gi) {
     // swap with the last pool entry: pool_list_[0 .. pool_) stays the pool, in some order
@@ -227,7 +322,13 @@ void LazyGroupFactors::reset(const Stream& stream) {
     std::fill(state_.begin(), state_.end(), kPool);
     // back to the identity (entries not in touched_ still hold it), so that a realization
     // depends on its stream alone, not on the ones drawn before
-    for (const auto t : touched_) pool_list_[t] = pool_pos_[t] = t;
+    if (scrambled_ || touched_.size() > static_cast<size_t>(groups_)) {
+        scrambled_ = false;
+        std::iota(pool_list_.begin(), pool_list_.end(), 0);
+        std::iota(pool_pos_.begin(), pool_pos_.end(), 0);
+    } else {
+        for (const auto t : touched_) pool_list_[t] = pool_pos_[t] = t;
+    }
     touched_.clear();
     revealed_.clear();
     unrevealed_ = pool_ = groups_;
@@ -310,7 +411,18 @@ void LazyGroupFactors::reveal(int gi) {
 }
 
 void LazyGroupFactors::reveal_all() {
-    for (int gi = 0; gi < groups_ && unrevealed_ > 0; ++gi) reveal(gi);
+    // reveal() in increasing gi, without the pool's bookkeeping (it ends empty; reset restores
+    // its lists from scratch)
+    for (int gi = 0; gi < groups_ && unrevealed_ > 0; ++gi) {
+        if (state_[gi] == kKnown) continue;
+        const double log_cap = state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_;
+        g_[gi] = healthy(log_cap + std::log(stream_.uniform()));
+        state_[gi] = kKnown;
+        revealed_.push_back(gi);
+        --unrevealed_;
+    }
+    pool_ = 0;
+    scrambled_ = true;
 }
 
 }  // namespace prism::stochastic::detail

@@ -1,6 +1,7 @@
-// Stream's batched Philox and bulk normals, and the lazy factors' pool, against independent
-// truths: Random123's own Philox4x32, a block-at-a-time re-implementation of the stream, the
-// standard normal CDF, and exact uniformity / history independence of the pool picks.
+// Stream's batched Philox and bulk normals, the tabulated healthy-factor quantile, and the lazy
+// factors' pool, against independent truths: Random123's own Philox4x32, a block-at-a-time
+// re-implementation of the stream, the standard normal CDF, the exact quantile, and exact
+// uniformity / history independence of the pool picks.
 
 #include <gtest/gtest.h>
 
@@ -130,6 +131,121 @@ TEST(McStream, Normals32EqualsSuccessiveNormal32AndIsStandardNormal) {
     // the tails are reached (the slow paths ran)
     EXPECT_LT(bulk.front(), -3.8);
     EXPECT_GT(bulk.back(), 3.8);
+}
+
+TEST(McStream, ZigguratRectanglesVariantsGiveTheSameBits) {
+    // the vector variant against the scalar one on random words (every length 0..64, strides
+    // 1 and 8): the same values bit for bit and the same rejected indices
+    Stream s(11, 12, StreamKind::test, 13);
+    std::uint32_t w[64];
+    for (int rep = 0; rep < 3000; ++rep) {
+        for (auto& x : w) x = s.bits();
+        const std::size_t n = static_cast<std::size_t>(rep) % 65;
+        for (const std::size_t stride : {std::size_t{1}, std::size_t{8}}) {
+            std::vector<double> a(64 * stride, 0.0), b(64 * stride, 0.0);
+            std::uint32_t ra[64], rb[64];
+            std::size_t na = 0, nb = 0;
+            detail::ziggurat_rectangles_variant(detail::PhiloxVariant::scalar, w, n, a.data(),
+                                                stride, ra, na);
+            if (!detail::ziggurat_rectangles_variant(detail::PhiloxVariant::avx512, w, n, b.data(),
+                                                     stride, rb, nb)) {
+                GTEST_SKIP() << "no avx512f";
+            }
+            ASSERT_EQ(na, nb);
+            for (std::size_t i = 0; i < na; ++i) ASSERT_EQ(ra[i], rb[i]);
+            for (std::size_t i = 0; i < 64 * stride; ++i) {
+                // rejected entries are replaced by the caller: compare the accepted ones, and
+                // nothing written past n
+                if (i % stride == 0 && i / stride < n &&
+                    std::find(ra, ra + na, i / stride) != ra + na) {
+                    continue;
+                }
+                ASSERT_EQ(a[i], b[i]) << rep << " " << i;
+                if (i % stride != 0 || i / stride >= n) {
+                    ASSERT_EQ(a[i], 0.0);
+                }
+            }
+        }
+    }
+}
+
+TEST(McStream, NormalsBatchIsIidStandardNormal) {
+    // normals_batch: 400,000 values (fills of varying lengths, after an odd number of words)
+    // against Phi (KS, 0.1% critical value), the tails reached, lag-1 correlation within 4
+    // standard errors; a stride changes only where the values go
+    Stream a(5, 6, StreamKind::test, 8), b(5, 6, StreamKind::test, 8);
+    a.bits();
+    b.bits();
+    std::vector<double> all, one, strided;
+    for (std::size_t n = 0; all.size() < 400000; n = (n * 7 + 13) % 997) {
+        one.assign(n, 0.0);
+        strided.assign(3 * n, 0.0);
+        a.normals_batch(one.data(), n);
+        b.normals_batch(strided.data(), n, 3);
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(one[i], strided[3 * i]) << n << " " << i;
+        ASSERT_EQ(a.bits(), b.bits());
+        all.insert(all.end(), one.begin(), one.end());
+    }
+    const auto n = static_cast<double>(all.size());
+    double c = 0, v = 0;
+    for (std::size_t i = 0; i + 1 < all.size(); ++i) {
+        c += all[i] * all[i + 1];
+        v += all[i] * all[i];
+    }
+    EXPECT_LT(std::fabs(c / v), 4.0 / std::sqrt(n));
+    std::sort(all.begin(), all.end());
+    double d = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const double f = stochastic::normal_cdf(all[i]);
+        d = std::max({d, std::fabs(f - static_cast<double>(i) / n),
+                      std::fabs(f - static_cast<double>(i + 1) / n)});
+    }
+    EXPECT_LT(d, 1.95 / std::sqrt(n));
+    EXPECT_LT(all.front(), -3.8);
+    EXPECT_GT(all.back(), 3.8);
+}
+
+TEST(McHealthyQuantile, TableMatchesTheExactQuantileToRelative1em13) {
+    // H^-1(e^-y) by table against the exact function at random y = 2^u, u uniform on
+    // (-44, 8) (beyond the table's range at both ends), for several spatial laws and group
+    // sizes; and non-decreasing in ln p along a fine grid (to rounding)
+    struct Law {
+        DistKind kind;
+        double cv;
+        int n;
+        int points;
+    };
+    const Law laws[] = {
+        {DistKind::normal, 0.03, 8, 200000},    {DistKind::normal, 0.03, 4, 100000},
+        {DistKind::normal, 0.3, 1, 100000},     {DistKind::normal, 1.0, 8, 100000},
+        {DistKind::lognormal, 0.05, 8, 100000}, {DistKind::lognormal, 0.5, 64, 100000},
+        {DistKind::gamma, 0.05, 8, 5000}};
+    Stream s(1, 2, StreamKind::test, 3);
+    for (const auto& law : laws) {
+        DistributionSpec spec;
+        spec.kind = law.kind;
+        spec.cv = law.cv;
+        const stochastic::Distribution d(spec);
+        const detail::HealthyQuantile h(d, law.n);
+        EXPECT_LE(h.max_rel_error(), detail::HealthyQuantile::kTolerance);
+        EXPECT_GT(h.cells_kept(), law.kind == DistKind::gamma ? 300 : 330);
+        double worst = 0;
+        for (int i = 0; i < law.points; ++i) {
+            const double log_p = -std::exp2(-44.0 + 52.0 * s.uniform());
+            const double want = h.exact(log_p);
+            worst = std::max(worst, std::fabs(h(log_p) - want) / std::fabs(want));
+        }
+        EXPECT_LT(worst, 1e-13) << static_cast<int>(law.kind) << " " << law.cv << " " << law.n;
+        if (law.kind == DistKind::gamma) continue;
+        double prev = -HUGE_VAL;
+        for (double y = 0x1.0p-41; y < 0x1.0p7; y *= 1.0001) {
+            const double g = h(-y);  // decreasing in y
+            if (prev != -HUGE_VAL) {
+                ASSERT_LE(g, prev * (1 + 1e-13)) << y;
+            }
+            prev = g;
+        }
+    }
 }
 
 TEST(McLazyGroupFactors, PoolPicksAreUniformAndFreeOfHistory) {
