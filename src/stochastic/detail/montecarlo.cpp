@@ -585,6 +585,7 @@ class StepSampler {
             return m_tau + extra + noise_bound(gmax, r);
         };
         knap_.resize(p);
+        rep_groups_.resize(p);
         at_tau();
         double slowest = -HUGE_VAL;
         for (;;) {
@@ -628,7 +629,8 @@ class StepSampler {
                 if (u < best) break;  // draw the resolved ones first (largest M first)
                 // resolve (in batches): reveal its factors, exact M
                 rep_state_[rep] = 2;
-                for (int s = 0; s < p; ++s) lg.reveal(s * m.dp + rep);
+                for (int s = 0; s < p; ++s) rep_groups_[s] = s * m.dp + rep;
+                lg.reveal_groups(rep_groups_.data(), p);
                 lane_reps_[lanes++] = rep;
                 if (lanes == kLanes || best == -HUGE_VAL) flush();  // the first one at once
             }
@@ -700,8 +702,9 @@ class StepSampler {
     std::vector<std::int32_t> last_slots_;  ///< of each stage's last op in lane_ops_
     int lane_reps_[kLanes] = {};
     std::vector<double> lane_g_, cost_comp_, cost_comm_;  ///< batch_makespan's scratch
-    std::vector<std::int32_t> rep_rev_;  ///< rep's revealed groups: rep_rev_[rep * p + k]
-    std::vector<int> rep_nrev_;          ///< k < rep_nrev_[rep]
+    std::vector<std::int32_t> rep_rev_;     ///< rep's revealed groups: rep_rev_[rep * p + k]
+    std::vector<int> rep_nrev_;             ///< k < rep_nrev_[rep]
+    std::vector<std::int32_t> rep_groups_;  ///< a replica's groups, to reveal
     struct Resolved {
         double mk, b;
         int rep;

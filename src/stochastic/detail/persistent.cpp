@@ -370,8 +370,9 @@ void LazyGroupFactors::reset(const Stream& stream) {
 
 void LazyGroupFactors::extend(int k) {
     for (int i = 0; i < k && pool_ > 0; ++i) {
-        // the largest of the pool P, iid uniform on (0, p_tau): p_tau U^(1 / count)
-        log_p_tau_ += std::log(stream_.uniform()) / static_cast<double>(pool_);
+        // the largest of the pool P, iid uniform on (0, p_tau): p_tau U^(1 / count) (ln U = -E,
+        // E standard exponential)
+        log_p_tau_ -= stream_.exponential() / static_cast<double>(pool_);
         // on a uniformly random pool group: pool_list_[0 .. pool_) holds the pool
         const auto gi = pool_list_[stream_.below(static_cast<std::uint32_t>(pool_))];
         tau_ = healthy(log_p_tau_);
@@ -388,7 +389,7 @@ void LazyGroupFactors::cap_top(const std::int32_t* gis, int count, int k) {
     double g = tau_;
     for (int t = 0; t < k && !subset_.empty(); ++t) {
         // the largest of the c remaining P of the subset, iid uniform on (0, p): p U^(1 / c)
-        log_p += std::log(stream_.uniform()) / static_cast<double>(subset_.size());
+        log_p -= stream_.exponential() / static_cast<double>(subset_.size());
         const auto j = stream_.below(static_cast<std::uint32_t>(subset_.size()));
         g = healthy(log_p);
         set_known(subset_[j], g);
@@ -407,20 +408,44 @@ void LazyGroupFactors::reveal(int gi) {
     if (state_[gi] == kKnown) return;
     // P uniform on (0, cap)
     const double log_cap = state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_;
-    set_known(gi, healthy(log_cap + std::log(stream_.uniform())));
+    set_known(gi, healthy(log_cap - stream_.exponential()));
+}
+
+void LazyGroupFactors::reveal_groups(const std::int32_t* gis, int count) {
+    batch_gi_.clear();
+    batch_v_.clear();
+    for (int i = 0; i < count; ++i) {
+        const auto gi = gis[i];
+        if (state_[gi] == kKnown) continue;
+        // P uniform on (0, cap), drawn in the order of the calls to reveal()
+        const double log_cap = state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_;
+        batch_gi_.push_back(gi);
+        batch_v_.push_back(log_cap - stream_.exponential());
+    }
+    for (auto& v : batch_v_) v = healthy(v);
+    for (size_t j = 0; j < batch_gi_.size(); ++j) set_known(batch_gi_[j], batch_v_[j]);
 }
 
 void LazyGroupFactors::reveal_all() {
     // reveal() in increasing gi, without the pool's bookkeeping (it ends empty; reset restores
-    // its lists from scratch)
-    for (int gi = 0; gi < groups_ && unrevealed_ > 0; ++gi) {
+    // its lists from scratch); the uniforms and logs first, then the quantiles
+    batch_gi_.clear();
+    batch_v_.clear();
+    for (int gi = 0; gi < groups_ && static_cast<std::int64_t>(batch_gi_.size()) < unrevealed_;
+         ++gi) {
         if (state_[gi] == kKnown) continue;
         const double log_cap = state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_;
-        g_[gi] = healthy(log_cap + std::log(stream_.uniform()));
+        batch_gi_.push_back(gi);
+        batch_v_.push_back(log_cap - stream_.exponential());
+    }
+    for (auto& v : batch_v_) v = healthy(v);
+    for (size_t j = 0; j < batch_gi_.size(); ++j) {
+        const auto gi = batch_gi_[j];
+        g_[gi] = batch_v_[j];
         state_[gi] = kKnown;
         revealed_.push_back(gi);
-        --unrevealed_;
     }
+    unrevealed_ -= static_cast<std::int64_t>(batch_gi_.size());
     pool_ = 0;
     scrambled_ = true;
 }

@@ -158,6 +158,10 @@ class LazyGroupFactors {
     void cap_top(const std::int32_t* gis, int count, int k);
     /// Reveals group gi (no-op if revealed).
     void reveal(int gi);
+    /// reveal() of gis[0 .. count) (distinct groups) in that order: the same draws and values,
+    /// in three passes (the uniforms and logs, the quantiles, the bookkeeping) so that the
+    /// quantiles of different groups overlap instead of each waiting on its log.
+    void reveal_groups(const std::int32_t* gis, int count);
     void reveal_all();
 
   private:
@@ -181,8 +185,10 @@ class LazyGroupFactors {
     /// the pool groups are pool_list_[0 .. pool_) (O(1) uniform pick and removal);
     /// pool_pos_[gi] is gi's index in pool_list_
     std::vector<std::int32_t> pool_list_, pool_pos_;
-    std::vector<std::int32_t> touched_;  ///< entries of both moved from the identity
-    bool scrambled_ = false;             ///< the lists are to be rebuilt (touched_ incomplete)
+    std::vector<std::int32_t> touched_;   ///< entries of both moved from the identity
+    std::vector<std::int32_t> batch_gi_;  ///< reveal_groups / reveal_all scratch
+    std::vector<double> batch_v_;
+    bool scrambled_ = false;  ///< the lists are to be rebuilt (touched_ incomplete)
     std::int64_t unrevealed_ = 0, pool_ = 0;
     double log_p_tau_ = 0;  ///< ln p_tau
     double tau_ = 0;

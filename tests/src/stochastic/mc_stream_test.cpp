@@ -205,6 +205,50 @@ TEST(McStream, NormalsBatchIsIidStandardNormal) {
     EXPECT_GT(all.back(), 3.8);
 }
 
+TEST(McStream, ExponentialZigguratTablesHaveEqualLayers) {
+    // every layer's area is v: the strips i >= 1 (x[i] (f[i + 1] - f[i])) and the base strip
+    // plus the tail (r f(r) + f(r) = x[0] f(r)); the top one, left over by the recursion from
+    // r and v, to 2e-12 relative (a layer chosen with probability 2e-12 / 256 < 1e-14 off)
+    const auto& z = detail::exp_ziggurat();
+    using T = detail::ExpZigguratTables;
+    EXPECT_NEAR(z.x[0] * z.f[1], T::kV, 1e-15);
+    EXPECT_NEAR(T::kR * std::exp(-T::kR) + std::exp(-T::kR), T::kV, 1e-15);
+    for (int i = 1; i < T::kLayers; ++i) {
+        const double tol = i + 1 < T::kLayers ? 1e-13 : 2e-12;
+        EXPECT_NEAR(z.x[i] * (z.f[i + 1] - z.f[i]), T::kV, tol * T::kV) << i;
+        EXPECT_GT(z.x[i], z.x[i + 1]) << i;
+    }
+}
+
+TEST(McStream, ExponentialIsIidStandardExponential) {
+    // 400,000 draws (after an odd number of words) against 1 - e^-x (KS, 0.1% critical value),
+    // mean and variance 1, the tail beyond r reached, lag-1 correlation within 4 standard errors
+    Stream a(5, 6, StreamKind::test, 9);
+    a.bits();
+    std::vector<double> all(400000);
+    for (auto& x : all) x = a.exponential();
+    const auto n = static_cast<double>(all.size());
+    double s1 = 0, s2 = 0, c = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        s1 += all[i];
+        s2 += all[i] * all[i];
+        if (i + 1 < all.size()) c += (all[i] - 1) * (all[i + 1] - 1);
+    }
+    EXPECT_NEAR(s1 / n, 1.0, 4.0 / std::sqrt(n));
+    EXPECT_NEAR(s2 / n - (s1 / n) * (s1 / n), 1.0, 4.0 * std::sqrt(8.0 / n));
+    EXPECT_LT(std::fabs(c / n), 4.0 / std::sqrt(n));
+    std::sort(all.begin(), all.end());
+    double d = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const double f = -std::expm1(-all[i]);
+        d = std::max({d, std::fabs(f - static_cast<double>(i) / n),
+                      std::fabs(f - static_cast<double>(i + 1) / n)});
+    }
+    EXPECT_LT(d, 1.95 / std::sqrt(n));
+    EXPECT_GT(all.front(), 0.0);
+    EXPECT_GT(all.back(), detail::ExpZigguratTables::kR + 1.0);
+}
+
 TEST(McHealthyQuantile, TableMatchesTheExactQuantileToRelative1em13) {
     // H^-1(e^-y) by table against the exact function at random y = 2^u, u uniform on
     // (-44, 8) (beyond the table's range at both ends), for several spatial laws and group
