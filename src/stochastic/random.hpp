@@ -154,6 +154,38 @@ class Stream {
         }
     }
 
+    /// n draws of exponential() into out[0 .. n): the same values from the same words (the
+    /// rectangle test runs over the buffered words in a tight loop; a pair of words that fails
+    /// it is handed to exponential(), which reads it again and goes on exactly as a sequence of
+    /// calls).
+    void exponentials(double* out, std::size_t n) {
+        const auto& z = detail::exp_ziggurat();
+        std::size_t k = 0;
+        while (k < n) {
+            if ((used_ & 3) == 3) ++used_;
+            if (used_ >= kWords) refill();
+            const std::uint32_t* w = words_.data();
+            int at = used_;
+            bool slow = false;
+            for (; k < n; ++k) {
+                if ((at & 3) == 3) ++at;  // two words of one block, as uniform()
+                if (at >= kWords) break;
+                const std::uint32_t w0 = w[at], w1 = w[at + 1];
+                const std::uint64_t hi = w0 >> 5, lo = w1 >> 6;
+                const double u = (static_cast<double>((hi << 26) | lo) + 0.5) * 0x1.0p-53;
+                const unsigned i = (w0 & 31u) | ((w1 & 7u) << 5);
+                if (!(u < z.ratio[i])) {
+                    slow = true;
+                    break;
+                }
+                out[k] = u * z.x[i];
+                at += 2;
+            }
+            used_ = at;
+            if (slow) out[k++] = exponential();  // outside the rectangle: the slow cases
+        }
+    }
+
     /// 32 random bits.
     std::uint32_t bits() {
         if (used_ >= kWords) refill();

@@ -281,17 +281,20 @@ class StepSampler {
         const double* sd = draw_sd_.data();
         for (size_t k = 0; k < n; ++k) {
             const LaneOp& op = lane_ops_[k];
-            const double d = std::max(0.0, mean[op.cost] + sd[op.cost] * z[2 * k]);
-            const double x = std::max(0.0, pm + psd * z[2 * k + 1]);
-            fin[k] = std::max(std::max(fin[op.prev], fin[op.own]), fin[op.input] + x) + d;
+            const double d = max_of(0.0, mean[op.cost] + sd[op.cost] * z[2 * k]);
+            const double x = max_of(0.0, pm + psd * z[2 * k + 1]);
+            fin[k] = max_of(max_of(fin[op.prev], fin[op.own]), fin[op.input] + x) + d;
         }
         return dag_end(fin);
     }
 
+    /// std::max(a, b) by value.
+    static double max_of(double a, double b) { return a < b ? b : a; }
+
     /// The makespan from the finish times of one schedule: the max over the stages' last ops.
     double dag_end(const double* fin) const {
         double end = 0.0;
-        for (const auto k : last_slots_) end = std::max(end, fin[k]);
+        for (const auto k : last_slots_) end = max_of(end, fin[k]);
         return end;
     }
 
@@ -305,8 +308,7 @@ class StepSampler {
         fin[n + 2] = -HUGE_VAL;
         for (size_t k = 0; k < n; ++k) {
             const LaneOp& op = lane_ops_[k];
-            fin[k] =
-                std::max(std::max(fin[op.prev], fin[op.own]), fin[op.input] + x) + cost[op.cost];
+            fin[k] = max_of(max_of(fin[op.prev], fin[op.own]), fin[op.input] + x) + cost[op.cost];
         }
         return dag_end(fin);
     }
@@ -545,9 +547,16 @@ class StepSampler {
         pending_.clear();
         size_t seen = 0;             // lg.revealed() entries taken into rep_rev_
         int untouched = m.replicas;  // replicas none of whose groups is revealed
-        int batch = 8;
-        if (lg.unrevealed() > 0 && !std::isfinite(lg.tau())) lg.extend(batch);
+        if (lg.unrevealed() > 0 && !std::isfinite(lg.tau())) lg.extend(8);
+        // the top factors revealed by each further round: every round costs a mean-duration
+        // DAG run and the pending replicas' bounds, so after the first 8 (enough for most
+        // shapes) rounds start at 1/32 of the groups and double (a function of the shape only)
+        int batch = std::max(8, static_cast<int>(g.size() / 32));
         double tau = 0, m_tau = 0, u_untouched = -HUGE_VAL;
+        // the pending bounds are to be recomputed (and re-sorted): tau moved, or a pending
+        // replica gained a revealed factor. Resolving a replica reveals only its own groups,
+        // so between extends the pending bounds and their order stay as they are.
+        bool stale = true;
         auto at_tau = [&] {
             tau = lg.tau();
             u_untouched = -HUGE_VAL;
@@ -559,6 +568,7 @@ class StepSampler {
             }
             m_tau = mean_dag(draw_mean_.data(), p2p_mean, dl_mean);
             if (untouched > 0) u_untouched = m_tau + noise_bound(std::max(1.0, tau), r);
+            stale = true;
         };
         auto bound = [&](int rep) {
             // M(tau 1) + greedy knapsack of the excesses over tau of the revealed factors, + b
@@ -600,9 +610,14 @@ class StepSampler {
                     if (--untouched == 0) u_untouched = -HUGE_VAL;
                 }
                 rep_rev_[static_cast<size_t>(rep) * p + rep_nrev_[rep]++] = gi;
+                stale = true;
             }
-            for (auto& [u, rep] : pending_) u = rep_state_[rep] != 1 ? -HUGE_VAL : bound(rep);
-            std::sort(pending_.begin(), pending_.end(), std::greater<>());
+            if (stale) {
+                // (pending_ holds only pending replicas: the others are erased below)
+                for (auto& [u, rep] : pending_) u = bound(rep);
+                std::sort(pending_.begin(), pending_.end(), std::greater<>());
+                stale = false;
+            }
             bool extend = false;
             double best = -HUGE_VAL;  // the largest exact M resolved and not yet decided
             int lanes = 0;

@@ -262,7 +262,8 @@ LazyGroupFactors::LazyGroupFactors(const StepModel& model, const PersistentLayou
       state_(static_cast<size_t>(groups_), kPool),
       slow_members_(static_cast<size_t>(groups_), 0),
       pool_list_(static_cast<size_t>(groups_)),
-      pool_pos_(static_cast<size_t>(groups_)) {
+      pool_pos_(static_cast<size_t>(groups_)),
+      touched_(static_cast<size_t>(groups_) + 4) {
     std::iota(pool_list_.begin(), pool_list_.end(), 0);
     std::iota(pool_pos_.begin(), pool_pos_.end(), 0);
     if (layout.kind != PlacementKind::ordered || !supports(model, layout)) return;
@@ -297,11 +298,20 @@ bool LazyGroupFactors::supports(const StepModel& model, const PersistentLayout& 
 
 double LazyGroupFactors::healthy(double log_p) const { return (*healthy_)(log_p); }
 
-void LazyGroupFactors::leave_pool(int gi) {
+[[gnu::always_inline]] inline void LazyGroupFactors::leave_pool(int gi) {
     // swap with the last pool entry: pool_list_[0 .. pool_) stays the pool, in some order
     const auto pos = pool_pos_[gi];
     const auto last = pool_list_[pool_ - 1];
-    touched_.insert(touched_.end(), {pos, last, gi, static_cast<std::int32_t>(pool_ - 1)});
+    if (n_touched_ + 4 <= touched_.size()) {
+        std::int32_t* t = touched_.data() + n_touched_;
+        t[0] = pos;
+        t[1] = last;
+        t[2] = gi;
+        t[3] = static_cast<std::int32_t>(pool_ - 1);
+        n_touched_ += 4;
+    } else {
+        scrambled_ = true;  // more than a rebuild costs: rebuild
+    }
     pool_list_[pos] = last;
     pool_pos_[last] = pos;
     pool_list_[pool_ - 1] = gi;
@@ -322,14 +332,17 @@ void LazyGroupFactors::reset(const Stream& stream) {
     std::fill(state_.begin(), state_.end(), kPool);
     // back to the identity (entries not in touched_ still hold it), so that a realization
     // depends on its stream alone, not on the ones drawn before
-    if (scrambled_ || touched_.size() > static_cast<size_t>(groups_)) {
+    if (scrambled_) {
         scrambled_ = false;
         std::iota(pool_list_.begin(), pool_list_.end(), 0);
         std::iota(pool_pos_.begin(), pool_pos_.end(), 0);
     } else {
-        for (const auto t : touched_) pool_list_[t] = pool_pos_[t] = t;
+        for (size_t k = 0; k < n_touched_; ++k) {
+            const auto t = touched_[k];
+            pool_list_[t] = pool_pos_[t] = t;
+        }
     }
-    touched_.clear();
+    n_touched_ = 0;
     revealed_.clear();
     unrevealed_ = pool_ = groups_;
     log_p_tau_ = 0;
@@ -412,40 +425,63 @@ void LazyGroupFactors::reveal(int gi) {
 }
 
 void LazyGroupFactors::reveal_groups(const std::int32_t* gis, int count) {
-    batch_gi_.clear();
-    batch_v_.clear();
+    // P uniform on (0, cap), drawn in the order of the calls to reveal()
+    batch_gi_.resize(static_cast<size_t>(count));
+    std::int32_t* todo = batch_gi_.data();
+    int n = 0;
     for (int i = 0; i < count; ++i) {
-        const auto gi = gis[i];
-        if (state_[gi] == kKnown) continue;
-        // P uniform on (0, cap), drawn in the order of the calls to reveal()
-        const double log_cap = state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_;
-        batch_gi_.push_back(gi);
-        batch_v_.push_back(log_cap - stream_.exponential());
+        if (state_[gis[i]] != kKnown) todo[n++] = gis[i];
     }
-    for (auto& v : batch_v_) v = healthy(v);
-    for (size_t j = 0; j < batch_gi_.size(); ++j) set_known(batch_gi_[j], batch_v_[j]);
+    batch_v_.resize(static_cast<size_t>(n));
+    double* v = batch_v_.data();
+    stream_.exponentials(v, static_cast<size_t>(n));
+    const HealthyQuantile& h = *healthy_;
+    for (int j = 0; j < n; ++j) {
+        const auto gi = todo[j];
+        v[j] = h((state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_) - v[j]);
+    }
+    // set_known() of each, in order (the same pool moves), without its per-call overhead
+    const size_t before = revealed_.size();
+    revealed_.resize(before + static_cast<size_t>(n));
+    std::int32_t* rev = revealed_.data() + before;
+    for (int j = 0; j < n; ++j) {
+        const auto gi = todo[j];
+        if (state_[gi] == kPool) leave_pool(gi);
+        state_[gi] = kKnown;
+        g_[gi] = v[j];
+        rev[j] = gi;
+    }
+    unrevealed_ -= n;
 }
 
 void LazyGroupFactors::reveal_all() {
     // reveal() in increasing gi, without the pool's bookkeeping (it ends empty; reset restores
-    // its lists from scratch); the uniforms and logs first, then the quantiles
-    batch_gi_.clear();
-    batch_v_.clear();
-    for (int gi = 0; gi < groups_ && static_cast<std::int64_t>(batch_gi_.size()) < unrevealed_;
-         ++gi) {
-        if (state_[gi] == kKnown) continue;
-        const double log_cap = state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_;
-        batch_gi_.push_back(gi);
-        batch_v_.push_back(log_cap - stream_.exponential());
+    // its lists from scratch); the exponentials first, then the quantiles
+    const auto count = static_cast<size_t>(unrevealed_);
+    batch_gi_.resize(count);
+    batch_v_.resize(count);
+    std::int32_t* todo = batch_gi_.data();
+    size_t n = 0;
+    for (int gi = 0; gi < groups_ && n < count; ++gi) {
+        if (state_[gi] != kKnown) todo[n++] = gi;
     }
-    for (auto& v : batch_v_) v = healthy(v);
-    for (size_t j = 0; j < batch_gi_.size(); ++j) {
-        const auto gi = batch_gi_[j];
-        g_[gi] = batch_v_[j];
+    double* v = batch_v_.data();
+    stream_.exponentials(v, n);
+    const HealthyQuantile& h = *healthy_;
+    for (size_t j = 0; j < n; ++j) {
+        const auto gi = todo[j];
+        v[j] = h((state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_) - v[j]);
+    }
+    const size_t before = revealed_.size();
+    revealed_.resize(before + n);
+    std::int32_t* rev = revealed_.data() + before;
+    for (size_t j = 0; j < n; ++j) {
+        const auto gi = todo[j];
+        g_[gi] = v[j];
         state_[gi] = kKnown;
-        revealed_.push_back(gi);
+        rev[j] = gi;
     }
-    unrevealed_ -= static_cast<std::int64_t>(batch_gi_.size());
+    unrevealed_ -= static_cast<std::int64_t>(n);
     pool_ = 0;
     scrambled_ = true;
 }

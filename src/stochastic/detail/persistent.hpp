@@ -185,7 +185,10 @@ class LazyGroupFactors {
     /// the pool groups are pool_list_[0 .. pool_) (O(1) uniform pick and removal);
     /// pool_pos_[gi] is gi's index in pool_list_
     std::vector<std::int32_t> pool_list_, pool_pos_;
-    std::vector<std::int32_t> touched_;   ///< entries of both moved from the identity
+    /// entries of both moved from the identity: touched_[0 .. n_touched_) (at most
+    /// groups_ + 4; past that, scrambled_)
+    std::vector<std::int32_t> touched_;
+    size_t n_touched_ = 0;
     std::vector<std::int32_t> batch_gi_;  ///< reveal_groups / reveal_all scratch
     std::vector<double> batch_v_;
     bool scrambled_ = false;  ///< the lists are to be rebuilt (touched_ incomplete)

@@ -33,6 +33,10 @@ TEST(MonteCarloPruning, SkippedReplicasAreNeverTheSlowest) {
         {"slow_random_tp8_dp16", 8, 1, 16, 4, 1, 0.005, PlacementKind::random, 0.1},
         {"slow_aware_tp8_pp4_dp64", 8, 4, 64, 8, 1, 0.01, PlacementKind::variability_aware, 0.1},
         {"p2p_cv2_tp8_pp8_dp32", 8, 8, 32, 16, 1, 0.0, PlacementKind::ordered, 2.0},
+        // deep pipelines, many replicas (the sweep's pp 32 shapes): several extend rounds, the
+        // pending replicas' bounds kept between them and recomputed when tau moves
+        {"tp4_pp32_dp128", 4, 32, 128, 16, 1, 0.0, PlacementKind::ordered, 0.1},
+        {"slow_tp4_pp16_dp64", 4, 16, 64, 8, 1, 0.01, PlacementKind::ordered, 0.1},
     };
     const auto hw = testing::test_hardware();
     for (const auto& c : cases) {
