@@ -91,46 +91,6 @@ FlatPipeline::FlatPipeline(const PipelineShape& s) : shape_(s) {
     if (log_paths_ == -HUGE_VAL) log_paths_ = 0;
 }
 
-void FlatPipeline::makespan_pair(const double* op_a, const double* transfer_a, double start_a,
-                                 const double* op_b, const double* transfer_b, double start_b,
-                                 double* finish_a, double* finish_b, double& end_a,
-                                 double& end_b) const {
-    const size_t n = ops_.size();
-    for (size_t i = 0; i < n; ++i) {
-        const FlatOp& op = ops_[i];
-        double ra, rb;
-        if (op.stage_prev >= 0) {
-            ra = finish_a[op.stage_prev];
-            rb = finish_b[op.stage_prev];
-        } else {
-            ra = op.stage == 0 ? start_a : 0.0;
-            rb = op.stage == 0 ? start_b : 0.0;
-        }
-        if (op.own_forward >= 0) {
-            ra = std::max(ra, finish_a[op.own_forward]);
-            rb = std::max(rb, finish_b[op.own_forward]);
-        }
-        if (op.input >= 0) {
-            ra = std::max(ra, finish_a[op.input] + transfer_a[i]);
-            rb = std::max(rb, finish_b[op.input] + transfer_b[i]);
-        }
-        finish_a[i] = ra + op_a[i];
-        finish_b[i] = rb + op_b[i];
-    }
-    end_a = 0;
-    end_b = 0;
-    for (const auto idx : last_on_stage_) {
-        if (idx >= 0) {
-            end_a = std::max(end_a, finish_a[idx]);
-            end_b = std::max(end_b, finish_b[idx]);
-        }
-    }
-    if (shape_.stages > 0 && last_on_stage_[0] < 0) {
-        end_a = std::max(end_a, start_a);
-        end_b = std::max(end_b, start_b);
-    }
-}
-
 double FlatPipeline::makespan(const double* op_s, const double* transfer_s, double stage0_start_s,
                               double* finish) const {
     const size_t n = ops_.size();
@@ -151,59 +111,71 @@ double FlatPipeline::makespan(const double* op_s, const double* transfer_s, doub
 }
 
 PRISM_LANES_CLONES
-void FlatPipeline::makespan_stage_scaled(const double* op_s, const double* scaled_s,
-                                         const double* transfer_s, double stage0_start_s,
-                                         const double* factors, int f, double* finish,
-                                         double* end_s) const {
-    if (f < 0 || f > 8) throw ModelError("makespan_stage_scaled: at most 8 factors");
+void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled_s,
+                                        const double* transfer_s, double stage0_start_s,
+                                        const std::int32_t* lane_first, const double* delta,
+                                        double* finish, double* end_s) const {
     const size_t n = ops_.size();
-    const auto k_n = static_cast<size_t>(1 + f * shape_.stages);
-    // one fused pass per op: out = max(stage predecessor, own forward, input + transfer)
-    thread_local std::vector<double> zeros, starts;
-    zeros.assign(k_n, 0.0);
-    starts.assign(k_n, stage0_start_s);
-    for (size_t i = 0; i < n; ++i) {
-        const FlatOp& op = ops_[i];
-        double* out = finish + i * k_n;
-        const double* prev = op.stage_prev >= 0 ? finish + static_cast<size_t>(op.stage_prev) * k_n
-                                                : (op.stage == 0 ? starts.data() : zeros.data());
-        const double d = op_s[i];
-        const double* own =
-            op.own_forward >= 0 ? finish + static_cast<size_t>(op.own_forward) * k_n : nullptr;
-        const double* in = op.input >= 0 ? finish + static_cast<size_t>(op.input) * k_n : nullptr;
-        // the lanes of the op's own stage take their own duration (as makespan() would add it)
-        const size_t first = 1 + static_cast<size_t>(f) * op.stage;
-        double own_lane[8];
-        for (int j = 0; j < f; ++j) {
-            const size_t k = first + j;
-            double ready = prev[k];
-            if (own != nullptr) ready = std::max(ready, own[k]);
-            if (in != nullptr) ready = std::max(ready, in[k] + transfer_s[i]);
-            own_lane[j] = ready + (d + (factors[j] - 1.0) * scaled_s[i]);
-        }
-        if (own != nullptr && in != nullptr) {
-            const double tr = transfer_s[i];
-            for (size_t k = 0; k < k_n; ++k) {
-                out[k] = std::max(std::max(prev[k], own[k]), in[k] + tr) + d;
+    const auto lanes = static_cast<size_t>(lane_first[shape_.stages]);
+    // Lanes go in blocks of at most kBlock, each its own pass over the schedule: a block's
+    // finish times (n * kBlock doubles) stay in cache where all lanes' would not (2,048 ops x
+    // 250 lanes is 4 MB). `finish` holds one block at a time.
+    constexpr size_t kBlock = 32;
+    thread_local std::vector<double> zeros, starts, own_lane;
+    zeros.assign(kBlock, 0.0);
+    starts.assign(kBlock, stage0_start_s);
+    own_lane.resize(kBlock);
+    for (size_t b0 = 0; b0 < lanes; b0 += kBlock) {
+        const size_t k_n = std::min(kBlock, lanes - b0);
+        const double* dl = delta + b0;
+        for (size_t i = 0; i < n; ++i) {
+            const FlatOp& op = ops_[i];
+            double* out = finish + i * k_n;
+            const double* prev = op.stage_prev >= 0
+                                     ? finish + static_cast<size_t>(op.stage_prev) * k_n
+                                     : (op.stage == 0 ? starts.data() : zeros.data());
+            const double d = op_s[i];
+            const double* own =
+                op.own_forward >= 0 ? finish + static_cast<size_t>(op.own_forward) * k_n : nullptr;
+            const double* in =
+                op.input >= 0 ? finish + static_cast<size_t>(op.input) * k_n : nullptr;
+            // the lanes of the op's own stage in this block take their own duration (as
+            // makespan() would add it), computed before the common loop overwrites them
+            const auto f0 = static_cast<size_t>(lane_first[op.stage]);
+            const auto f1 = static_cast<size_t>(lane_first[op.stage + 1]);
+            const size_t k0 = std::clamp(f0, b0, b0 + k_n) - b0;
+            const size_t k1 = std::clamp(f1, b0, b0 + k_n) - b0;
+            for (size_t k = k0; k < k1; ++k) {
+                double ready = prev[k];
+                if (own != nullptr) ready = std::max(ready, own[k]);
+                if (in != nullptr) ready = std::max(ready, in[k] + transfer_s[i]);
+                own_lane[k - k0] = ready + (d + dl[k] * scaled_s[i]);
             }
-        } else if (own != nullptr) {
-            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], own[k]) + d;
-        } else if (in != nullptr) {
-            const double tr = transfer_s[i];
-            for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], in[k] + tr) + d;
-        } else {
-            for (size_t k = 0; k < k_n; ++k) out[k] = prev[k] + d;
+            if (own != nullptr && in != nullptr) {
+                const double tr = transfer_s[i];
+                for (size_t k = 0; k < k_n; ++k) {
+                    out[k] = std::max(std::max(prev[k], own[k]), in[k] + tr) + d;
+                }
+            } else if (own != nullptr) {
+                for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], own[k]) + d;
+            } else if (in != nullptr) {
+                const double tr = transfer_s[i];
+                for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], in[k] + tr) + d;
+            } else {
+                for (size_t k = 0; k < k_n; ++k) out[k] = prev[k] + d;
+            }
+            for (size_t k = k0; k < k1; ++k) out[k] = own_lane[k - k0];
         }
-        for (int j = 0; j < f; ++j) out[first + j] = own_lane[j];
-    }
-    for (size_t k = 0; k < k_n; ++k) end_s[k] = 0;
-    for (const auto idx : last_on_stage_) {
-        if (idx < 0) continue;
-        const double* fin = finish + static_cast<size_t>(idx) * k_n;
-        for (size_t k = 0; k < k_n; ++k) end_s[k] = std::max(end_s[k], fin[k]);
-    }
-    if (shape_.stages > 0 && last_on_stage_[0] < 0) {
-        for (size_t k = 0; k < k_n; ++k) end_s[k] = std::max(end_s[k], stage0_start_s);
+        double* e = end_s + b0;
+        for (size_t k = 0; k < k_n; ++k) e[k] = 0;
+        for (const auto idx : last_on_stage_) {
+            if (idx < 0) continue;
+            const double* fin = finish + static_cast<size_t>(idx) * k_n;
+            for (size_t k = 0; k < k_n; ++k) e[k] = std::max(e[k], fin[k]);
+        }
+        if (shape_.stages > 0 && last_on_stage_[0] < 0) {
+            for (size_t k = 0; k < k_n; ++k) e[k] = std::max(e[k], stage0_start_s);
+        }
     }
 }
 

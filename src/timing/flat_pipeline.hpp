@@ -39,21 +39,15 @@ class FlatPipeline {
     double makespan(const double* op_s, const double* transfer_s, double stage0_start_s,
                     double* finish) const;
 
-    /// Two makespans in one pass over the schedule, each with its own durations (e.g. means
-    /// and variances: the longest path of each). `finish_a`, `finish_b` are scratch.
-    void makespan_pair(const double* op_a, const double* transfer_a, double start_a,
-                       const double* op_b, const double* transfer_b, double start_b,
-                       double* finish_a, double* finish_b, double& end_a, double& end_b) const;
-
-    /// Makespans of the schedule with each stage's compute scaled in turn, in one pass: lane 0
-    /// has op i take op_s[i]; lane 1 + f * s + j has the ops of stage s take op_s[i] +
-    /// (factors[j] - 1) * scaled_s[i] (the rest unchanged). Transfers take transfer_s[i] and
-    /// stage 0 starts at stage0_start_s in every lane. `finish` is scratch of size() * lanes
-    /// entries (lanes = 1 + f * stages); the makespans go to end_s[0 .. lanes). Each lane equals
-    /// makespan() with that lane's durations exactly (same operations in the same order).
-    void makespan_stage_scaled(const double* op_s, const double* scaled_s, const double* transfer_s,
-                               double stage0_start_s, const double* factors, int f, double* finish,
-                               double* end_s) const;
+    /// Makespans of lane_first[stages] schedules in one pass: lane k in [lane_first[s],
+    /// lane_first[s + 1]) has the ops of stage s take op_s[i] + delta[k] * scaled_s[i] and the
+    /// others op_s[i]; lanes below lane_first[0] have no change. Transfers and the start as in
+    /// makespan(). `finish` is scratch of size() * min(lanes, 32) entries; the makespans go to
+    /// end_s.
+    /// Each lane equals makespan() with that lane's durations exactly.
+    void makespan_stage_lanes(const double* op_s, const double* scaled_s, const double* transfer_s,
+                              double stage0_start_s, const std::int32_t* lane_first,
+                              const double* delta, double* finish, double* end_s) const;
 
     /// The ops of one longest path (a critical path), last op first, for durations as in
     /// makespan(); `finish` is scratch of size() entries. Ties go to the stage predecessor,

@@ -1,12 +1,13 @@
 // Analytic evaluator: block-based statistical timing (DESIGN.md section 3) on the reduced model
 // of step_model.hpp. Approximations, each checked against Monte Carlo by the accuracy tests:
-//  * a replica's pipeline time is linearized around the schedule at g = 1:
-//      T = T(g=1, R) + m (W - W1) + (1/v) (S_o - S_o1) + eps,
-//    with W = max over stages of the per-microbatch stage time (its CDF is the product of the
-//    stages' CDFs, exact), S_o the other stages' sum (normal, moments of the group factor) and
-//    eps the transient noise along the critical path (normal, (m + (p-1)/v) stage variances);
-//    (m, 1/v) are the weights of the slowest stage and of the others in 1F1B's makespan
-//    (v m + p - 1 chunk slots; Narayanan et al. SC'21);
+//  * a replica's pipeline time is linearized in its group factors g around the typical g_ref:
+//      T = T(g=1, R) + [T(g_ref) - T(1)] + sum_{s != smax} a_s c_s (g_s - g_ref) + W + eps,
+//    a_s the critical path's content of stage s, smax the stage it dwells on; W = the max over
+//    stages of each stage's own term: smax's makespan curve, and for the others the path
+//    families that dwell on them once they are slow enough (convex, piecewise linear, found
+//    exactly on the schedule DAG; see run()). W's CDF is the product of the stages' CDFs; the
+//    sum is normal (moments of the group factor), eps the transient noise along the critical
+//    path (normal);
 //  * replicas are independent given R: the max over d of them has CDF F^d, in log space;
 //  * R (shared by all collectives of a step) is integrated over cells of its quantile function,
 //    the shift T(g=1, R) being linear inside a cell; the DP sync and optimizer by Gauss-Hermite.
@@ -17,8 +18,8 @@
 // and cached across points (law_table), as are the slow-unit patterns of a layout
 // (unit_patterns); replica types share the base type's per-stage terms (w_masses); when each
 // slow unit touches one replica the PGF is linear in the types' CDFs and their mixture takes one
-// convolution (mixture_sf); the stage weights come from one multi-lane pass over the schedule
-// (FlatPipeline::makespan_stage_scaled) and the regime shifts from a few DAG runs (convexity);
+// convolution (mixture_sf); the stage terms come from two or three multi-lane passes over the
+// schedule (FlatPipeline::makespan_stage_lanes) and the regime shifts from a few DAG runs;
 // the inner loops are in kernels.cpp (instruction-set clones, bit-identical).
 
 #include <algorithm>
@@ -336,14 +337,13 @@ class Analytic {
   private:
     /// makespan of the mean durations at g = 1 and regime r
     double makespan_at(double r) const;
-    /// group factor of stage st that puts the replica's stage term at w
+    /// group factor of stage st that puts the replica's stage term at w (+infinity: the stage
+    /// never bounds W, e.g. FSDP layers whose gather outlasts the compute, or a stage that
+    /// does not become critical in the relevant range)
     double g_of(int st, double w) const {
-        // a stage with no compute on its critical path (e.g. FSDP layers whose gather outlasts
-        // the compute) does not depend on its group factor: it never bounds W
-        const double c = m_.stage_comp_s[st];
-        if (!(c > 0)) return std::numeric_limits<double>::infinity();
-        const double g = 1.0 + (w / weight_[st] + slack_[st]) / c;
-        return lin_[st] > 0 ? std::min(g, 1.0 + w / (lin_[st] * c)) : g;
+        double d = std::numeric_limits<double>::infinity();
+        for (const auto& [inv, b] : lines_[st]) d = std::min(d, (w - b) * inv);
+        return g_ref_ + d;
     }
     /// log CDF of W for a replica type at w (sum over stages)
     double log_cdf_w(const ReplicaType& t, double w) const {
@@ -403,10 +403,14 @@ class Analytic {
     double w_lo_ = 0, w_hi_ = 0;
     /// W depends on the persistent factors: they are random and some stage has compute
     bool w_random_ = false;
-    std::vector<double> weight_, slack_;  ///< per stage: makespan slope once critical, slack
-    std::vector<double> rest_;            ///< per stage: makespan slope for a small change
-    /// per stage: slope of its W term below the critical regime (0: the term is linear)
-    std::vector<double> lin_;
+    /// per stage: the critical path's content in units of the stage's compute (its slope for
+    /// a small change)
+    std::vector<double> rest_;
+    /// per stage: its W term as the max of lines in d = g - g_ref, each as (1 / slope,
+    /// intercept); none: the term never bounds W
+    std::vector<std::vector<std::pair<double, double>>> lines_;
+    double g_ref_ = 1;
+    int smax_ = 0;
     Grid x_;
     const ReplicaType* base_type_ = nullptr;
     mutable int mass_kw_ = -1;
@@ -476,18 +480,21 @@ const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, doub
     // at the kw + 1 cell edges are computed once and a type adds its differing stages' terms.
     // log CDF of stage st's group factor at the cell edges w_lo + hw j, j = 0 .. kw
     auto stage_row = [&](const GroupLaw& law, int st, double* row) {
-        const double c = m_.stage_comp_s[st];
-        if (law.table != nullptr && c > 0) {
-            // g_of(st, w) is affine in w, or the min of two affine maps (lin_): the log CDF is
-            // increasing, so the row is then the min of the two affine rows
-            const double b = 1.0 / (weight_[st] * c);
-            law.table->fill_affine(1.0 + (w_lo_ / weight_[st] + slack_[st]) / c, b * hw, kw + 1,
-                                   row);
-            if (lin_[st] > 0) {
-                thread_local std::vector<double> other;
-                grow(other, kw + 1);
-                const double bl = 1.0 / (lin_[st] * c);
-                law.table->fill_affine(1.0 + w_lo_ * bl, bl * hw, kw + 1, other.data());
+        const auto& ls = lines_[st];
+        if (ls.empty()) {
+            std::fill(row, row + kw + 1, 0.0);
+            return;
+        }
+        if (law.table != nullptr) {
+            // g_of(st, w) is the min of affine maps of w and the log CDF is increasing: the
+            // row is the min of the affine rows
+            law.table->fill_affine(g_ref_ + (w_lo_ - ls[0].second) * ls[0].first, hw * ls[0].first,
+                                   kw + 1, row);
+            thread_local std::vector<double> other;
+            grow(other, kw + 1);
+            for (size_t k = 1; k < ls.size(); ++k) {
+                law.table->fill_affine(g_ref_ + (w_lo_ - ls[k].second) * ls[k].first,
+                                       hw * ls[k].first, kw + 1, other.data());
                 for (int j = 0; j <= kw; ++j) row[j] = std::min(row[j], other[j]);
             }
             return;
@@ -678,102 +685,234 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     if (!m_.persistent_deterministic) clean.table = law_table(clean);
     const GroupLaw& base_law = clean;
 
-    // Each stage's weight in the makespan once it is the critical one and its slack before it
-    // becomes critical, measured on the schedule DAG (slowing stage s by 50% and 100%): in 1F1B
-    // the weight is m - (p - 1 - s) (the stages after s overlap its warm-up), not m.
+    // The replica's makespan as a function of the group factors g (DESIGN.md section 3):
+    // T(g) = max over the schedule's paths P of (B_P + sum_s A_Ps c_s g_s), convex. Linearized
+    // at the reference g_ref (every stage at the typical factor):
+    //  * the critical path there passes stage s with content a_s (rest_, in units of c_s, the
+    //    stage's compute per microbatch); its value moves by sum_s a_s c_s (g_s - g_ref);
+    //  * a stage that is slowed enough makes the paths that dwell on it critical: phi_s(g) =
+    //    T(g_s = g, the others at g_ref) - T(g_ref) is convex and piecewise linear, its first
+    //    segment the critical path's (slope a_s c_s) and each later one a family of paths that
+    //    dwells longer on s. Those families pass the other stages as the critical path does
+    //    (fill and drain), except the stage the critical path dwells on, smax (the largest
+    //    a_s c_s, the last stage in 1F1B), which they pass briefly: its term is left at its
+    //    mean there. So
+    //      T = T(g_ref) + sum_{s != smax} a_s c_s (g_s - g_ref) + W,
+    //      W = max(phi_smax(g_smax), max_{s != smax} (phi_s^+(g_s) - a_s c_s (g_s - g_ref))),
+    //    phi_s^+ the max of phi_s's later segments (negative below the point where s becomes
+    //    critical). The sum is normal (moments of g); W's CDF is the product of the stages'
+    //    CDFs through the inverse of each term (g_of).
+    // The segments are found exactly on the schedule DAG by the sandwich method for convex
+    // functions: value and right slope at both ends of the relevant g range, then at the
+    // intersection of adjacent tangent lines until the function meets them there (a segment
+    // is confirmed) or the chord lies within `tol` of them; the stages go as lanes of one
+    // pass per round (FlatPipeline::makespan_stage_lanes).
     double comp_sum = 0, comp_sq = 0, var_sum = 0;
-    int smax = 0;
-    weight_.assign(p, static_cast<double>(mb));
-    slack_.assign(p, 0.0);
-    rest_.assign(p, rest_w_);
-    lin_.assign(p, 0.0);
+    rest_.assign(p, 1.0);
+    lines_.assign(p, {});
     double eg = 1, vg = 0;
     moments_of_g(base_law, eg, vg);
+    const double g_ref = std::max(eg, 1.02);
+    g_ref_ = g_ref;
+    int smax = p - 1;
+    double d_ref = 0;  // T(g_ref) - T(g = 1) at r_bar
+    std::vector<double> content(p, 0.0);
+    const auto& ops = m_.pipeline.ops();
+    thread_local std::vector<double> dur, comp, xfer, fin, end;
+    grow(dur, ops.size());
+    grow(comp, ops.size());
+    xfer.assign(ops.size(), m_.p2p.mean(1.0, r_bar_));
+    const double dl0 = m_.dataloader.mean(1.0, r_bar_);
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const int j = ops[i].stage * m_.chunks + ops[i].chunk;
+        const ChunkCost& k = ops[i].backward ? m_.bwd[j] : m_.fwd[j];
+        dur[i] = k.mean(g_ref, r_bar_);
+        comp[i] = k.comp_mean;
+    }
     {
-        // all 2p + 1 schedules in one pass: lane 0 at g = 1, lane 1 + 2s + j with stage s's
-        // compute at g = 1.5, 2
-        const int lanes = 1 + 2 * p;
-        const auto& ops = m_.pipeline.ops();
-        thread_local std::vector<double> dur, comp, xfer, fin, end;
-        grow(dur, ops.size());
-        grow(comp, ops.size());
-        xfer.assign(ops.size(), m_.p2p.mean(1.0, r_bar_));
-        grow(fin, ops.size() * lanes);  // every entry is written before it is read
-        grow(end, lanes);
-        static constexpr std::array<double, 2> kG{1.5, 2.0};
-        for (size_t i = 0; i < ops.size(); ++i) {
-            const int j = ops[i].stage * m_.chunks + ops[i].chunk;
-            const ChunkCost& k = ops[i].backward ? m_.bwd[j] : m_.fwd[j];
-            dur[i] = k.mean(1.0, r_bar_);
-            comp[i] = k.comp_mean;
-        }
-        m_.pipeline.makespan_stage_scaled(dur.data(), comp.data(), xfer.data(),
-                                          m_.dataloader.mean(1.0, r_bar_), kG.data(), 2, fin.data(),
-                                          end.data());
-        // The small-change slopes are the per-stage compute contents of ONE critical path, at
-        // the typical operating point (every stage at g_lin = E[g], at least 1.02): at g = 1
-        // several paths can tie (interleaved schedules), and per-stage derivatives taken one
-        // stage at a time may then come from different paths, so that their sum overstates a
-        // common slowdown (it exceeded the path itself by 10-15% at v = 2).
-        const double g_lin = std::max(eg, 1.02);
-        thread_local std::vector<double> dur_lin, fin_lin;
-        grow(dur_lin, ops.size());
-        grow(fin_lin, ops.size());
-        for (size_t i = 0; i < ops.size(); ++i) {
-            const int j = ops[i].stage * m_.chunks + ops[i].chunk;
-            dur_lin[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(g_lin, r_bar_);
-        }
-        const auto path = m_.pipeline.critical_path(
-            dur_lin.data(), xfer.data(), m_.dataloader.mean(1.0, r_bar_), fin_lin.data());
-        std::vector<double> content(p, 0.0);
+        // The contents of ONE critical path at g_ref (at least 1.02: at g = 1 several paths tie
+        // in interleaved schedules, and per-stage derivatives taken one stage at a time may
+        // come from different paths, whose sum overstates a common slowdown)
+        grow(fin, ops.size());
+        const auto path = m_.pipeline.critical_path(dur.data(), xfer.data(), dl0, fin.data());
         for (const auto i : path) content[ops[i].stage] += comp[i];
-        const double t0 = end[0];
-        double least = 1e300;
+        double best = -1;
         for (int st = 0; st < p; ++st) {
             const double c = m_.stage_comp_s[st];
-            if (!(c > 0)) {
-                weight_[st] = 1.0;
-                slack_[st] = 1e300;
-                continue;
-            }
-            rest_[st] = content[st] / c;
-            const double t1 = end[1 + 2 * st];
-            const double t2 = end[2 + 2 * st];
-            const double w = (t2 - t1) / (0.5 * c);
-            weight_[st] = w > 0 ? w : 1.0;
-            slack_[st] = std::max(0.0, 0.5 * c - (t1 - t0) / weight_[st]);
-            if (slack_[st] < least) {
-                least = slack_[st];
+            rest_[st] = c > 0 ? content[st] / c : 0.0;
+            if (content[st] > best) {
+                best = content[st];
                 smax = st;
             }
         }
     }
+    smax_ = smax;
     for (int st = 0; st < p; ++st) {
         comp_sum += m_.stage_comp_s[st];
         comp_sq += m_.stage_comp_s[st] * m_.stage_comp_s[st];
     }
     slow_w_ = 1.0;
     w1_ = 0.0;
-    // The slowest stage's term in W is convex in its g: its path content rest_ for small
-    // changes, its full weight once the schedule has to wait on it (they agree in plain 1F1B)
-    if (rest_[smax] > 0 && rest_[smax] < weight_[smax]) lin_[smax] = rest_[smax];
     for (int st = 0; st < p; ++st) {
-        if (st == smax) continue;
         var_sum +=
             rest_[st] * (eg * eg * m_.stage_var_comp[st] + r_bar_ * r_bar_ * m_.stage_var_comm[st]);
     }
-    // the other stages enter with their small-change slopes (1 in plain 1F1B: fill and drain)
     mu_o_ = 0;
     var_o_ = 0;
-    for (int st = 0; st < p; ++st) {
-        if (st == smax) continue;
-        mu_o_ += rest_[st] * m_.stage_comp_s[st] * (eg - 1.0);
-        var_o_ += rest_[st] * rest_[st] * m_.stage_comp_s[st] * m_.stage_comp_s[st] * vg;
+    var_eps_ = var_sum + m_.dataloader.var(1.0, r_bar_) + 2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
+    const bool w_random =
+        !m_.persistent_deterministic &&
+        std::any_of(m_.stage_comp_s.begin(), m_.stage_comp_s.end(), [](double c) { return c > 0; });
+    if (w_random) {
+        for (int st = 0; st < p; ++st) {
+            if (st == smax) continue;
+            mu_o_ += rest_[st] * m_.stage_comp_s[st] * (eg - g_ref);
+            var_o_ += rest_[st] * rest_[st] * m_.stage_comp_s[st] * m_.stage_comp_s[st] * vg;
+        }
+        // the relevant range of g: up to the slowest group's 1 - 1e-15 quantile
+        const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
+        const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
+        const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
+        const double top = std::max(ghi - g_ref, 0.05);
+        const double eps = 1e-6 * top;
+        const double noise = std::sqrt(var_o_ + var_eps_);
+        struct Pt {
+            double d, phi, slope;
+        };
+        struct Interval {
+            int st;
+            Pt a, b;
+        };
+        std::vector<std::vector<Pt>> pts(p);
+        std::vector<Interval> open, next_open;
+        std::vector<std::pair<int, double>> lanes;  // (stage, delta), by stage
+        thread_local std::vector<std::int32_t> first;
+        thread_local std::vector<double> delta;
+        double t_ref = 0;
+        // one pass: lanes (stage, delta) plus, in the first, the reference lane
+        auto run_lanes = [&](bool with_ref) {
+            std::stable_sort(lanes.begin(), lanes.end(),
+                             [](const auto& x, const auto& y) { return x.first < y.first; });
+            const int base = with_ref ? 1 : 0;
+            first.assign(p + 1, 0);
+            delta.assign(base, 0.0);
+            size_t li = 0;
+            for (int st = 0; st < p; ++st) {
+                first[st] = static_cast<std::int32_t>(delta.size());
+                for (; li < lanes.size() && lanes[li].first == st; ++li) {
+                    delta.push_back(lanes[li].second);
+                }
+            }
+            first[p] = static_cast<std::int32_t>(delta.size());
+            grow(fin, ops.size() * std::min<size_t>(delta.size(), 32));
+            grow(end, delta.size());
+            m_.pipeline.makespan_stage_lanes(dur.data(), comp.data(), xfer.data(), dl0,
+                                             first.data(), delta.data(), fin.data(), end.data());
+            if (with_ref) t_ref = end[0];
+        };
+        // round 1: per stage, the slope at 0+ and the value and slope at the top
+        lanes.clear();
+        for (int st = 0; st < p; ++st) {
+            if (!(m_.stage_comp_s[st] > 0)) continue;
+            lanes.push_back({st, eps});
+            lanes.push_back({st, top - eps});
+            lanes.push_back({st, top});
+        }
+        run_lanes(true);
+        d_ref = t_ref - makespan_at(r_bar_);
+        // the tolerance: far below the noise and the grid step
+        const double tol = std::max(1e-2 * noise, 1e-10 * t_ref);
+        for (int st = 0, k = 1; st < p; ++st) {
+            if (!(m_.stage_comp_s[st] > 0)) continue;
+            const double f_eps = end[k] - t_ref, f_lo = end[k + 1] - t_ref,
+                         f_top = end[k + 2] - t_ref;
+            k += 3;
+            const Pt a{0.0, 0.0, f_eps / eps};
+            const Pt b{top, f_top, (f_top - f_lo) / eps};
+            pts[st] = {a, b};
+            open.push_back({st, a, b});
+        }
+        // rounds: the intersection of the tangents of each open interval
+        // At most kRounds passes: on the accuracy matrix and the quickstart's points one pass
+        // already gives the final results (to the printed digits); the tangents left in an
+        // interval still open are a lower bound of the term, off by at most its chord gap.
+        constexpr int kRounds = 2;
+        for (int round = 0; round < kRounds && !open.empty(); ++round) {
+            lanes.clear();
+            std::vector<double> at;  // intersection per open interval (or NaN: closed)
+            next_open.clear();
+            std::vector<Interval> probe;
+            for (const auto& iv : open) {
+                const Pt& a = iv.a;
+                const Pt& b = iv.b;
+                const double c = m_.stage_comp_s[iv.st];
+                if (!(b.slope - a.slope > 1e-9 * c)) continue;  // one segment
+                double x = (b.phi - b.slope * b.d - a.phi + a.slope * a.d) / (a.slope - b.slope);
+                x = std::clamp(x, a.d, b.d);
+                const double line = a.phi + a.slope * (x - a.d);
+                const double chord = a.phi + (b.phi - a.phi) * (x - a.d) / (b.d - a.d);
+                if (!(chord - line > tol) || b.d - a.d < 4 * eps) continue;
+                x = std::min(x, b.d - 2 * eps);
+                probe.push_back(iv);
+                at.push_back(x);
+                lanes.push_back({iv.st, x});
+                lanes.push_back({iv.st, x + eps});
+            }
+            if (probe.empty()) break;
+            // lanes were pushed in probe order; run_lanes sorts them by stage (stable), so
+            // remember where each probe's pair lands
+            std::vector<std::pair<int, size_t>> order(probe.size());
+            for (size_t i = 0; i < probe.size(); ++i) order[i] = {probe[i].st, i};
+            std::stable_sort(order.begin(), order.end(),
+                             [](const auto& x, const auto& y) { return x.first < y.first; });
+            std::vector<size_t> slot(probe.size());
+            for (size_t r = 0; r < order.size(); ++r) slot[order[r].second] = 2 * r;
+            run_lanes(false);
+            for (size_t i = 0; i < probe.size(); ++i) {
+                const auto& iv = probe[i];
+                const double x = at[i];
+                const double fx = end[slot[i]] - t_ref;
+                const Pt px{x, fx, (end[slot[i] + 1] - end[slot[i]]) / eps};
+                const double line = std::max(iv.a.phi + iv.a.slope * (x - iv.a.d),
+                                             iv.b.phi + iv.b.slope * (x - iv.b.d));
+                // the two tangents are segments meeting at x (x + eps then straddles the corner:
+                // its slope is no tangent's)
+                if (fx <= line + 0.1 * tol) continue;
+                pts[iv.st].push_back(px);
+                next_open.push_back({iv.st, iv.a, px});
+                next_open.push_back({iv.st, px, iv.b});
+            }
+            open.swap(next_open);
+        }
+        // each stage's term as the max of lines in d = g - g_ref (slope, intercept): smax all
+        // its tangents, the others their tangents steeper than the critical path's, less it
+        for (int st = 0; st < p; ++st) {
+            const double c = m_.stage_comp_s[st];
+            if (!(c > 0)) continue;
+            const double base = st == smax ? 0.0 : rest_[st] * c;
+            std::vector<std::pair<double, double>> ls;
+            for (const auto& pt : pts[st]) {
+                // slopes are finite differences over eps (error ~1e-7 c): a difference below
+                // 1e-4 c is the same segment (and moves the term by < 1e-4 c over the range)
+                const double s = pt.slope - base;
+                if (!(s > 1e-4 * c)) continue;
+                ls.push_back({s, pt.phi - pt.slope * pt.d});
+            }
+            // one line per slope (within 1e-3 c; the highest), by increasing slope
+            std::sort(ls.begin(), ls.end());
+            std::vector<std::pair<double, double>> hull;
+            for (const auto& l : ls) {
+                if (!hull.empty() && l.first - hull.back().first <= 1e-3 * c) {
+                    hull.back().second = std::max(hull.back().second, l.second);
+                    continue;
+                }
+                hull.push_back(l);
+            }
+            auto& stage_lines = lines_[st];
+            for (const auto& l : hull) stage_lines.push_back({1.0 / l.first, l.second});
+        }
     }
-    const double var_smax =
-        eg * eg * m_.stage_var_comp[smax] + r_bar_ * r_bar_ * m_.stage_var_comm[smax];
-    var_eps_ = var_sum + (lin_[smax] > 0 ? lin_[smax] : weight_[smax]) * var_smax +
-               m_.dataloader.var(1.0, r_bar_) + 2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
+    if (w_random) mu_o_ += d_ref;
     const double noise_sd = std::sqrt(var_o_ + var_eps_);
     // replica types and scenarios (weight, counts per type)
     std::deque<GroupLaw> laws;  // stable addresses
@@ -798,6 +937,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         mean_g_cache[slow_members] = mg;
         return mg;
     };
+    // the others' sum moves by a_s c_s (E[g_s] - E_healthy[g]) when stage s has another law
+    auto law_shift = [&](int st, const GroupLaw& law) {
+        double mg = 1, vg2 = 0;
+        moments_of_g(law, mg, vg2);
+        return rest_[st] * m_.stage_comp_s[st] * (mg - eg);
+    };
     UnitPgf unit_pgf;
     // non-lockstep PGF mode: patterns of replica types hit by one slow unit
     std::vector<std::pair<double, std::vector<int>>> rep_patterns;
@@ -807,7 +952,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         auto it = sig_type.find(sig);
         if (it != sig_type.end()) return it->second;
         ReplicaType t;
-        double sum = 0, most = 0;
+        double sum = 0;
         for (int st = 0; st < p; ++st) {
             if (sig[st] == 0) {
                 t.stage_law.push_back(&base_law);
@@ -817,12 +962,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 law.table = law_table(law);
                 laws.push_back(law);
                 t.stage_law.push_back(&laws.back());
-                const double extra = rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
-                sum += extra;
-                most = std::max(most, extra);
+                // a slow stage other than smax moves the others' sum by its mean (smax's law
+                // is in W)
+                if (st != smax) sum += rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
             }
         }
-        t.extra_mean = sum - most;
+        t.extra_mean = sum;
         types.push_back(t);
         sig_type.emplace(sig, static_cast<int>(types.size()) - 1);
         return static_cast<int>(types.size()) - 1;
@@ -927,6 +1072,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                         int worst = 0;
                         for (int r = 0; r < m_.dp; ++r) worst = std::max(worst, per_rep[r][s]);
                         t.stage_law.push_back(worst == 0 ? &base_law : law_for(worst, 1.0));
+                        if (worst > 0 && s != smax) {
+                            t.extra_mean += law_shift(s, *t.stage_law[s]);
+                        }
                     }
                     it = type_of.emplace(key, static_cast<int>(types.size())).first;
                     types.push_back(t);
@@ -944,6 +1092,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                             const int c = per_rep[r][s];
                             any = any || c > 0;
                             t.stage_law.push_back(c == 0 ? &base_law : law_for(c, 1.0));
+                            if (c > 0 && s != smax) t.extra_mean += law_shift(s, *t.stage_law[s]);
                         }
                         const int idx = any ? static_cast<int>(types.size()) : 0;
                         if (any) types.push_back(t);
@@ -972,13 +1121,20 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double sfmin = std::min(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
         const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
         double lo = 1e300, hi = -1e300;
+        const double glo = m_.spatial.max_quantile(1e-14, 1) * sfmin;
+        const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
         for (int st = 0; st < p; ++st) {
-            const double c = m_.stage_comp_s[st];
-            if (!(c > 0)) continue;  // slack_ is a 1e300 sentinel there
-            const double glo = m_.spatial.max_quantile(1e-14, 1) * sfmin;
-            const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
-            lo = std::min(lo, weight_[st] * (c * (glo - 1.0) - slack_[st]));
-            hi = std::max(hi, weight_[st] * (c * (ghi - 1.0) - slack_[st]));
+            double tlo = -1e300, thi = -1e300;  // the term at glo and ghi
+            for (const auto& [inv, b] : lines_[st]) {
+                tlo = std::max(tlo, (glo - g_ref_) / inv + b);
+                thi = std::max(thi, (ghi - g_ref_) / inv + b);
+            }
+            if (lines_[st].empty()) continue;
+            lo = std::min(lo, tlo);
+            hi = std::max(hi, thi);
+        }
+        if (!(hi > lo)) {
+            lo = hi - 1e-9;
         }
         // tighten: bisection on the base type's CDF (lower) and all types' sf (upper)
         // Every type is stochastically at least the base type when slow units are slower

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "src/stochastic/random.hpp"
@@ -49,49 +50,38 @@ TEST(FlatPipeline, MakespanEqualsEvaluatePipelineWithRandomDurations) {
     }
 }
 
-TEST(FlatPipeline, MakespanPairEqualsTwoMakespans) {
-    const FlatPipeline flat(PipelineShape{4, 2, 8});
-    stochastic::Stream rng(5, 6, stochastic::StreamKind::test, 0);
-    std::vector<double> a(flat.size()), ta(flat.size()), b(flat.size()), tb(flat.size());
-    for (auto* v : {&a, &ta, &b, &tb}) {
-        for (auto& d : *v) d = rng.uniform();
-    }
-    std::vector<double> f1(flat.size()), f2(flat.size());
-
-    double end_a = 0, end_b = 0;
-    flat.makespan_pair(a.data(), ta.data(), 0.5, b.data(), tb.data(), 0.25, f1.data(), f2.data(),
-                       end_a, end_b);
-
-    EXPECT_EQ(end_a, flat.makespan(a.data(), ta.data(), 0.5, f1.data()));
-    EXPECT_EQ(end_b, flat.makespan(b.data(), tb.data(), 0.25, f2.data()));
-}
-
-TEST(FlatPipeline, StageScaledMakespansEqualOneMakespanPerScaledStage) {
+TEST(FlatPipeline, StageLanesEqualOneMakespanPerLane) {
+    // uneven lanes: two unchanged lanes, then stage s gets s % 3 lanes (none for some stages),
+    // each with its own delta (negative ones included)
     for (const PipelineShape shape :
          {PipelineShape{1, 1, 1}, PipelineShape{4, 2, 8}, PipelineShape{16, 1, 16}}) {
         const FlatPipeline flat(shape);
-        stochastic::Stream rng(9, 10, stochastic::StreamKind::test, 0);
+        stochastic::Stream rng(19, 20, stochastic::StreamKind::test, 0);
         std::vector<double> d(flat.size()), sc(flat.size()), t(flat.size()), fk(flat.size());
         for (size_t i = 0; i < flat.size(); ++i) {
             sc[i] = rng.uniform();
             d[i] = sc[i] + 0.3 * rng.uniform();
             t[i] = 0.2 * rng.uniform();
         }
-        const std::vector<double> factors{1.02, 1.5, 2.0};
-        const int lanes = 1 + 3 * shape.stages;
-        std::vector<double> fin(flat.size() * lanes), end(lanes);
-        flat.makespan_stage_scaled(d.data(), sc.data(), t.data(), 0.4, factors.data(), 3,
-                                   fin.data(), end.data());
-        EXPECT_EQ(end[0], flat.makespan(d.data(), t.data(), 0.4, fk.data()));
+        std::vector<std::int32_t> first{2};
+        std::vector<double> delta{0.0, 0.0};
+        std::vector<int> lane_stage{-1, -1};
         for (int s = 0; s < shape.stages; ++s) {
-            for (int j = 0; j < 3; ++j) {
-                std::vector<double> dk = d;
-                for (size_t i = 0; i < flat.size(); ++i) {
-                    if (flat.ops()[i].stage == s) dk[i] = d[i] + (factors[j] - 1.0) * sc[i];
-                }
-                EXPECT_EQ(end[1 + 3 * s + j], flat.makespan(dk.data(), t.data(), 0.4, fk.data()))
-                    << "stage " << s << " factor " << factors[j];
+            for (int j = 0; j < s % 3; ++j) {
+                delta.push_back(rng.uniform() - 0.25);
+                lane_stage.push_back(s);
             }
+            first.push_back(static_cast<std::int32_t>(delta.size()));
+        }
+        std::vector<double> fin(flat.size() * delta.size()), end(delta.size());
+        flat.makespan_stage_lanes(d.data(), sc.data(), t.data(), 0.4, first.data(), delta.data(),
+                                  fin.data(), end.data());
+        for (size_t k = 0; k < delta.size(); ++k) {
+            std::vector<double> dk = d;
+            for (size_t i = 0; i < flat.size(); ++i) {
+                if (flat.ops()[i].stage == lane_stage[k]) dk[i] = d[i] + delta[k] * sc[i];
+            }
+            EXPECT_EQ(end[k], flat.makespan(dk.data(), t.data(), 0.4, fk.data())) << "lane " << k;
         }
     }
 }
