@@ -120,7 +120,7 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
     // Lanes go in blocks of at most kBlock, each its own pass over the schedule: a block's
     // finish times (n * kBlock doubles) stay in cache where all lanes' would not (2,048 ops x
     // 250 lanes is 4 MB). `finish` holds one block at a time.
-    constexpr size_t kBlock = 32;
+    constexpr size_t kBlock = 96;
     thread_local std::vector<double> zeros, starts, own_lane;
     zeros.assign(kBlock, 0.0);
     starts.assign(kBlock, stage0_start_s);

@@ -81,6 +81,12 @@ struct GroupLaw {
     std::vector<std::pair<int, int>> unit_members;  ///< (members per unit, how many such units)
     int slow_members = -1;  ///< >= 0: a fixed number of slow members (variability-aware)
     double power = 1;       ///< max over `power` iid groups (lockstep)
+    /// lockstep: slow GPUs of the whole stage, besides the power (K slow units' members)
+    int lock_slow = 0;
+    /// lockstep: lock_units units each slow with probability q, each with lock_c members in
+    /// this stage (the stage's marginal of their PGF), besides the power
+    double lock_units = 0;
+    int lock_c = 0;
     const struct LawTable* table = nullptr;  ///< tabulated log_cdf (see law_table)
 
     inline double log_cdf(double g) const;
@@ -112,7 +118,18 @@ struct GroupLaw {
                 total += count * (hi + std::log(std::exp(la - hi) + std::exp(lb - hi)));
             }
         }
-        return power * std::max(total, -1e300);
+        total = power * std::max(total, -1e300);
+        if (lock_slow > 0 && total > -1e300) {
+            const double b = logf(g / m->slow_factor);
+            total = b <= -1e300 ? -1e300 : total + lock_slow * (b - logf(g));
+        }
+        if (lock_units > 0 && lock_c > 0 && total > -1e300) {
+            const double b = logf(g / m->slow_factor);
+            const double r = b <= -1e300 ? 0.0 : std::exp(lock_c * (b - logf(g)));
+            const double q = m->slow_probability;
+            total += lock_units * std::log(std::max(1e-300, 1.0 - q + q * r));
+        }
+        return std::max(total, -1e300);
     }
 };
 
@@ -162,7 +179,9 @@ struct LawEntry {
     // the full key, compared on a hash hit
     std::uint64_t spatial;
     double slow_factor, q, power;
-    int group_gpus, slow_members;
+    int group_gpus, slow_members, lock_slow;
+    double lock_units;
+    int lock_c;
     std::vector<std::pair<int, int>> unit_members;
     LawTable table;
 };
@@ -187,6 +206,9 @@ const LawTable* law_table(const GroupLaw& law) {
     h = hash_mix(h, static_cast<std::uint64_t>(m.group_gpus));
     h = hash_mix(h, static_cast<std::uint64_t>(law.slow_members + 1));
     h = hash_mix(h, hash_double(law.power));
+    h = hash_mix(h, static_cast<std::uint64_t>(law.lock_slow));
+    h = hash_mix(h, hash_double(law.lock_units));
+    h = hash_mix(h, static_cast<std::uint64_t>(law.lock_c));
     for (const auto& [c, k] : law.unit_members) {
         h = hash_mix(h, static_cast<std::uint64_t>(c));
         h = hash_mix(h, static_cast<std::uint64_t>(k));
@@ -197,7 +219,9 @@ const LawTable* law_table(const GroupLaw& law) {
         const LawEntry& e = *it->second;
         if (e.spatial == m.spatial_hash && e.slow_factor == m.slow_factor &&
             e.q == m.slow_probability && e.power == law.power && e.group_gpus == m.group_gpus &&
-            e.slow_members == law.slow_members && e.unit_members == law.unit_members) {
+            e.slow_members == law.slow_members && e.lock_slow == law.lock_slow &&
+            e.lock_units == law.lock_units && e.lock_c == law.lock_c &&
+            e.unit_members == law.unit_members) {
             return &e.table;
         }
         return nullptr;  // a hash collision: evaluate exactly
@@ -208,6 +232,9 @@ const LawTable* law_table(const GroupLaw& law) {
                                                  law.power,
                                                  m.group_gpus,
                                                  law.slow_members,
+                                                 law.lock_slow,
+                                                 law.lock_units,
+                                                 law.lock_c,
                                                  law.unit_members,
                                                  {}});
     GroupLaw exact = law;
@@ -353,7 +380,25 @@ class Analytic {
             if (s < -700) return s;
         }
         if (t.pgf != nullptr) s += pgf_log_term(*t.pgf, w);
-        return s;
+        return s + other_pgf_log(w);
+    }
+    /// lockstep, disjoint patterns (run()): the joint factor of the slow-unit patterns other
+    /// than smax's at W = w, sum over them of units f log(1 - q + q prod ratio_s^c_s) (exact:
+    /// each pattern's units are its own)
+    double other_pgf_log(double w) const {
+        double total = 0;
+        for (const auto& [nf, pat] : other_patterns_) {
+            double l = 0;
+            for (const auto& [st, c] : pat) {
+                const double g = g_of(st, w);
+                if (!std::isfinite(g)) continue;
+                l += c * (log_spatial_cdf(m_.spatial, g / m_.slow_factor) -
+                          log_spatial_cdf(m_.spatial, g));
+            }
+            const double q = m_.slow_probability;
+            total += nf * std::log(std::max(1e-300, 1.0 - q + q * std::exp(l)));
+        }
+        return total;
     }
     /// lockstep: the slow units' factor of the CDF of W, log (1 - q + q B(w))^units
     double pgf_log_term(const UnitPgf& u, double w) const {
@@ -390,6 +435,16 @@ class Analytic {
                       std::vector<double>& sf) const;
     /// probability masses of W in the kw cells of width hw above w_lo_ (memoized per type)
     const std::vector<double>& w_masses(const ReplicaType& t, int kw, double hw) const;
+    /// the per-(kw, hw) state of w_masses: base rows, the conditional form's lattices
+    void w_masses_prepare(int kw, double hw) const;
+    void stage_row_at(const GroupLaw& law, int st, double w0, int n, double hw, double* row) const;
+    /// whether w_masses takes type t conditional on smax's factor
+    bool conditional(const ReplicaType& t) const;
+    /// the conditional form: the others' sf on the y lattice, and the masses from a (weighted
+    /// sum of) sf_Y with smax's law `ulaw`
+    void y_sf(const ReplicaType& t, int kw, double hw, std::vector<double>& ysf) const;
+    void cond_masses(const GroupLaw* ulaw, const double* ysf, double weight, int kw, double hw,
+                     std::vector<double>& pj) const;
     void moments_of_g(const GroupLaw& law, double& mean, double& var) const;
 
     const StepModel& m_;
@@ -416,6 +471,25 @@ class Analytic {
     mutable int mass_kw_ = -1;
     mutable double mass_hw_ = 0;
     mutable std::vector<double> base_stage_, base_total_;
+    /// The paths that dwell on a stage other than smax pass smax with compute content beta_
+    /// (seconds per unit of its g): W is taken conditional on smax's factor (w_masses) when
+    /// beta_ > 0. u_lo_, u_hi_: the range of smax's g - g_ref over the types' laws.
+    double beta_ = 0, u_lo_ = 0, u_hi_ = 0;
+    double lines_top_ = 0;  ///< the top of the range of g - g_ref the stage terms were found on
+    /// (units, pattern) of the lockstep slow-unit patterns other than smax's (other_pgf_log)
+    std::vector<std::pair<double, std::vector<std::pair<int, int>>>> other_patterns_;
+    /// the conditional form's lattices for the current (kw, hw): U cells from u_base_ (n0_
+    /// steps of hw / beta_), ku_ of them; the others' log CDF rows on y_k = w_lo - hw / 2 +
+    /// hw k, k in [ky0_, ky0_ + ky_), per stage (base type) and summed
+    mutable int n0_ = 0, ku_ = 0, ky0_ = 0, ky_ = 0;
+    mutable std::vector<double> base_ystage_, base_ytotal_;
+    /// per law of smax's factor, for the current (kw, hw): U cell masses; per cell edge j of
+    /// W, P(U > u*), the partial cell's mass and y index (-1: none), and banded_dot's bounds
+    struct UCache {
+        std::vector<double> pu, sf, part;
+        std::vector<int> at, lo, hi, off;
+    };
+    mutable std::map<const GroupLaw*, UCache> ucache_;
     mutable std::map<const ReplicaType*, std::vector<double>> mass_;
     /// the last Gaussian kernel of delta_sf (reversed) and what it was built for
     mutable std::vector<double> kern_rev_;
@@ -475,55 +549,95 @@ void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) cons
     }
 }
 
-const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, double hw) const {
+void Analytic::stage_row_at(const GroupLaw& law, int st, double w0, int n, double hw,
+                            double* row) const {
+    // log CDF of stage st's term at w0 + hw j, j = 0 .. n - 1
+    const auto& ls = lines_[st];
+    if (ls.empty()) {
+        std::fill(row, row + n, 0.0);
+        return;
+    }
+    if (law.table != nullptr) {
+        // g_of(st, w) is the min of affine maps of w and the log CDF is increasing: the row is
+        // the min of the affine rows
+        law.table->fill_affine(g_ref_ + (w0 - ls[0].second) * ls[0].first, hw * ls[0].first, n,
+                               row);
+        thread_local std::vector<double> other;
+        grow(other, static_cast<size_t>(n));
+        for (size_t k = 1; k < ls.size(); ++k) {
+            law.table->fill_affine(g_ref_ + (w0 - ls[k].second) * ls[k].first, hw * ls[k].first, n,
+                                   other.data());
+            for (int j = 0; j < n; ++j) row[j] = std::min(row[j], other[j]);
+        }
+        return;
+    }
+    for (int j = 0; j < n; ++j) row[j] = law.log_cdf(g_of(st, w0 + hw * j));
+}
+
+void Analytic::w_masses_prepare(int kw, double hw) const {
     // Types differ from the base type in a few stages only: the base type's per-stage log CDFs
-    // at the kw + 1 cell edges are computed once and a type adds its differing stages' terms.
-    // log CDF of stage st's group factor at the cell edges w_lo + hw j, j = 0 .. kw
-    auto stage_row = [&](const GroupLaw& law, int st, double* row) {
-        const auto& ls = lines_[st];
-        if (ls.empty()) {
-            std::fill(row, row + kw + 1, 0.0);
-            return;
-        }
-        if (law.table != nullptr) {
-            // g_of(st, w) is the min of affine maps of w and the log CDF is increasing: the
-            // row is the min of the affine rows
-            law.table->fill_affine(g_ref_ + (w_lo_ - ls[0].second) * ls[0].first, hw * ls[0].first,
-                                   kw + 1, row);
-            thread_local std::vector<double> other;
-            grow(other, kw + 1);
-            for (size_t k = 1; k < ls.size(); ++k) {
-                law.table->fill_affine(g_ref_ + (w_lo_ - ls[k].second) * ls[k].first,
-                                       hw * ls[k].first, kw + 1, other.data());
-                for (int j = 0; j <= kw; ++j) row[j] = std::min(row[j], other[j]);
-            }
-            return;
-        }
-        for (int j = 0; j <= kw; ++j) row[j] = law.log_cdf(g_of(st, w_lo_ + hw * j));
-    };
-    if (kw != mass_kw_ || hw != mass_hw_) {
-        mass_kw_ = kw;
-        mass_hw_ = hw;
-        mass_.clear();
-        const ReplicaType& base = *base_type_;
-        base_stage_.resize(static_cast<size_t>(m_.stages) * (kw + 1));
-        base_total_.assign(kw + 1, 0.0);
+    // at the kw + 1 cell edges w_lo + hw j are computed once and a type adds its differing
+    // stages' terms (and likewise on the conditional form's y lattice)
+    if (kw == mass_kw_ && hw == mass_hw_) return;
+    mass_kw_ = kw;
+    mass_hw_ = hw;
+    mass_.clear();
+    ucache_.clear();
+    const ReplicaType& base = *base_type_;
+    base_stage_.resize(static_cast<size_t>(m_.stages) * (kw + 1));
+    base_total_.assign(kw + 1, 0.0);
+    for (int st = 0; st < m_.stages; ++st) {
+        double* row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
+        stage_row_at(*base.stage_law[st], st, w_lo_, kw + 1, hw, row);
+        for (int j = 0; j <= kw; ++j) base_total_[j] += row[j];
+    }
+    if (!other_patterns_.empty()) {
+        for (int j = 0; j <= kw; ++j) base_total_[j] += other_pgf_log(w_lo_ + hw * j);
+    }
+    if (beta_ > 0) {
+        // U cells of width du = hw / beta_ from u_base = n0 du: beta_ u_base is a whole number
+        // of steps, so that z_j - beta_ u (cell centres) falls on the y lattice
+        const double du = hw / beta_;
+        n0_ = static_cast<int>(std::floor(u_lo_ / du));
+        ku_ = std::max(1, static_cast<int>(std::ceil((u_hi_ - n0_ * du) / du)));
+        // z_j - beta_ u_c(i) = y_{j - n0 - i}: k from -n0 - (ku - 1) to kw - n0
+        ky0_ = -n0_ - (ku_ - 1);
+        ky_ = kw + ku_;
+        base_ystage_.resize(static_cast<size_t>(m_.stages) * ky_);
+        base_ytotal_.assign(ky_, 0.0);
+        const double y0 = w_lo_ - 0.5 * hw + hw * ky0_;
         for (int st = 0; st < m_.stages; ++st) {
-            double* row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
-            stage_row(*base.stage_law[st], st, row);
-            for (int j = 0; j <= kw; ++j) base_total_[j] += row[j];
+            if (st == smax_) continue;
+            double* row = base_ystage_.data() + static_cast<size_t>(st) * ky_;
+            stage_row_at(*base.stage_law[st], st, y0, ky_, hw, row);
+            for (int k = 0; k < ky_; ++k) base_ytotal_[k] += row[k];
+        }
+        if (!other_patterns_.empty()) {
+            for (int k = 0; k < ky_; ++k) base_ytotal_[k] += other_pgf_log(y0 + hw * k);
         }
     }
+}
+
+bool Analytic::conditional(const ReplicaType& t) const { return beta_ > 0 && t.pgf == nullptr; }
+
+const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, double hw) const {
+    w_masses_prepare(kw, hw);
     auto it = mass_.find(&t);
     if (it != mass_.end()) return it->second;
     std::vector<double>& pj = mass_[&t];
     pj.resize(kw);
+    if (conditional(t)) {
+        thread_local std::vector<double> ysf;
+        y_sf(t, kw, hw, ysf);
+        cond_masses(t.stage_law[smax_], ysf.data(), 1.0, kw, hw, pj);
+        return pj;
+    }
     thread_local std::vector<double> total_row, stage;
     total_row.assign(base_total_.begin(), base_total_.end());
     grow(stage, kw + 1);
     for (int st = 0; st < m_.stages; ++st) {
         if (t.stage_law[st] == base_type_->stage_law[st]) continue;
-        stage_row(*t.stage_law[st], st, stage.data());
+        stage_row_at(*t.stage_law[st], st, w_lo_, kw + 1, hw, stage.data());
         const double* base_row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
         for (int j = 0; j <= kw; ++j) total_row[j] += stage[j] - base_row[j];
     }
@@ -534,6 +648,84 @@ const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, doub
     one_minus_exp_n(total_row.data(), kw + 1, stage.data());  // sf at the cell edges
     for (int j = 0; j < kw; ++j) pj[j] = std::max(0.0, stage[j] - stage[j + 1]);
     return pj;
+}
+
+void Analytic::y_sf(const ReplicaType& t, int kw, double hw, std::vector<double>& ysf) const {
+    w_masses_prepare(kw, hw);
+    // the sf of the max of the stages other than smax on the y lattice
+    const double y0 = w_lo_ - 0.5 * hw + hw * ky0_;
+    thread_local std::vector<double> total_row, stage;
+    total_row.assign(base_ytotal_.begin(), base_ytotal_.end());
+    grow(stage, static_cast<size_t>(ky_));
+    for (int st = 0; st < m_.stages; ++st) {
+        if (st == smax_ || t.stage_law[st] == base_type_->stage_law[st]) continue;
+        stage_row_at(*t.stage_law[st], st, y0, ky_, hw, stage.data());
+        const double* base_row = base_ystage_.data() + static_cast<size_t>(st) * ky_;
+        for (int k = 0; k < ky_; ++k) total_row[k] += stage[k] - base_row[k];
+    }
+    for (int k = 0; k < ky_; ++k) total_row[k] = std::min(0.0, total_row[k]);
+    ysf.resize(ky_);
+    one_minus_exp_n(total_row.data(), ky_, ysf.data());
+}
+
+void Analytic::cond_masses(const GroupLaw* ulaw, const double* ysf, double weight, int kw,
+                           double hw, std::vector<double>& pj) const {
+    // Z = max(phi_smax(U), Y + beta U), U = g_smax - g_ref, Y the max of the other stages'
+    // terms (independent of U): sf_Z(z) = P(U > u*(z)) + E[1(U <= u*(z)) sf_Y(z - beta U)],
+    // u*(z) = g_of(smax, z) - g_ref, over U cells (sf_Y at the cell centres; the cell holding
+    // u* by its exact mass below u*). It is linear in sf_Y: `ysf` may be a weighted sum of
+    // types' sf_Y (weights summing to `weight`) sharing U's law. What depends on U's law alone
+    // is kept per law; the sum over cells is one banded_dot.
+    w_masses_prepare(kw, hw);
+    auto uit = ucache_.find(ulaw);
+    if (uit == ucache_.end()) {
+        UCache uc;
+        const double du = hw / beta_;
+        const double ub = n0_ * du;
+        std::vector<double> ulog(ku_ + 1);
+        for (int i = 0; i <= ku_; ++i) {
+            ulog[i] = std::min(0.0, ulaw->log_cdf(g_ref_ + ub + du * i));
+        }
+        uc.pu.resize(ku_);
+        for (int i = 0; i < ku_; ++i) {
+            uc.pu[i] = std::max(0.0, std::exp(ulog[i + 1]) - std::exp(ulog[i]));
+        }
+        uc.sf.resize(kw + 1);
+        uc.part.resize(kw + 1);
+        uc.at.resize(kw + 1);
+        uc.lo.assign(kw + 1, 0);
+        uc.hi.resize(kw + 1);
+        uc.off.resize(kw + 1);
+        for (int j = 0; j <= kw; ++j) {
+            const double us = g_of(smax_, w_lo_ + hw * j) - g_ref_;
+            const double lc = std::min(0.0, ulaw->log_cdf(g_ref_ + us));
+            const int is = static_cast<int>(
+                std::clamp(std::floor((us - ub) / du), -1.0, static_cast<double>(ku_)));
+            const int a = j - n0_ - ky0_;  // y index of cell 0's centre, less ky0
+            uc.sf[j] = -std::expm1(lc);    // P(U > u*)
+            uc.hi[j] = std::clamp(is, 0, ku_);
+            uc.off[j] = ky_ - 1 - a;  // ysf[a - i] = reversed[off + i]
+            uc.at[j] = is >= 0 && is < ku_ ? a - is : -1;
+            uc.part[j] =
+                is >= 0 && is < ku_ ? std::max(0.0, std::exp(lc) - std::exp(ulog[is])) : 0.0;
+        }
+        uit = ucache_.emplace(ulaw, std::move(uc)).first;
+    }
+    const UCache& uc = uit->second;
+    thread_local std::vector<double> yrev, zbase, zsf;
+    grow(yrev, static_cast<size_t>(ky_));
+    for (int k = 0; k < ky_; ++k) yrev[ky_ - 1 - k] = ysf[k];
+    grow(zbase, static_cast<size_t>(kw) + 1);
+    grow(zsf, static_cast<size_t>(kw) + 1);
+    for (int j = 0; j <= kw; ++j) {
+        zbase[j] = weight * uc.sf[j] + (uc.at[j] >= 0 ? uc.part[j] * ysf[uc.at[j]] : 0.0);
+    }
+    banded_dot(kw + 1, uc.lo.data(), uc.hi.data(), uc.off.data(), uc.pu.data(), yrev.data(),
+               zbase.data(), zsf.data());
+    pj.resize(kw);
+    for (int j = 0; j < kw; ++j) {
+        pj[j] = std::max(0.0, std::min(weight, zsf[j]) - std::min(weight, zsf[j + 1]));
+    }
 }
 
 std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) const {
@@ -575,6 +767,29 @@ std::vector<double> Analytic::mixture_sf(
     for (size_t first = 0; first < mix.size(); ++first) {
         if (done[first]) continue;
         const double extra = mix[first].second->extra_mean;
+        if (mix.size() > 1 && conditional(*mix[first].second)) {
+            // linear in sf_Y too: types with the same offset and smax law share one
+            // conditional sum
+            const GroupLaw* ulaw = mix[first].second->stage_law[smax_];
+            thread_local std::vector<double> ysum, ysf;
+            ysum.clear();
+            double wsum = 0;
+            for (size_t k = first; k < mix.size(); ++k) {
+                const ReplicaType& t = *mix[k].second;
+                if (done[k] || !conditional(t) || t.extra_mean != extra ||
+                    t.stage_law[smax_] != ulaw) {
+                    continue;
+                }
+                done[k] = 1;
+                y_sf(t, kw, hw, ysf);
+                if (ysum.empty()) ysum.assign(ysf.size(), 0.0);
+                for (size_t y = 0; y < ysf.size(); ++y) ysum[y] += mix[k].first * ysf[y];
+                wsum += mix[k].first;
+            }
+            cond_masses(ulaw, ysum.data(), wsum, kw, hw, summed);
+            convolve_add(summed, kw, extra, noise_sd, sf);
+            continue;
+        }
         const std::vector<double>* pjp = &w_masses(*mix[first].second, kw, hw);
         if (mix.size() > 1 || mix[first].first != 1.0) {
             summed.assign(kw, 0.0);
@@ -658,6 +873,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     const int v = m_.chunks;
     const int mb = m_.microbatches;
     r_bar_ = m_.regime.mean();
+    other_patterns_.clear();
     slow_w_ = mb;
     rest_w_ = 1.0 / v;
 
@@ -774,6 +990,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
         const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
         const double top = std::max(ghi - g_ref, 0.05);
+        lines_top_ = top;
         const double eps = 1e-6 * top;
         const double noise = std::sqrt(var_o_ + var_eps_);
         struct Pt {
@@ -804,7 +1021,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 }
             }
             first[p] = static_cast<std::int32_t>(delta.size());
-            grow(fin, ops.size() * std::min<size_t>(delta.size(), 32));
+            grow(fin, ops.size() * std::min<size_t>(delta.size(), 96));
             grow(end, delta.size());
             m_.pipeline.makespan_stage_lanes(dur.data(), comp.data(), xfer.data(), dl0,
                                              first.data(), delta.data(), fin.data(), end.data());
@@ -814,7 +1031,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         lanes.clear();
         for (int st = 0; st < p; ++st) {
             if (!(m_.stage_comp_s[st] > 0)) continue;
-            lanes.push_back({st, eps});
             lanes.push_back({st, top - eps});
             lanes.push_back({st, top});
         }
@@ -824,19 +1040,20 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double tol = std::max(1e-2 * noise, 1e-10 * t_ref);
         for (int st = 0, k = 1; st < p; ++st) {
             if (!(m_.stage_comp_s[st] > 0)) continue;
-            const double f_eps = end[k] - t_ref, f_lo = end[k + 1] - t_ref,
-                         f_top = end[k + 2] - t_ref;
-            k += 3;
-            const Pt a{0.0, 0.0, f_eps / eps};
+            const double f_lo = end[k] - t_ref, f_top = end[k + 1] - t_ref;
+            k += 2;
+            // at 0 the critical path's line: a tangent (a lower bound of the right slope, equal
+            // to it unless other paths tie there, whose segment a probe then finds)
+            const Pt a{0.0, 0.0, rest_[st] * m_.stage_comp_s[st]};
             const Pt b{top, f_top, (f_top - f_lo) / eps};
             pts[st] = {a, b};
             open.push_back({st, a, b});
         }
         // rounds: the intersection of the tangents of each open interval
-        // At most kRounds passes: on the accuracy matrix and the quickstart's points one pass
-        // already gives the final results (to the printed digits); the tangents left in an
+        // At most kRounds probing passes: on the accuracy matrix and the quickstart's points
+        // one gives the results of eight to the printed digits; the tangents left in an
         // interval still open are a lower bound of the term, off by at most its chord gap.
-        constexpr int kRounds = 2;
+        constexpr int kRounds = 1;
         for (int round = 0; round < kRounds && !open.empty(); ++round) {
             lanes.clear();
             std::vector<double> at;  // intersection per open interval (or NaN: closed)
@@ -912,6 +1129,33 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             for (const auto& l : hull) stage_lines.push_back({1.0 / l.first, l.second});
         }
     }
+    beta_ = 0;
+    if (w_random && p > 1) {
+        // beta_: smax's content on the path family of the stage whose term reaches highest at
+        // the top of the range (the families pass smax alike: once each way in 1F1B)
+        int best = -1;
+        double best_v = -1e300;
+        const double top = lines_top_;
+        for (int st = 0; st < p; ++st) {
+            if (st == smax || lines_[st].empty()) continue;
+            double at_top = -1e300;
+            for (const auto& [inv, b] : lines_[st]) at_top = std::max(at_top, top / inv + b);
+            if (at_top > best_v) {
+                best_v = at_top;
+                best = st;
+            }
+        }
+        if (best >= 0) {
+            thread_local std::vector<double> dk;
+            grow(dk, ops.size());
+            for (size_t i = 0; i < ops.size(); ++i) {
+                dk[i] = dur[i] + (ops[i].stage == best ? top * comp[i] : 0.0);
+            }
+            grow(fin, ops.size());
+            const auto path = m_.pipeline.critical_path(dk.data(), xfer.data(), dl0, fin.data());
+            for (const auto i : path) beta_ += ops[i].stage == smax ? comp[i] : 0.0;
+        }
+    }
     if (w_random) mu_o_ += d_ref;
     const double noise_sd = std::sqrt(var_o_ + var_eps_);
     // replica types and scenarios (weight, counts per type)
@@ -984,8 +1228,95 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             unit_pgf.units = static_cast<double>(l_.job_units);
         }
     }
-    if (pgf_mode && m_.lockstep) {
-        if (!unit_pgf.random) unit_pgf.patterns = unit_patterns(m_, l_).lockstep;
+    const auto* lock_patterns =
+        pgf_mode && m_.lockstep && !unit_pgf.random ? &unit_patterns(m_, l_).lockstep : nullptr;
+    // patterns touching disjoint sets of stages (each stage in at most one)
+    std::vector<int> stage_pattern(p, -1);
+    bool disjoint = lock_patterns != nullptr && p > 1;
+    for (size_t f = 0; disjoint && f < lock_patterns->size(); ++f) {
+        for (const auto& [st, c] : (*lock_patterns)[f].second) {
+            if (stage_pattern[st] >= 0 && stage_pattern[st] != static_cast<int>(f))
+                disjoint = false;
+            stage_pattern[st] = static_cast<int>(f);
+        }
+    }
+    if (disjoint) {
+        // Lockstep pipeline whose slow-unit patterns touch disjoint sets of stages: a pattern's
+        // stages depend on each other only through its number K of slow units (Binomial(units
+        // f, q)); given K, stage s has K c_s slow GPUs. smax's pattern is taken per K (one type
+        // each, K >= 8 in bins about 20% wide at the bin's mean); the other patterns enter W's
+        // CDF through their joint PGF factors (other_pgf_log). Each type carries the others'
+        // mean shift (from each stage's marginal law), and the conditional form of w_masses
+        // applies.
+        const int fs = stage_pattern[smax];
+        std::vector<int> per_stage(p, 0);
+        for (const auto& pat : *lock_patterns) {
+            for (const auto& [st, c] : pat.second) per_stage[st] += c;
+        }
+        // the other patterns act through their joint factor (other_pgf_log) on clean stage
+        // laws; their stages' mean shifts from each stage's marginal law
+        ReplicaType base_k;
+        base_k.stage_law.assign(p, &base_law);
+        for (size_t f = 0; f < lock_patterns->size(); ++f) {
+            if (static_cast<int>(f) == fs) continue;
+            const double nf = unit_pgf.units * (*lock_patterns)[f].first;
+            other_patterns_.push_back({nf, (*lock_patterns)[f].second});
+            for (int st = 0; st < p; ++st) {
+                if (stage_pattern[st] != static_cast<int>(f) || st == smax) continue;
+                GroupLaw law = clean;
+                law.lock_units = nf;
+                law.lock_c = per_stage[st];
+                law.table = law_table(law);
+                base_k.extra_mean += law_shift(st, law);
+            }
+        }
+        types[0] = base_k;
+        const double n_units = fs >= 0 ? unit_pgf.units * (*lock_patterns)[fs].first : 0.0;
+        const double q = unit_pgf.q;
+        std::vector<std::pair<int, double>> pk;  // (K, probability), pk >= 1e-13
+        double cum = 0;
+        for (int k = 0; k <= n_units && cum < 1.0 - 1e-15; ++k) {
+            const double lp = std::lgamma(n_units + 1) - std::lgamma(k + 1.0) -
+                              std::lgamma(n_units - k + 1) + k * std::log(q) +
+                              (n_units - k) * std::log1p(-q);
+            const double w = std::exp(lp);
+            cum += w;
+            if (w >= 1e-13) pk.push_back({k, w});
+        }
+        if (pk.empty()) pk.push_back({0, 1.0});
+        for (size_t i = 0; i < pk.size();) {
+            size_t j = i + 1;
+            double w = pk[i].second, wk = pk[i].second * pk[i].first;
+            if (pk[i].first >= 8) {
+                for (; j < pk.size() && pk[j].first <= 1.2 * pk[i].first; ++j) {
+                    w += pk[j].second;
+                    wk += pk[j].second * pk[j].first;
+                }
+            }
+            const int k = static_cast<int>(std::lround(wk / w));
+            int idx = 0;
+            if (k > 0) {
+                ReplicaType t = base_k;
+                for (int st = 0; st < p; ++st) {
+                    if (stage_pattern[st] != fs || per_stage[st] == 0) continue;
+                    GroupLaw law = clean;
+                    law.lock_slow = k * per_stage[st];
+                    law.table = law_table(law);
+                    laws.push_back(law);
+                    t.stage_law[st] = &laws.back();
+                    if (st != smax) t.extra_mean += law_shift(st, laws.back());
+                }
+                types.push_back(t);
+                idx = static_cast<int>(types.size()) - 1;
+            }
+            scenarios.push_back({w, {{idx, 1}}});
+            i = j;
+        }
+        double total = 0;
+        for (const auto& sc : scenarios) total += sc.weight;
+        for (auto& sc : scenarios) sc.weight /= total;
+    } else if (pgf_mode && m_.lockstep) {
+        if (lock_patterns != nullptr) unit_pgf.patterns = *lock_patterns;
         types[0].pgf = &unit_pgf;
         scenarios.push_back({1.0, {{0, 1}}});
     } else if (pgf_mode) {
@@ -1164,6 +1495,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 base_terms[st] = types[0].stage_law[st]->log_cdf(g_of(st, w));
                 base += base_terms[st];
             }
+            base += other_pgf_log(w);
             double s = 0;
             for (size_t t = 0; t < types.size(); ++t) {
                 double total = base;
@@ -1187,6 +1519,39 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         w_lo_ = tighten_lo(lo, hi);
         w_hi_ = tighten_hi(w_lo_, hi);
         if (!(w_hi_ > w_lo_)) w_hi_ = w_lo_ + 1e-9 * std::max(1.0, std::fabs(w_lo_));
+        // lockstep slow units through the PGF act on all stages at once: no conditional form
+        if (types[0].pgf != nullptr) beta_ = 0;
+        if (beta_ > 0) {
+            // the range of smax's g - g_ref over the types' laws (CDF 1e-17 to sf 1e-17), and
+            // W's range widened for Z = max(phi_smax(U), Y + beta U) (w_masses):
+            // Z <= W + beta max(U, 0) and Z >= W + beta min(U, 0) there
+            u_lo_ = 1e300;
+            u_hi_ = -1e300;
+            std::vector<const GroupLaw*> seen;
+            for (const auto& t : types) {
+                const GroupLaw* law = t.stage_law[smax];
+                if (std::find(seen.begin(), seen.end(), law) != seen.end()) continue;
+                seen.push_back(law);
+                double a = law->table != nullptr ? law->table->lo : 0.5 * g_ref;
+                double b = law->table != nullptr ? law->table->hi : 3.0 * g_ref;
+                const double cut_lo = std::log(1e-17), cut_hi = std::log1p(-1e-17);
+                double x0 = a, x1 = b;
+                for (int i = 0; i < 60; ++i) {
+                    const double mid = 0.5 * (x0 + x1);
+                    (law->log_cdf(mid) < cut_lo ? x0 : x1) = mid;
+                }
+                u_lo_ = std::min(u_lo_, x0 - g_ref);
+                x0 = a;
+                x1 = b;
+                for (int i = 0; i < 60; ++i) {
+                    const double mid = 0.5 * (x0 + x1);
+                    (law->log_cdf(mid) < cut_hi ? x0 : x1) = mid;
+                }
+                u_hi_ = std::max(u_hi_, x1 - g_ref);
+            }
+            w_lo_ += beta_ * std::min(u_lo_, 0.0);
+            w_hi_ += beta_ * std::max(u_hi_, 0.0);
+        }
     } else {
         w_lo_ = w_hi_ = w1_;
     }
