@@ -5,9 +5,12 @@
 //    a_s the critical path's content of stage s, smax the stage it dwells on; W = the max over
 //    stages of each stage's own term: smax's makespan curve, and for the others the path
 //    families that dwell on them once they are slow enough (convex, piecewise linear, found
-//    exactly on the schedule DAG; see run()). W's CDF is the product of the stages' CDFs; the
-//    sum is normal (moments of the group factor), eps the transient noise along the critical
-//    path (normal);
+//    exactly on the schedule DAG; see run()). The other stages' families pass smax with
+//    content beta, so W is taken conditional on smax's factor (w_masses: the CDF of the max of
+//    the others' terms is the product of their CDFs); the sum is normal (moments of the group
+//    factor), eps the transient noise along the critical path (normal);
+//  * lockstep pipelines with slow units: the number of slow units of smax's pattern is
+//    enumerated (binomial scenarios), the other patterns enter through their joint PGF;
 //  * replicas are independent given R: the max over d of them has CDF F^d, in log space;
 //  * R (shared by all collectives of a step) is integrated over cells of its quantile function,
 //    the shift T(g=1, R) being linear inside a cell; the DP sync and optimizer by Gauss-Hermite.
