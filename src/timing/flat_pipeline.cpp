@@ -117,16 +117,17 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
                                         double* finish, double* end_s) const {
     const size_t n = ops_.size();
     const auto lanes = static_cast<size_t>(lane_first[shape_.stages]);
-    // Lanes go in blocks of at most kBlock, each its own pass over the schedule: a block's
-    // finish times (n * kBlock doubles) stay in cache where all lanes' would not (2,048 ops x
+    // Lanes go in blocks of at most kStageLaneBlock, of equal size, each its own pass over the
+    // schedule: a block's finish times stay in cache where all lanes' would not (2,048 ops x
     // 250 lanes is 4 MB). `finish` holds one block at a time.
-    constexpr size_t kBlock = 96;
+    const size_t blocks = (lanes + kStageLaneBlock - 1) / kStageLaneBlock;
+    const size_t block = blocks > 0 ? (lanes + blocks - 1) / blocks : 1;
     thread_local std::vector<double> zeros, starts, own_lane;
-    zeros.assign(kBlock, 0.0);
-    starts.assign(kBlock, stage0_start_s);
-    own_lane.resize(kBlock);
-    for (size_t b0 = 0; b0 < lanes; b0 += kBlock) {
-        const size_t k_n = std::min(kBlock, lanes - b0);
+    zeros.assign(block, 0.0);
+    starts.assign(block, stage0_start_s);
+    own_lane.resize(block);
+    for (size_t b0 = 0; b0 < lanes; b0 += block) {
+        const size_t k_n = std::min(block, lanes - b0);
         const double* dl = delta + b0;
         for (size_t i = 0; i < n; ++i) {
             const FlatOp& op = ops_[i];

@@ -25,6 +25,9 @@ struct FlatOp {
 
 class FlatPipeline {
   public:
+    /// the most lanes makespan_stage_lanes runs in one pass (see there)
+    static constexpr std::size_t kStageLaneBlock = 64;
+
     FlatPipeline() = default;
     /// Throws ModelError for an invalid shape (see build_schedule).
     explicit FlatPipeline(const PipelineShape& shape);
@@ -42,8 +45,8 @@ class FlatPipeline {
     /// Makespans of lane_first[stages] schedules in one pass: lane k in [lane_first[s],
     /// lane_first[s + 1]) has the ops of stage s take op_s[i] + delta[k] * scaled_s[i] and the
     /// others op_s[i]; lanes below lane_first[0] have no change. Transfers and the start as in
-    /// makespan(). `finish` is scratch of size() * min(lanes, 32) entries; the makespans go to
-    /// end_s.
+    /// makespan(). `finish` is scratch of size() * min(lanes, kStageLaneBlock) entries; the
+    /// makespans go to end_s.
     /// Each lane equals makespan() with that lane's durations exactly.
     void makespan_stage_lanes(const double* op_s, const double* scaled_s, const double* transfer_s,
                               double stage0_start_s, const std::int32_t* lane_first,

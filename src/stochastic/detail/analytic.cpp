@@ -1024,7 +1024,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 }
             }
             first[p] = static_cast<std::int32_t>(delta.size());
-            grow(fin, ops.size() * std::min<size_t>(delta.size(), 96));
+            grow(fin, ops.size() * std::min(delta.size(), timing::FlatPipeline::kStageLaneBlock));
             grow(end, delta.size());
             m_.pipeline.makespan_stage_lanes(dur.data(), comp.data(), xfer.data(), dl0,
                                              first.data(), delta.data(), fin.data(), end.data());

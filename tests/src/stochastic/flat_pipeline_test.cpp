@@ -67,7 +67,8 @@ TEST(FlatPipeline, StageLanesEqualOneMakespanPerLane) {
         std::vector<double> delta{0.0, 0.0};
         std::vector<int> lane_stage{-1, -1};
         for (int s = 0; s < shape.stages; ++s) {
-            for (int j = 0; j < s % 3; ++j) {
+            // 16 stages: 4 more lanes each (82 in all: more than one block of lanes)
+            for (int j = 0; j < s % 3 + (shape.stages >= 16 ? 4 : 0); ++j) {
                 delta.push_back(rng.uniform() - 0.25);
                 lane_stage.push_back(s);
             }
