@@ -339,6 +339,8 @@ struct ReplicaType {
     std::vector<const GroupLaw*> stage_law;  ///< per stage
     const UnitPgf* pgf = nullptr;            ///< lockstep: slow units act on W directly
     double extra_mean = 0;  ///< slow stages other than the slowest, in the others' sum
+    /// the mean shift of the replica's linear part from all its slow stages (smax's included)
+    double lin_shift = 0;
 };
 
 struct Grid {
@@ -1238,7 +1240,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 t.stage_law.push_back(&laws.back());
                 // a slow stage other than smax moves the others' sum by its mean (smax's law
                 // is in W)
-                if (st != smax) sum += rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
+                const double shift = rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
+                if (st != smax) sum += shift;
+                t.lin_shift += shift;
             }
         }
         t.extra_mean = sum;
@@ -1641,6 +1645,35 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             if (clusters > 1) sf_type_pers[t] = delta_sf(types[t], 0.0);
         }
     }
+    // Slow units that each touch one replica, the same number u in every replica: replicas
+    // are independent, each with K ~ Binomial(u, q) slow units. A replica with K >= 2 takes the
+    // one-unit mixture shifted by the mean linear effect of the K - 1 others (additive when the
+    // slow stages stay off the critical path's dwell, as with fewer microbatches than stages);
+    // the PGF's product of CDF ratios would take their maximum instead.
+    const double units_per_replica =
+        linear_pgf && !unit_pgf.random ? unit_pgf.units / m_.replicas : 0.0;
+    const bool per_replica = linear_pgf && !unit_pgf.random && units_per_replica >= 1 &&
+                             units_per_replica == std::floor(units_per_replica);
+    std::vector<double> binom_k;
+    double lin_shift_mix = 0;
+    if (per_replica) {
+        double fsum = 0;
+        for (const auto& [f, idx] : rep_patterns) {
+            lin_shift_mix += f * types[idx[0]].extra_mean;
+            fsum += f;
+        }
+        if (fsum > 0) lin_shift_mix /= fsum;
+        const double u = units_per_replica, q = unit_pgf.q;
+        double tail = 1.0;
+        for (int k = 0; k <= u; ++k) {
+            const double pk =
+                std::exp(std::lgamma(u + 1) - std::lgamma(k + 1.0) - std::lgamma(u - k + 1) +
+                         k * std::log(q) + (u - k) * std::log1p(-q));
+            binom_k.push_back(pk);
+            tail -= pk;
+            if (tail * m_.replicas < 1e-12) break;
+        }
+    }
     auto max_table = [&](const std::vector<std::vector<double>>& sft,
                          const std::vector<double>& sfm) {
         std::vector<double> F(x_.n, 0.0);
@@ -1677,6 +1710,33 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                     continue;
                 }
                 double a = 0;
+                if (per_replica) {
+                    // each replica independently: K ~ Binomial(u, q) of its units slow. A unit
+                    // moves the replica's linear part by s (its mean, lin_shift_mix: additive)
+                    // and its stage terms as the one-unit mixture does (their max: the PGF's
+                    // ratio R): F_K(x) = F_h(y) R(y)^K at y = x - K s, R(y) = F_1(y + s) / F_h(y).
+                    auto at = [&](const std::vector<double>& sfv, double y_cells) {
+                        if (y_cells <= 0) return y_cells < 0 ? 0.0 : 1.0 - sfv[0];
+                        if (y_cells >= x_.n - 1) return 1.0 - sfv[x_.n - 1];
+                        const int j = static_cast<int>(y_cells);
+                        const double fr = y_cells - j;
+                        return 1.0 - ((1.0 - fr) * sfv[j] + fr * sfv[j + 1]);
+                    };
+                    const double sc = lin_shift_mix / x_.h;  // s in grid steps
+                    // K = 1 is the one-unit mixture itself, at the grid point (no interpolation:
+                    // F_D raises it to the d-th power)
+                    double sum = binom_k[0];
+                    if (binom_k.size() > 1) sum += binom_k[1] * std::max(0.0, 1.0 - sfm[i]) / fh;
+                    for (size_t k = 2; k < binom_k.size(); ++k) {
+                        const double y = i - k * sc;
+                        const double fhy = at(sft[0], y);
+                        if (!(fhy > 1e-300)) continue;
+                        const double r = std::min(1.0, at(sfm, y + sc) / fhy);
+                        sum += binom_k[k] * fhy * std::pow(r, static_cast<double>(k)) / fh;
+                    }
+                    F[i] *= std::exp(m_.replicas * std::log(std::max(1e-300, sum)));
+                    continue;
+                }
                 if (linear_pgf) {
                     const double r1 = std::max(1e-300, 1.0 - sfm[i]) / fh;
                     a = unit_pgf.random

@@ -171,9 +171,13 @@ TEST(StepDistributionAccuracy, ModerateSlowNodesOnDeepPipelines) {
         int tp, pp, dp, mb;
         double factor;
     };
+    // tp 4 and 2: a node holds TP groups of 2 and 4 stages of one replica, and with fewer
+    // microbatches than stages their slowdowns add up (a replica with two slow nodes is slower
+    // than with one: KS 0.06-0.08 and the median 0.4% low when they were taken as a max).
     for (const Shape c :
          {Shape{8, 4, 16, 8, 1.14}, Shape{8, 4, 64, 16, 1.14}, Shape{4, 4, 64, 16, 1.14},
-          Shape{8, 8, 32, 16, 1.14}, Shape{8, 4, 16, 8, 1.3}}) {
+          Shape{8, 8, 32, 16, 1.14}, Shape{8, 4, 16, 8, 1.3}, Shape{4, 8, 32, 4, 1.14},
+          Shape{2, 8, 32, 4, 1.14}, Shape{4, 16, 16, 8, 1.14}}) {
         ProfileShape s;
         s.tp = c.tp;
         s.stages = c.pp;
