@@ -1671,7 +1671,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                          k * std::log(q) + (u - k) * std::log1p(-q));
             binom_k.push_back(pk);
             tail -= pk;
-            if (tail * m_.replicas < 1e-12) break;
+            if (tail * m_.replicas < 1e-8) break;  // F_D off by less than 1e-8
         }
     }
     auto max_table = [&](const std::vector<std::vector<double>>& sft,
@@ -1698,6 +1698,52 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             exp_nonpositive_n(lf.data(), x_.n, ef.data());
             for (int i = 0; i < x_.n; ++i) F[i] += sc.weight * ef[i];
         }
+        // Per replica (per_replica): K ~ Binomial(u, q) of its units slow. A unit moves the
+        // replica's linear part by s (lin_shift_mix: additive) and its stage terms as the
+        // one-unit mixture does (their max: the PGF's ratio R): F_K(x) = F_h(y) R(y)^K at
+        // y = x - K s, R(y) = F_1(y + s) / F_h(y); rep_sum = sum_k P(K = k) F_K / F_h. K = 1 is
+        // the mixture itself at the grid point (no interpolation: F_D takes the d-th power).
+        std::vector<double> rep_sum;
+        if (per_replica) {
+            const int n = x_.n;
+            std::vector<double> fh(n), f1(n);
+            for (int i = 0; i < n; ++i) {
+                fh[i] = std::max(0.0, 1.0 - sft[0][i]);
+                f1[i] = std::max(0.0, 1.0 - sfm[i]);
+            }
+            rep_sum.assign(n, binom_k[0]);
+            if (binom_k.size() > 1) {
+                for (int i = 0; i < n; ++i) {
+                    if (fh[i] > 1e-300) rep_sum[i] += binom_k[1] * f1[i] / fh[i];
+                }
+            }
+            const double sc = lin_shift_mix / x_.h;  // s in grid steps
+            // linear interpolation of v at i - off (v[0] below the grid's start... 0 there)
+            auto shifted = [&](const std::vector<double>& src, double off,
+                               std::vector<double>& dst) {
+                const double base = std::floor(off);
+                const double fr = off - base;
+                const int k0 = static_cast<int>(base);
+                for (int i = 0; i < n; ++i) {
+                    const int j = i - k0;  // src at j - fr: between j - 1 and j
+                    const double hi = j < 0 ? 0.0 : src[std::min(j, n - 1)];
+                    const double lo = j - 1 < 0 ? 0.0 : src[std::min(j - 1, n - 1)];
+                    dst[i] = (1.0 - fr) * hi + fr * lo;
+                }
+            };
+            std::vector<double> fhy(n), f1y(n);
+            for (size_t k = 2; k < binom_k.size(); ++k) {
+                shifted(fh, k * sc, fhy);
+                shifted(f1, (k - 1.0) * sc, f1y);
+                for (int i = 0; i < n; ++i) {
+                    if (!(fh[i] > 1e-300) || !(fhy[i] > 1e-300)) continue;
+                    const double r = std::min(1.0, f1y[i] / fhy[i]);
+                    double rk = r;  // r^k by products (k is small)
+                    for (size_t e = 1; e < k; ++e) rk *= r;
+                    rep_sum[i] += binom_k[k] * fhy[i] * rk / fh[i];
+                }
+            }
+        }
         if (pgf_mode && !m_.lockstep) {
             // F_D = F_h^d (1 - q + q A)^units, A = E over a slow unit's pattern of the product
             // of its replicas' CDF ratios to the healthy replica
@@ -1711,30 +1757,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 }
                 double a = 0;
                 if (per_replica) {
-                    // each replica independently: K ~ Binomial(u, q) of its units slow. A unit
-                    // moves the replica's linear part by s (its mean, lin_shift_mix: additive)
-                    // and its stage terms as the one-unit mixture does (their max: the PGF's
-                    // ratio R): F_K(x) = F_h(y) R(y)^K at y = x - K s, R(y) = F_1(y + s) / F_h(y).
-                    auto at = [&](const std::vector<double>& sfv, double y_cells) {
-                        if (y_cells <= 0) return y_cells < 0 ? 0.0 : 1.0 - sfv[0];
-                        if (y_cells >= x_.n - 1) return 1.0 - sfv[x_.n - 1];
-                        const int j = static_cast<int>(y_cells);
-                        const double fr = y_cells - j;
-                        return 1.0 - ((1.0 - fr) * sfv[j] + fr * sfv[j + 1]);
-                    };
-                    const double sc = lin_shift_mix / x_.h;  // s in grid steps
-                    // K = 1 is the one-unit mixture itself, at the grid point (no interpolation:
-                    // F_D raises it to the d-th power)
-                    double sum = binom_k[0];
-                    if (binom_k.size() > 1) sum += binom_k[1] * std::max(0.0, 1.0 - sfm[i]) / fh;
-                    for (size_t k = 2; k < binom_k.size(); ++k) {
-                        const double y = i - k * sc;
-                        const double fhy = at(sft[0], y);
-                        if (!(fhy > 1e-300)) continue;
-                        const double r = std::min(1.0, at(sfm, y + sc) / fhy);
-                        sum += binom_k[k] * fhy * std::pow(r, static_cast<double>(k)) / fh;
-                    }
-                    F[i] *= std::exp(m_.replicas * std::log(std::max(1e-300, sum)));
+                    F[i] *= std::exp(m_.replicas * std::log(std::max(1e-300, rep_sum[i])));
                     continue;
                 }
                 if (linear_pgf) {
