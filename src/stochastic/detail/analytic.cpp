@@ -338,9 +338,7 @@ const UnitPatterns& unit_patterns(const StepModel& m, const PersistentLayout& l)
 struct ReplicaType {
     std::vector<const GroupLaw*> stage_law;  ///< per stage
     const UnitPgf* pgf = nullptr;            ///< lockstep: slow units act on W directly
-    double extra_mean = 0;  ///< slow stages other than the slowest, in the others' sum
-    /// the mean shift of the replica's linear part from all its slow stages (smax's included)
-    double lin_shift = 0;
+    double extra_mean = 0;  ///< slow stages other than smax: their mean shift of the others' sum
 };
 
 struct Grid {
@@ -456,9 +454,6 @@ class Analytic {
     const PersistentLayout& l_;
     int grid_points_;
     double r_bar_ = 1;
-    double w1_ = 0;      ///< W at g = 1
-    double slow_w_ = 1;  ///< weight of the slowest stage (m)
-    double rest_w_ = 1;  ///< weight of the others (1/v)
     double mu_o_ = 0, var_o_ = 0, var_eps_ = 0;
     double w_lo_ = 0, w_hi_ = 0;
     /// W depends on the persistent factors: they are random and some stage has compute
@@ -742,7 +737,6 @@ std::vector<double> Analytic::mixture_sf(
     double total_weight = 0;
     for (const auto& [w, t] : mix) total_weight += w;
     std::vector<double> sf(x_.n, 0.0);
-    const double a = slow_w_;
     if (!w_random_) {
         const double mu = mu_o_;
         for (int i = 0; i < x_.n; ++i) {
@@ -760,11 +754,11 @@ std::vector<double> Analytic::mixture_sf(
         }
         return sf;
     }
-    // W cells on a w grid whose spacing maps to the x grid's (a * hw = h), so that every
-    // (x_i - x_j) is a whole number of steps plus one fixed offset: the Gaussian kernel is
-    // tabulated once per call. Atoms at the cell midpoints, smoothed by the cell width.
+    // W cells on the x grid's spacing (hw = h), so that every (x_i - x_j) is a whole number of
+    // steps plus one fixed offset: the Gaussian kernel is tabulated once per call. Atoms at the
+    // cell midpoints, smoothed by the cell width.
     const double hx = x_.h;
-    const double hw = hx / a;
+    const double hw = hx;
     const int kw = std::clamp(static_cast<int>(std::ceil((w_hi_ - w_lo_) / hw)), 1, 4 * x_.n);
     // the sf is linear in the masses: types with the same extra mean (offset) are summed first
     std::vector<std::uint8_t> done(mix.size(), 0);
@@ -841,10 +835,9 @@ std::vector<double> Analytic::mixture_sf(
 
 void Analytic::convolve_add(const std::vector<double>& pj, int kw, double extra_mean,
                             double noise_sd, std::vector<double>& sf) const {
-    const double a = slow_w_;
     const double hx = x_.h;
-    const double hw = hx / a;
-    const double x0 = a * (w_lo_ + 0.5 * hw - w1_) + mu_o_ + extra_mean;  // atom j: x0 + j hx
+    const double hw = hx;
+    const double x0 = w_lo_ + 0.5 * hw + mu_o_ + extra_mean;  // atom j: x0 + j hx
     const double sd = std::sqrt(noise_sd * noise_sd + hx * hx / 12.0);
     // x_i - x_j = (x_.lo - x0) + (i - j) hx; kernel over k = i - j in [-(kw-1), n-1]
     const double off = x_.lo - x0;
@@ -902,12 +895,8 @@ void Analytic::convolve_add(const std::vector<double>& pj, int kw, double extra_
 void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& out,
                    const std::vector<double>* query, std::vector<double>* cdf_out) {
     const int p = m_.stages;
-    const int v = m_.chunks;
-    const int mb = m_.microbatches;
     r_bar_ = m_.regime.mean();
     other_patterns_.clear();
-    slow_w_ = mb;
-    rest_w_ = 1.0 / v;
 
     // group laws
     GroupLaw healthy;
@@ -999,8 +988,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         comp_sum += m_.stage_comp_s[st];
         comp_sq += m_.stage_comp_s[st] * m_.stage_comp_s[st];
     }
-    slow_w_ = 1.0;
-    w1_ = 0.0;
     for (int st = 0; st < p; ++st) {
         var_sum +=
             rest_[st] * (eg * eg * m_.stage_var_comp[st] + r_bar_ * r_bar_ * m_.stage_var_comm[st]);
@@ -1240,9 +1227,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 t.stage_law.push_back(&laws.back());
                 // a slow stage other than smax moves the others' sum by its mean (smax's law
                 // is in W)
-                const double shift = rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
-                if (st != smax) sum += shift;
-                t.lin_shift += shift;
+                if (st != smax) sum += rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
             }
         }
         t.extra_mean = sum;
@@ -1587,12 +1572,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             w_hi_ += beta_ * std::max(u_hi_, 0.0);
         }
     } else {
-        w_lo_ = w_hi_ = w1_;
+        w_lo_ = w_hi_ = 0.0;
     }
     // x grid for Delta
     {
-        double lo = slow_w_ * (w_lo_ - w1_) + mu_o_ - 9.0 * noise_sd;
-        double hi = slow_w_ * (w_hi_ - w1_) + mu_o_ + 9.0 * noise_sd;
+        double lo = w_lo_ + mu_o_ - 9.0 * noise_sd;
+        double hi = w_hi_ + mu_o_ + 9.0 * noise_sd;
         // with d replicas only F_Delta >= 1e-15^(1/d) matters for the max
         const double d = m_.replicas;
         const double p_lo = std::pow(1e-15, 1.0 / d);
