@@ -58,6 +58,12 @@ void grow(std::vector<T>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
 
+/// P(K = k) for K ~ Binomial(n, q), through log-gamma (n up to millions of units)
+double binomial_pmf(double n, int k, double q) {
+    return std::exp(std::lgamma(n + 1) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1) +
+                    k * std::log(q) + (n - k) * std::log1p(-q));
+}
+
 double log_spatial_cdf(const Distribution& S, double x) {
     const double f = S.cdf(x);
     if (f <= 0) return -1e300;
@@ -475,7 +481,6 @@ class Analytic {
     /// (seconds per unit of its g): W is taken conditional on smax's factor (w_masses) when
     /// beta_ > 0. u_lo_, u_hi_: the range of smax's g - g_ref over the types' laws.
     double beta_ = 0, u_lo_ = 0, u_hi_ = 0;
-    double lines_top_ = 0;  ///< the top of the range of g - g_ref the stage terms were found on
     /// (units, pattern) of the lockstep slow-unit patterns other than smax's (other_pgf_log)
     std::vector<std::pair<double, std::vector<std::pair<int, int>>>> other_patterns_;
     /// the conditional form's lattices for the current (kw, hw): U cells from u_base_ (n0_
@@ -995,10 +1000,11 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     mu_o_ = 0;
     var_o_ = 0;
     var_eps_ = var_sum + m_.dataloader.var(1.0, r_bar_) + 2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
-    const bool w_random =
+    w_random_ =
         !m_.persistent_deterministic &&
         std::any_of(m_.stage_comp_s.begin(), m_.stage_comp_s.end(), [](double c) { return c > 0; });
-    if (w_random) {
+    beta_ = 0;
+    if (w_random_) {
         for (int st = 0; st < p; ++st) {
             if (st == smax) continue;
             mu_o_ += rest_[st] * m_.stage_comp_s[st] * (eg - g_ref);
@@ -1009,7 +1015,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
         const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
         const double top = std::max(ghi - g_ref, 0.05);
-        lines_top_ = top;
         const double eps = 1e-6 * top;
         const double noise = std::sqrt(var_o_ + var_eps_);
         struct Pt {
@@ -1021,14 +1026,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         };
         std::vector<std::vector<Pt>> pts(p);
         std::vector<Interval> open, next_open;
-        std::vector<std::pair<int, double>> lanes;  // (stage, delta), by stage
+        // (stage, delta), in stage order: the stages are visited in order, and the open
+        // intervals stay in it
+        std::vector<std::pair<int, double>> lanes;
         thread_local std::vector<std::int32_t> first;
         thread_local std::vector<double> delta;
         double t_ref = 0;
         // one pass: lanes (stage, delta) plus, in the first, the reference lane
         auto run_lanes = [&](bool with_ref) {
-            std::stable_sort(lanes.begin(), lanes.end(),
-                             [](const auto& x, const auto& y) { return x.first < y.first; });
             const int base = with_ref ? 1 : 0;
             first.assign(p + 1, 0);
             delta.assign(base, 0.0);
@@ -1046,7 +1051,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                                              first.data(), delta.data(), fin.data(), end.data());
             if (with_ref) t_ref = end[0];
         };
-        // round 1: per stage, the slope at 0+ and the value and slope at the top
+        // the first pass: per stage, the value and the slope at the top
         lanes.clear();
         for (int st = 0; st < p; ++st) {
             if (!(m_.stage_comp_s[st] > 0)) continue;
@@ -1075,7 +1080,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         constexpr int kRounds = 1;
         for (int round = 0; round < kRounds && !open.empty(); ++round) {
             lanes.clear();
-            std::vector<double> at;  // intersection per open interval (or NaN: closed)
+            std::vector<double> at;  // the intersection probed in each interval of `probe`
             next_open.clear();
             std::vector<Interval> probe;
             for (const auto& iv : open) {
@@ -1095,20 +1100,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 lanes.push_back({iv.st, x + eps});
             }
             if (probe.empty()) break;
-            // lanes were pushed in probe order; run_lanes sorts them by stage (stable), so
-            // remember where each probe's pair lands
-            std::vector<std::pair<int, size_t>> order(probe.size());
-            for (size_t i = 0; i < probe.size(); ++i) order[i] = {probe[i].st, i};
-            std::stable_sort(order.begin(), order.end(),
-                             [](const auto& x, const auto& y) { return x.first < y.first; });
-            std::vector<size_t> slot(probe.size());
-            for (size_t r = 0; r < order.size(); ++r) slot[order[r].second] = 2 * r;
-            run_lanes(false);
+            run_lanes(false);  // probe i's lanes are 2 i and 2 i + 1
             for (size_t i = 0; i < probe.size(); ++i) {
                 const auto& iv = probe[i];
                 const double x = at[i];
-                const double fx = end[slot[i]] - t_ref;
-                const Pt px{x, fx, (end[slot[i] + 1] - end[slot[i]]) / eps};
+                const double fx = end[2 * i] - t_ref;
+                const Pt px{x, fx, (end[2 * i + 1] - end[2 * i]) / eps};
                 const double line = std::max(iv.a.phi + iv.a.slope * (x - iv.a.d),
                                              iv.b.phi + iv.b.slope * (x - iv.b.d));
                 // the two tangents are segments meeting at x (x + eps then straddles the corner:
@@ -1147,35 +1144,34 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             auto& stage_lines = lines_[st];
             for (const auto& l : hull) stage_lines.push_back({1.0 / l.first, l.second});
         }
-    }
-    beta_ = 0;
-    if (w_random && p > 1) {
-        // beta_: smax's content on the path family of the stage whose term reaches highest at
-        // the top of the range (the families pass smax alike: once each way in 1F1B)
-        int best = -1;
-        double best_v = -1e300;
-        const double top = lines_top_;
-        for (int st = 0; st < p; ++st) {
-            if (st == smax || lines_[st].empty()) continue;
-            double at_top = -1e300;
-            for (const auto& [inv, b] : lines_[st]) at_top = std::max(at_top, top / inv + b);
-            if (at_top > best_v) {
-                best_v = at_top;
-                best = st;
+        mu_o_ += d_ref;
+        if (p > 1) {
+            // beta_: smax's content on the path family of the stage whose term reaches highest at
+            // the top of the range (the families pass smax alike: once each way in 1F1B)
+            int best = -1;
+            double best_v = -1e300;
+            for (int st = 0; st < p; ++st) {
+                if (st == smax || lines_[st].empty()) continue;
+                double at_top = -1e300;
+                for (const auto& [inv, b] : lines_[st]) at_top = std::max(at_top, top / inv + b);
+                if (at_top > best_v) {
+                    best_v = at_top;
+                    best = st;
+                }
+            }
+            if (best >= 0) {
+                thread_local std::vector<double> dk;
+                grow(dk, ops.size());
+                for (size_t i = 0; i < ops.size(); ++i) {
+                    dk[i] = dur[i] + (ops[i].stage == best ? top * comp[i] : 0.0);
+                }
+                grow(fin, ops.size());
+                const auto path =
+                    m_.pipeline.critical_path(dk.data(), xfer.data(), dl0, fin.data());
+                for (const auto i : path) beta_ += ops[i].stage == smax ? comp[i] : 0.0;
             }
         }
-        if (best >= 0) {
-            thread_local std::vector<double> dk;
-            grow(dk, ops.size());
-            for (size_t i = 0; i < ops.size(); ++i) {
-                dk[i] = dur[i] + (ops[i].stage == best ? top * comp[i] : 0.0);
-            }
-            grow(fin, ops.size());
-            const auto path = m_.pipeline.critical_path(dk.data(), xfer.data(), dl0, fin.data());
-            for (const auto i : path) beta_ += ops[i].stage == smax ? comp[i] : 0.0;
-        }
     }
-    if (w_random) mu_o_ += d_ref;
     const double noise_sd = std::sqrt(var_o_ + var_eps_);
     // replica types and scenarios (weight, counts per type)
     std::deque<GroupLaw> laws;  // stable addresses
@@ -1295,10 +1291,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         std::vector<std::pair<int, double>> pk;  // (K, probability), pk >= 1e-13
         double cum = 0;
         for (int k = 0; k <= n_units && cum < 1.0 - 1e-15; ++k) {
-            const double lp = std::lgamma(n_units + 1) - std::lgamma(k + 1.0) -
-                              std::lgamma(n_units - k + 1) + k * std::log(q) +
-                              (n_units - k) * std::log1p(-q);
-            const double w = std::exp(lp);
+            const double w = binomial_pmf(n_units, k, q);
             cum += w;
             if (w >= 1e-13) pk.push_back({k, w});
         }
@@ -1360,17 +1353,13 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double q = m_.slow_probability;
         const auto units = static_cast<double>(l_.machine_units);
         const std::int64_t spare = l_.machine_units - l_.job_units;
-        // binomial pmf by recurrence in log space
         std::map<std::vector<int>, int> type_of;  // per-stage slow members -> type index
         std::map<std::pair<int, double>, const GroupLaw*> law_of;  // (slow members, power)
         double mass_zero = 0;
         const int kmax = static_cast<int>(
             std::min<double>(units, units * q + 12.0 * std::sqrt(units * q * (1 - q)) + 12.0));
-        const double lq = std::log(q), l1q = std::log1p(-q);
         for (int k = 0; k <= kmax; ++k) {
-            const double lp = std::lgamma(units + 1) - std::lgamma(k + 1.0) -
-                              std::lgamma(units - k + 1) + k * lq + (units - k) * l1q;
-            const double pk = std::exp(lp);
+            const double pk = binomial_pmf(units, k, q);
             const std::int64_t e = std::max<std::int64_t>(0, k - spare);
             if (e == 0) {
                 mass_zero += pk;
@@ -1462,10 +1451,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         for (auto& s : scenarios) s.weight /= total;
     }
     // W range over all types: from CDF_W = 1e-13 (base type) to sf_W = 1e-15 (slowest type)
-    w_random_ = false;
-    if (!m_.persistent_deterministic) {
-        for (int st = 0; st < p; ++st) w_random_ = w_random_ || m_.stage_comp_s[st] > 0;
-    }
     if (w_random_) {
         const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
         const double sfmin = std::min(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
@@ -1651,9 +1636,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double u = units_per_replica, q = unit_pgf.q;
         double tail = 1.0;
         for (int k = 0; k <= u; ++k) {
-            const double pk =
-                std::exp(std::lgamma(u + 1) - std::lgamma(k + 1.0) - std::lgamma(u - k + 1) +
-                         k * std::log(q) + (u - k) * std::log1p(-q));
+            const double pk = binomial_pmf(u, k, q);
             binom_k.push_back(pk);
             tail -= pk;
             if (tail * m_.replicas < 1e-8) break;  // F_D off by less than 1e-8
