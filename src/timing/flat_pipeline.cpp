@@ -114,7 +114,7 @@ PRISM_LANES_CLONES
 void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled_s,
                                         const double* transfer_s, double stage0_start_s,
                                         const std::int32_t* lane_first, const double* delta,
-                                        double* finish, double* end_s) const {
+                                        double* finish, double* end_s, double* slope_s) const {
     const size_t n = ops_.size();
     const auto lanes = static_cast<size_t>(lane_first[shape_.stages]);
     // Lanes go in blocks of at most kStageLaneBlock, of equal size, each its own pass over the
@@ -176,6 +176,54 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
         }
         if (shape_.stages > 0 && last_on_stage_[0] < 0) {
             for (size_t k = 0; k < k_n; ++k) e[k] = std::max(e[k], stage0_start_s);
+        }
+        if (slope_s == nullptr) continue;
+        // each lane's critical path, walked back as critical_path() does, on its own durations
+        for (size_t k = 0; k < k_n; ++k) {
+            const size_t lane = b0 + k;
+            int st = -1;
+            for (int s = 0; s < shape_.stages; ++s) {
+                if (lane >= static_cast<size_t>(lane_first[s]) &&
+                    lane < static_cast<size_t>(lane_first[s + 1])) {
+                    st = s;
+                    break;
+                }
+            }
+            auto fin = [&](std::int32_t i) { return finish[static_cast<size_t>(i) * k_n + k]; };
+            std::int32_t cur = -1;
+            for (const auto idx : last_on_stage_) {
+                if (idx >= 0 && (cur < 0 || fin(idx) > fin(cur))) cur = idx;
+            }
+            double slope = 0;
+            while (cur >= 0) {
+                const FlatOp& op = ops_[cur];
+                const bool own = op.stage == st;
+                if (own) slope += scaled_s[cur];
+                const double ready = fin(cur) - (own ? op_s[cur] + dl[k] * scaled_s[cur] : op_s[cur]);
+                std::int32_t next = -1;
+                if (op.stage_prev >= 0 && fin(op.stage_prev) == ready) {
+                    next = op.stage_prev;
+                } else if (op.own_forward >= 0 && fin(op.own_forward) == ready) {
+                    next = op.own_forward;
+                } else if (op.input >= 0 && fin(op.input) + transfer_s[cur] == ready) {
+                    next = op.input;
+                } else {
+                    // rounding in ready + d - d: the predecessor with the latest arrival
+                    double best = -1e300;
+                    for (const std::int32_t pred : {op.stage_prev, op.own_forward, op.input}) {
+                        if (pred < 0) continue;
+                        const double arrive = fin(pred) + (pred == op.input ? transfer_s[cur] : 0.0);
+                        if (arrive > best) {
+                            best = arrive;
+                            next = pred;
+                        }
+                    }
+                    const double start = op.stage == 0 ? stage0_start_s : 0.0;
+                    if (op.stage_prev < 0 && start >= best) next = -1;
+                }
+                cur = next;
+            }
+            slope_s[lane] = slope;
         }
     }
 }

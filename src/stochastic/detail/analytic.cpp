@@ -438,7 +438,19 @@ class Analytic {
     std::vector<double> delta_sf(const ReplicaType& t, double noise_sd) const;
     /// sum over (weight, type) of weight * delta_sf(type): one convolution per distinct offset
     std::vector<double> mixture_sf(const std::vector<std::pair<double, const ReplicaType*>>& mix,
-                                   double noise_sd) const;
+                                   double noise_sd) const {
+        return mixture_sf(mixture_masses(mix), noise_sd);
+    }
+    /// a mixture's W masses, grouped by their offset (extra mean), before the smoothing by the
+    /// noise: what the sf with and without the noise share
+    struct MixtureMasses {
+        double total_weight = 0;
+        int kw = 0;
+        std::vector<std::pair<double, std::vector<double>>> groups;  ///< (offset, masses)
+    };
+    MixtureMasses mixture_masses(
+        const std::vector<std::pair<double, const ReplicaType*>>& mix) const;
+    std::vector<double> mixture_sf(const MixtureMasses& mm, double noise_sd) const;
     /// adds to sf the Gaussian-smoothed sf of the W masses pj (kw cells) shifted by extra_mean
     void convolve_add(const std::vector<double>& pj, int kw, double extra_mean, double noise_sd,
                       std::vector<double>& sf) const;
@@ -488,6 +500,9 @@ class Analytic {
     /// hw k, k in [ky0_, ky0_ + ky_), per stage (base type) and summed
     mutable int n0_ = 0, ku_ = 0, ky0_ = 0, ky_ = 0;
     mutable std::vector<double> base_ystage_, base_ytotal_;
+    /// sf_Y on the y lattice of the types whose stages other than smax act as the base type's
+    /// (empty until y_sf computes it)
+    mutable std::vector<double> base_ysf_;
     /// per law of smax's factor, for the current (kw, hw): U cell masses; per cell edge j of
     /// W, P(U > u*), the partial cell's mass and y index (-1: none), and banded_dot's bounds
     struct UCache {
@@ -588,17 +603,10 @@ void Analytic::w_masses_prepare(int kw, double hw) const {
     mass_hw_ = hw;
     mass_.clear();
     ucache_.clear();
+    base_ysf_.clear();
     const ReplicaType& base = *base_type_;
-    base_stage_.resize(static_cast<size_t>(m_.stages) * (kw + 1));
-    base_total_.assign(kw + 1, 0.0);
-    for (int st = 0; st < m_.stages; ++st) {
-        double* row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
-        stage_row_at(*base.stage_law[st], st, w_lo_, kw + 1, hw, row);
-        for (int j = 0; j <= kw; ++j) base_total_[j] += row[j];
-    }
-    if (!other_patterns_.empty()) {
-        for (int j = 0; j <= kw; ++j) base_total_[j] += other_pgf_log(w_lo_ + hw * j);
-    }
+    base_stage_.clear();  // the W lattice's rows: on first use (w_masses)
+    base_total_.clear();
     if (beta_ > 0) {
         // U cells of width du = hw / beta_ from u_base = n0 du: beta_ u_base is a whole number
         // of steps, so that z_j - beta_ u (cell centres) falls on the y lattice
@@ -637,11 +645,26 @@ const std::vector<double>& Analytic::w_masses(const ReplicaType& t, int kw, doub
         cond_masses(t.stage_law[smax_], ysf.data(), 1.0, kw, hw, pj);
         return pj;
     }
+    if (base_total_.empty()) {
+        // the base type's rows on the W lattice, which only the types outside the conditional
+        // form use
+        const ReplicaType& base = *base_type_;
+        base_stage_.resize(static_cast<size_t>(m_.stages) * (kw + 1));
+        base_total_.assign(kw + 1, 0.0);
+        for (int st = 0; st < m_.stages; ++st) {
+            double* row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
+            stage_row_at(*base.stage_law[st], st, w_lo_, kw + 1, hw, row);
+            for (int j = 0; j <= kw; ++j) base_total_[j] += row[j];
+        }
+        if (!other_patterns_.empty()) {
+            for (int j = 0; j <= kw; ++j) base_total_[j] += other_pgf_log(w_lo_ + hw * j);
+        }
+    }
     thread_local std::vector<double> total_row, stage;
     total_row.assign(base_total_.begin(), base_total_.end());
     grow(stage, kw + 1);
     for (int st = 0; st < m_.stages; ++st) {
-        if (t.stage_law[st] == base_type_->stage_law[st]) continue;
+        if (t.stage_law[st] == base_type_->stage_law[st] || lines_[st].empty()) continue;
         stage_row_at(*t.stage_law[st], st, w_lo_, kw + 1, hw, stage.data());
         const double* base_row = base_stage_.data() + static_cast<size_t>(st) * (kw + 1);
         for (int j = 0; j <= kw; ++j) total_row[j] += stage[j] - base_row[j];
@@ -662,15 +685,26 @@ void Analytic::y_sf(const ReplicaType& t, int kw, double hw, std::vector<double>
     thread_local std::vector<double> total_row, stage;
     total_row.assign(base_ytotal_.begin(), base_ytotal_.end());
     grow(stage, static_cast<size_t>(ky_));
+    bool differs = false;
     for (int st = 0; st < m_.stages; ++st) {
-        if (st == smax_ || t.stage_law[st] == base_type_->stage_law[st]) continue;
+        // a stage without lines never bounds W: its row is 0 under every law
+        if (st == smax_ || t.stage_law[st] == base_type_->stage_law[st] || lines_[st].empty()) {
+            continue;
+        }
+        differs = true;
         stage_row_at(*t.stage_law[st], st, y0, ky_, hw, stage.data());
         const double* base_row = base_ystage_.data() + static_cast<size_t>(st) * ky_;
         for (int k = 0; k < ky_; ++k) total_row[k] += stage[k] - base_row[k];
     }
+    // the types whose other stages all act as the base type's share its row
+    if (!differs && !base_ysf_.empty()) {
+        ysf = base_ysf_;
+        return;
+    }
     for (int k = 0; k < ky_; ++k) total_row[k] = std::min(0.0, total_row[k]);
     ysf.resize(ky_);
     one_minus_exp_n(total_row.data(), ky_, ysf.data());
+    if (!differs) base_ysf_ = ysf;
 }
 
 void Analytic::cond_masses(const GroupLaw* ulaw, const double* ysf, double weight, int kw,
@@ -737,38 +771,21 @@ std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) co
     return mixture_sf({{1.0, &t}}, noise_sd);
 }
 
-std::vector<double> Analytic::mixture_sf(
-    const std::vector<std::pair<double, const ReplicaType*>>& mix, double noise_sd) const {
-    double total_weight = 0;
-    for (const auto& [w, t] : mix) total_weight += w;
-    std::vector<double> sf(x_.n, 0.0);
-    if (!w_random_) {
-        const double mu = mu_o_;
-        for (int i = 0; i < x_.n; ++i) {
-            const double x = x_.at(i);
-            if (m_.single.present) {
-                const auto& s = m_.single;
-                const auto& X = m_.transient[s.cls];
-                const double scale = s.base_s * (s.comm ? r_bar_ : 1.0);
-                const double y = X.max_moments(s.n).mean + x / scale;
-                sf[i] = total_weight * (1.0 - X.max_cdf(y, s.n));
-            } else {
-                sf[i] = total_weight *
-                        (noise_sd > 0 ? normal_sf((x - mu) / noise_sd) : (x < mu ? 1.0 : 0.0));
-            }
-        }
-        return sf;
-    }
+Analytic::MixtureMasses Analytic::mixture_masses(
+    const std::vector<std::pair<double, const ReplicaType*>>& mix) const {
+    MixtureMasses mm;
+    for (const auto& [w, t] : mix) mm.total_weight += w;
+    if (!w_random_) return mm;
     // W cells on the x grid's spacing (hw = h), so that every (x_i - x_j) is a whole number of
     // steps plus one fixed offset: the Gaussian kernel is tabulated once per call. Atoms at the
     // cell midpoints, smoothed by the cell width.
-    const double hx = x_.h;
-    const double hw = hx;
+    const double hw = x_.h;
     const int kw = std::clamp(static_cast<int>(std::ceil((w_hi_ - w_lo_) / hw)), 1, 4 * x_.n);
+    mm.kw = kw;
     // the sf is linear in the masses: types with the same extra mean (offset) are summed first
     std::vector<std::uint8_t> done(mix.size(), 0);
     std::vector<double> summed;
-    std::vector<std::pair<double, std::vector<double>>> groups;  // (offset, masses)
+    auto& groups = mm.groups;
     for (size_t first = 0; first < mix.size(); ++first) {
         if (done[first]) continue;
         const double extra = mix[first].second->extra_mean;
@@ -808,6 +825,32 @@ std::vector<double> Analytic::mixture_sf(
         }
         groups.push_back({extra, *pjp});
     }
+    return mm;
+}
+
+std::vector<double> Analytic::mixture_sf(const MixtureMasses& mm, double noise_sd) const {
+    const double total_weight = mm.total_weight;
+    std::vector<double> sf(x_.n, 0.0);
+    if (!w_random_) {
+        const double mu = mu_o_;
+        for (int i = 0; i < x_.n; ++i) {
+            const double x = x_.at(i);
+            if (m_.single.present) {
+                const auto& s = m_.single;
+                const auto& X = m_.transient[s.cls];
+                const double scale = s.base_s * (s.comm ? r_bar_ : 1.0);
+                const double y = X.max_moments(s.n).mean + x / scale;
+                sf[i] = total_weight * (1.0 - X.max_cdf(y, s.n));
+            } else {
+                sf[i] = total_weight *
+                        (noise_sd > 0 ? normal_sf((x - mu) / noise_sd) : (x < mu ? 1.0 : 0.0));
+            }
+        }
+        return sf;
+    }
+    const int kw = mm.kw;
+    const double hw = x_.h;
+    const auto& groups = mm.groups;
     if (groups.size() == 1) {
         convolve_add(groups[0].second, kw, groups[0].first, noise_sd, sf);
     } else {
@@ -1030,7 +1073,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         // intervals stay in it
         std::vector<std::pair<int, double>> lanes;
         thread_local std::vector<std::int32_t> first;
-        thread_local std::vector<double> delta;
+        thread_local std::vector<double> delta, slope;
         double t_ref = 0;
         // one pass: lanes (stage, delta) plus, in the first, the reference lane
         auto run_lanes = [&](bool with_ref) {
@@ -1047,15 +1090,17 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             first[p] = static_cast<std::int32_t>(delta.size());
             grow(fin, ops.size() * std::min(delta.size(), timing::FlatPipeline::kStageLaneBlock));
             grow(end, delta.size());
+            grow(slope, delta.size());
             m_.pipeline.makespan_stage_lanes(dur.data(), comp.data(), xfer.data(), dl0,
-                                             first.data(), delta.data(), fin.data(), end.data());
+                                             first.data(), delta.data(), fin.data(), end.data(),
+                                             slope.data());
             if (with_ref) t_ref = end[0];
         };
-        // the first pass: per stage, the value and the slope at the top
+        // the first pass: per stage, the value and the slope at the top (the slope is the
+        // stage's content on the lane's critical path: a tangent there)
         lanes.clear();
         for (int st = 0; st < p; ++st) {
             if (!(m_.stage_comp_s[st] > 0)) continue;
-            lanes.push_back({st, top - eps});
             lanes.push_back({st, top});
         }
         run_lanes(true);
@@ -1064,12 +1109,13 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double tol = std::max(1e-2 * noise, 1e-10 * t_ref);
         for (int st = 0, k = 1; st < p; ++st) {
             if (!(m_.stage_comp_s[st] > 0)) continue;
-            const double f_lo = end[k] - t_ref, f_top = end[k + 1] - t_ref;
-            k += 2;
+            const double f_top = end[k] - t_ref;
+            const double s_top = slope[k];
+            ++k;
             // at 0 the critical path's line: a tangent (a lower bound of the right slope, equal
             // to it unless other paths tie there, whose segment a probe then finds)
             const Pt a{0.0, 0.0, rest_[st] * m_.stage_comp_s[st]};
-            const Pt b{top, f_top, (f_top - f_lo) / eps};
+            const Pt b{top, f_top, s_top};
             pts[st] = {a, b};
             open.push_back({st, a, b});
         }
@@ -1097,19 +1143,17 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 probe.push_back(iv);
                 at.push_back(x);
                 lanes.push_back({iv.st, x});
-                lanes.push_back({iv.st, x + eps});
             }
             if (probe.empty()) break;
-            run_lanes(false);  // probe i's lanes are 2 i and 2 i + 1
+            run_lanes(false);  // probe i's lane is i
             for (size_t i = 0; i < probe.size(); ++i) {
                 const auto& iv = probe[i];
                 const double x = at[i];
-                const double fx = end[2 * i] - t_ref;
-                const Pt px{x, fx, (end[2 * i + 1] - end[2 * i]) / eps};
+                const double fx = end[i] - t_ref;
+                const Pt px{x, fx, slope[i]};
                 const double line = std::max(iv.a.phi + iv.a.slope * (x - iv.a.d),
                                              iv.b.phi + iv.b.slope * (x - iv.b.d));
-                // the two tangents are segments meeting at x (x + eps then straddles the corner:
-                // its slope is no tangent's)
+                // the two tangents are segments meeting at x
                 if (fx <= line + 0.1 * tol) continue;
                 pts[iv.st].push_back(px);
                 next_open.push_back({iv.st, iv.a, px});
@@ -1125,8 +1169,8 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             const double base = st == smax ? 0.0 : rest_[st] * c;
             std::vector<std::pair<double, double>> ls;
             for (const auto& pt : pts[st]) {
-                // slopes are finite differences over eps (error ~1e-7 c): a difference below
-                // 1e-4 c is the same segment (and moves the term by < 1e-4 c over the range)
+                // slopes are path contents (sums of the ops' compute): a difference below 1e-4 c
+                // is taken as the same segment (it moves the term by < 1e-4 c over the range)
                 const double s = pt.slope - base;
                 if (!(s > 1e-4 * c)) continue;
                 ls.push_back({s, pt.phi - pt.slope * pt.d});
@@ -1604,8 +1648,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         } else {
             for (const auto& [f, idx] : rep_patterns) mix.push_back({f, &types[idx[0]]});
         }
-        sf_mix = mixture_sf(mix, noise_sd);
-        if (clusters > 1) sf_mix_pers = mixture_sf(mix, 0.0);
+        const MixtureMasses mm = mixture_masses(mix);
+        sf_mix = mixture_sf(mm, noise_sd);
+        if (clusters > 1) sf_mix_pers = mixture_sf(mm, 0.0);
         // in PGF mode the scenario counts name the base type only
         sf_type[0] = delta_sf(types[0], noise_sd);
         if (clusters > 1) sf_type_pers[0] = delta_sf(types[0], 0.0);

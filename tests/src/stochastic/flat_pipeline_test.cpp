@@ -75,14 +75,29 @@ TEST(FlatPipeline, StageLanesEqualOneMakespanPerLane) {
             first.push_back(static_cast<std::int32_t>(delta.size()));
         }
         std::vector<double> fin(flat.size() * delta.size()), end(delta.size());
+        std::vector<double> slope(delta.size(), -1.0);
         flat.makespan_stage_lanes(d.data(), sc.data(), t.data(), 0.4, first.data(), delta.data(),
-                                  fin.data(), end.data());
+                                  fin.data(), end.data(), slope.data());
         for (size_t k = 0; k < delta.size(); ++k) {
-            std::vector<double> dk = d;
-            for (size_t i = 0; i < flat.size(); ++i) {
-                if (flat.ops()[i].stage == lane_stage[k]) dk[i] = d[i] + delta[k] * sc[i];
+            auto durations = [&](double dk_delta) {
+                std::vector<double> dk = d;
+                for (size_t i = 0; i < flat.size(); ++i) {
+                    if (flat.ops()[i].stage == lane_stage[k]) dk[i] = d[i] + dk_delta * sc[i];
+                }
+                return dk;
+            };
+            const auto dk = durations(delta[k]);
+            const double at = flat.makespan(dk.data(), t.data(), 0.4, fk.data());
+            EXPECT_EQ(end[k], at) << "lane " << k;
+            // the slope: the derivative in delta (random durations: one critical path, so a
+            // finite difference on either side gives it)
+            const double h = 1e-7;
+            const auto up = durations(delta[k] + h);
+            const double fd = (flat.makespan(up.data(), t.data(), 0.4, fk.data()) - at) / h;
+            EXPECT_NEAR(slope[k], fd, 1e-6 * std::max(1.0, fd)) << "lane " << k;
+            if (lane_stage[k] < 0) {
+                EXPECT_EQ(slope[k], 0.0);
             }
-            EXPECT_EQ(end[k], flat.makespan(dk.data(), t.data(), 0.4, fk.data())) << "lane " << k;
         }
     }
 }
