@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
@@ -114,65 +115,99 @@ PRISM_LANES_CLONES
 void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled_s,
                                         const double* transfer_s, double stage0_start_s,
                                         const std::int32_t* lane_first, const double* delta,
-                                        double* finish, double* end_s, double* slope_s) const {
+                                        double* end_s, double* slope_s) const {
     const size_t n = ops_.size();
     const auto lanes = static_cast<size_t>(lane_first[shape_.stages]);
+    if (lanes == 0) return;
     // Lanes go in blocks of at most kStageLaneBlock, of equal size, each its own pass over the
     // schedule: a block's finish times stay in cache where all lanes' would not (2,048 ops x
-    // 250 lanes is 4 MB). `finish` holds one block at a time.
+    // 250 lanes is 4 MB). A block is held as vectors of four lanes (the lanes past its end
+    // carry no change and are ignored), so that the per-op loops have no remainder.
+    using V4 = double __attribute__((vector_size(4 * sizeof(double))));
     const size_t blocks = (lanes + kStageLaneBlock - 1) / kStageLaneBlock;
-    const size_t block = blocks > 0 ? (lanes + blocks - 1) / blocks : 1;
-    thread_local std::vector<double> zeros, starts, own_lane;
-    zeros.assign(block, 0.0);
-    starts.assign(block, stage0_start_s);
+    const size_t block = (lanes + blocks - 1) / blocks;
+    const size_t nv = (block + 3) / 4;
+    // (doubles aligned by hand: a vector of V4 would lose the type's alignment as a template
+    // argument)
+    thread_local std::vector<double> storage;
+    if (storage.size() < n * nv * 4 + 4) storage.resize(n * nv * 4 + 4);
+    const auto misalign = reinterpret_cast<std::uintptr_t>(storage.data()) % sizeof(V4);
+    V4* const finish =
+        reinterpret_cast<V4*>(storage.data() + (misalign == 0 ? 0 : (sizeof(V4) - misalign) / 8));
+    const V4 zero{0, 0, 0, 0};
+    const V4 start = zero + stage0_start_s;
+    thread_local std::vector<double> own_lane;
     own_lane.resize(block);
+    thread_local std::vector<std::int32_t> own_first, own_last;
+    own_first.resize(shape_.stages);
+    own_last.resize(shape_.stages);
     for (size_t b0 = 0; b0 < lanes; b0 += block) {
         const size_t k_n = std::min(block, lanes - b0);
         const double* dl = delta + b0;
+        // per stage, its lanes in this block
+        for (int st = 0; st < shape_.stages; ++st) {
+            const auto f0 = static_cast<size_t>(lane_first[st]);
+            const auto f1 = static_cast<size_t>(lane_first[st + 1]);
+            own_first[st] = static_cast<std::int32_t>(std::clamp(f0, b0, b0 + k_n) - b0);
+            own_last[st] = static_cast<std::int32_t>(std::clamp(f1, b0, b0 + k_n) - b0);
+        }
         for (size_t i = 0; i < n; ++i) {
             const FlatOp& op = ops_[i];
-            double* out = finish + i * k_n;
-            const double* prev = op.stage_prev >= 0
-                                     ? finish + static_cast<size_t>(op.stage_prev) * k_n
-                                     : (op.stage == 0 ? starts.data() : zeros.data());
+            V4* out = finish + i * nv;
+            const V4* prev = op.stage_prev >= 0 ? finish + op.stage_prev * nv : nullptr;
+            const V4* own = op.own_forward >= 0 ? finish + op.own_forward * nv : nullptr;
+            const V4* in = op.input >= 0 ? finish + op.input * nv : nullptr;
             const double d = op_s[i];
-            const double* own =
-                op.own_forward >= 0 ? finish + static_cast<size_t>(op.own_forward) * k_n : nullptr;
-            const double* in =
-                op.input >= 0 ? finish + static_cast<size_t>(op.input) * k_n : nullptr;
+            const double tr = transfer_s[i];
+            const V4 first = op.stage == 0 ? start : zero;  // the ready time without a prev
             // the lanes of the op's own stage in this block take their own duration (as
             // makespan() would add it), computed before the common loop overwrites them
-            const auto f0 = static_cast<size_t>(lane_first[op.stage]);
-            const auto f1 = static_cast<size_t>(lane_first[op.stage + 1]);
-            const size_t k0 = std::clamp(f0, b0, b0 + k_n) - b0;
-            const size_t k1 = std::clamp(f1, b0, b0 + k_n) - b0;
+            const auto k0 = static_cast<size_t>(own_first[op.stage]);
+            const auto k1 = static_cast<size_t>(own_last[op.stage]);
+            auto lane = [](const V4* v, size_t k) { return v[k / 4][k % 4]; };
             for (size_t k = k0; k < k1; ++k) {
-                double ready = prev[k];
-                if (own != nullptr) ready = std::max(ready, own[k]);
-                if (in != nullptr) ready = std::max(ready, in[k] + transfer_s[i]);
+                double ready = prev != nullptr ? lane(prev, k) : first[0];
+                if (own != nullptr) ready = std::max(ready, lane(own, k));
+                if (in != nullptr) ready = std::max(ready, lane(in, k) + tr);
                 own_lane[k - k0] = ready + (d + dl[k] * scaled_s[i]);
             }
-            if (own != nullptr && in != nullptr) {
-                const double tr = transfer_s[i];
-                for (size_t k = 0; k < k_n; ++k) {
-                    out[k] = std::max(std::max(prev[k], own[k]), in[k] + tr) + d;
+            // lane-wise max as (a > b ? a : b), the bits of std::max(b, a) in makespan() (no
+            // helper taking V4: a lambda is not cloned with the function and would change the
+            // vector ABI between clones)
+            if (prev != nullptr && own != nullptr && in != nullptr) {
+                for (size_t v = 0; v < nv; ++v) {
+                    const V4 a = prev[v] > own[v] ? prev[v] : own[v];
+                    const V4 b = in[v] + tr;
+                    out[v] = (a > b ? a : b) + d;
                 }
-            } else if (own != nullptr) {
-                for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], own[k]) + d;
-            } else if (in != nullptr) {
-                const double tr = transfer_s[i];
-                for (size_t k = 0; k < k_n; ++k) out[k] = std::max(prev[k], in[k] + tr) + d;
+            } else if (prev != nullptr && own != nullptr) {
+                for (size_t v = 0; v < nv; ++v) out[v] = (prev[v] > own[v] ? prev[v] : own[v]) + d;
+            } else if (prev != nullptr && in != nullptr) {
+                for (size_t v = 0; v < nv; ++v) {
+                    const V4 b = in[v] + tr;
+                    out[v] = (prev[v] > b ? prev[v] : b) + d;
+                }
+            } else if (prev != nullptr) {
+                for (size_t v = 0; v < nv; ++v) out[v] = prev[v] + d;
             } else {
-                for (size_t k = 0; k < k_n; ++k) out[k] = prev[k] + d;
+                for (size_t v = 0; v < nv; ++v) {
+                    V4 r = first;
+                    if (own != nullptr) r = r > own[v] ? r : own[v];
+                    if (in != nullptr) {
+                        const V4 b = in[v] + tr;
+                        r = r > b ? r : b;
+                    }
+                    out[v] = r + d;
+                }
             }
-            for (size_t k = k0; k < k1; ++k) out[k] = own_lane[k - k0];
+            for (size_t k = k0; k < k1; ++k) out[k / 4][k % 4] = own_lane[k - k0];
         }
+        auto fin = [&](size_t i, size_t k) { return finish[i * nv + k / 4][k % 4]; };
         double* e = end_s + b0;
         for (size_t k = 0; k < k_n; ++k) e[k] = 0;
         for (const auto idx : last_on_stage_) {
             if (idx < 0) continue;
-            const double* fin = finish + static_cast<size_t>(idx) * k_n;
-            for (size_t k = 0; k < k_n; ++k) e[k] = std::max(e[k], fin[k]);
+            for (size_t k = 0; k < k_n; ++k) e[k] = std::max(e[k], fin(idx, k));
         }
         if (shape_.stages > 0 && last_on_stage_[0] < 0) {
             for (size_t k = 0; k < k_n; ++k) e[k] = std::max(e[k], stage0_start_s);
@@ -180,50 +215,51 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
         if (slope_s == nullptr) continue;
         // each lane's critical path, walked back as critical_path() does, on its own durations
         for (size_t k = 0; k < k_n; ++k) {
-            const size_t lane = b0 + k;
+            const size_t lane_index = b0 + k;
             int st = -1;
             for (int s = 0; s < shape_.stages; ++s) {
-                if (lane >= static_cast<size_t>(lane_first[s]) &&
-                    lane < static_cast<size_t>(lane_first[s + 1])) {
+                if (lane_index >= static_cast<size_t>(lane_first[s]) &&
+                    lane_index < static_cast<size_t>(lane_first[s + 1])) {
                     st = s;
                     break;
                 }
             }
-            auto fin = [&](std::int32_t i) { return finish[static_cast<size_t>(i) * k_n + k]; };
             std::int32_t cur = -1;
             for (const auto idx : last_on_stage_) {
-                if (idx >= 0 && (cur < 0 || fin(idx) > fin(cur))) cur = idx;
+                if (idx >= 0 && (cur < 0 || fin(idx, k) > fin(cur, k))) cur = idx;
             }
             double slope = 0;
             while (cur >= 0) {
                 const FlatOp& op = ops_[cur];
-                const bool own = op.stage == st;
-                if (own) slope += scaled_s[cur];
-                const double ready = fin(cur) - (own ? op_s[cur] + dl[k] * scaled_s[cur] : op_s[cur]);
+                const bool mine = op.stage == st;
+                if (mine) slope += scaled_s[cur];
+                const double ready =
+                    fin(cur, k) - (mine ? op_s[cur] + dl[k] * scaled_s[cur] : op_s[cur]);
                 std::int32_t next = -1;
-                if (op.stage_prev >= 0 && fin(op.stage_prev) == ready) {
+                if (op.stage_prev >= 0 && fin(op.stage_prev, k) == ready) {
                     next = op.stage_prev;
-                } else if (op.own_forward >= 0 && fin(op.own_forward) == ready) {
+                } else if (op.own_forward >= 0 && fin(op.own_forward, k) == ready) {
                     next = op.own_forward;
-                } else if (op.input >= 0 && fin(op.input) + transfer_s[cur] == ready) {
+                } else if (op.input >= 0 && fin(op.input, k) + transfer_s[cur] == ready) {
                     next = op.input;
                 } else {
                     // rounding in ready + d - d: the predecessor with the latest arrival
                     double best = -1e300;
                     for (const std::int32_t pred : {op.stage_prev, op.own_forward, op.input}) {
                         if (pred < 0) continue;
-                        const double arrive = fin(pred) + (pred == op.input ? transfer_s[cur] : 0.0);
+                        const double arrive =
+                            fin(pred, k) + (pred == op.input ? transfer_s[cur] : 0.0);
                         if (arrive > best) {
                             best = arrive;
                             next = pred;
                         }
                     }
-                    const double start = op.stage == 0 ? stage0_start_s : 0.0;
-                    if (op.stage_prev < 0 && start >= best) next = -1;
+                    const double start_s = op.stage == 0 ? stage0_start_s : 0.0;
+                    if (op.stage_prev < 0 && start_s >= best) next = -1;
                 }
                 cur = next;
             }
-            slope_s[lane] = slope;
+            slope_s[lane_index] = slope;
         }
     }
 }

@@ -45,8 +45,7 @@ class FlatPipeline {
     /// Makespans of lane_first[stages] schedules in one pass: lane k in [lane_first[s],
     /// lane_first[s + 1]) has the ops of stage s take op_s[i] + delta[k] * scaled_s[i] and the
     /// others op_s[i]; lanes below lane_first[0] have no change. Transfers and the start as in
-    /// makespan(). `finish` is scratch of size() * min(lanes, kStageLaneBlock) entries; the
-    /// makespans go to end_s.
+    /// makespan(); the makespans go to end_s.
     /// Each lane equals makespan() with that lane's durations exactly.
     /// With `slope_s`, slope_s[k] is the sum of scaled_s over the ops of lane k's stage on a
     /// critical path of lane k (ties as in critical_path; 0 for the lanes without a stage): the
@@ -54,8 +53,7 @@ class FlatPipeline {
     /// (the slope of a path that is a longest one there) at a tie.
     void makespan_stage_lanes(const double* op_s, const double* scaled_s, const double* transfer_s,
                               double stage0_start_s, const std::int32_t* lane_first,
-                              const double* delta, double* finish, double* end_s,
-                              double* slope_s = nullptr) const;
+                              const double* delta, double* end_s, double* slope_s = nullptr) const;
 
     /// The ops of one longest path (a critical path), last op first, for durations as in
     /// makespan(); `finish` is scratch of size() entries. Ties go to the stage predecessor,

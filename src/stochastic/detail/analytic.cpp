@@ -1088,12 +1088,10 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 }
             }
             first[p] = static_cast<std::int32_t>(delta.size());
-            grow(fin, ops.size() * std::min(delta.size(), timing::FlatPipeline::kStageLaneBlock));
             grow(end, delta.size());
             grow(slope, delta.size());
             m_.pipeline.makespan_stage_lanes(dur.data(), comp.data(), xfer.data(), dl0,
-                                             first.data(), delta.data(), fin.data(), end.data(),
-                                             slope.data());
+                                             first.data(), delta.data(), end.data(), slope.data());
             if (with_ref) t_ref = end[0];
         };
         // the first pass: per stage, the value and the slope at the top (the slope is the
@@ -1731,29 +1729,43 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 }
             }
             const double sc = lin_shift_mix / x_.h;  // s in grid steps
-            // linear interpolation of v at i - off (v[0] below the grid's start... 0 there)
+            // linear interpolation of src at i - off (0 below the grid's start, its last value
+            // above its end); the middle run, where both neighbours are on the grid, as one
+            // plain loop
             auto shifted = [&](const std::vector<double>& src, double off,
                                std::vector<double>& dst) {
                 const double base = std::floor(off);
                 const double fr = off - base;
                 const int k0 = static_cast<int>(base);
-                for (int i = 0; i < n; ++i) {
-                    const int j = i - k0;  // src at j - fr: between j - 1 and j
-                    const double hi = j < 0 ? 0.0 : src[std::min(j, n - 1)];
-                    const double lo = j - 1 < 0 ? 0.0 : src[std::min(j - 1, n - 1)];
-                    dst[i] = (1.0 - fr) * hi + fr * lo;
+                auto at = [&](int j) { return j < 0 ? 0.0 : src[std::min(j, n - 1)]; };
+                // src at j - fr, j = i - k0: between src[j - 1] and src[j], both on the grid
+                // for i in [a, b)
+                const int a = std::clamp(k0 + 1, 0, n);
+                const int b = std::clamp(n + k0, a, n);
+                for (int i = 0; i < a; ++i) {
+                    dst[i] = (1.0 - fr) * at(i - k0) + fr * at(i - k0 - 1);
+                }
+                for (int i = a; i < b; ++i) {
+                    dst[i] = (1.0 - fr) * src[i - k0] + fr * src[i - k0 - 1];
+                }
+                for (int i = b; i < n; ++i) {
+                    dst[i] = (1.0 - fr) * at(i - k0) + fr * at(i - k0 - 1);
                 }
             };
             std::vector<double> fhy(n), f1y(n);
             for (size_t k = 2; k < binom_k.size(); ++k) {
                 shifted(fh, k * sc, fhy);
                 shifted(f1, (k - 1.0) * sc, f1y);
+                const double bk = binom_k[k];
                 for (int i = 0; i < n; ++i) {
-                    if (!(fh[i] > 1e-300) || !(fhy[i] > 1e-300)) continue;
-                    const double r = std::min(1.0, f1y[i] / fhy[i]);
+                    // without a branch (the loop vectorizes); where F_h or F_h(y) is 0 no term
+                    const bool ok = fh[i] > 1e-300 && fhy[i] > 1e-300;
+                    const double fy = ok ? fhy[i] : 1.0;
+                    const double r = std::min(1.0, f1y[i] / fy);
                     double rk = r;  // r^k by products (k is small)
                     for (size_t e = 1; e < k; ++e) rk *= r;
-                    rep_sum[i] += binom_k[k] * fhy[i] * rk / fh[i];
+                    const double term = bk * fy * rk / (ok ? fh[i] : 1.0);
+                    rep_sum[i] += ok ? term : 0.0;
                 }
             }
         }

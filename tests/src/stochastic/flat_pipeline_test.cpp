@@ -74,10 +74,9 @@ TEST(FlatPipeline, StageLanesEqualOneMakespanPerLane) {
             }
             first.push_back(static_cast<std::int32_t>(delta.size()));
         }
-        std::vector<double> fin(flat.size() * delta.size()), end(delta.size());
-        std::vector<double> slope(delta.size(), -1.0);
+        std::vector<double> end(delta.size()), slope(delta.size(), -1.0);
         flat.makespan_stage_lanes(d.data(), sc.data(), t.data(), 0.4, first.data(), delta.data(),
-                                  fin.data(), end.data(), slope.data());
+                                  end.data(), slope.data());
         for (size_t k = 0; k < delta.size(); ++k) {
             auto durations = [&](double dk_delta) {
                 std::vector<double> dk = d;
