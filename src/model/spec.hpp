@@ -158,11 +158,15 @@ struct DistributionSpec {
     double cv = 0.0;
     std::vector<double> samples;               ///< empirical
     std::vector<MixtureComponent> components;  ///< mixture
+
+    bool operator==(const DistributionSpec&) const = default;
 };
 
 struct MixtureComponent {
     double weight = 0;
     DistributionSpec dist;
+
+    bool operator==(const MixtureComponent&) const = default;
 };
 
 /// Persistent per-GPU factor G: a spatial spread plus a rare slow ("lemon") mode.

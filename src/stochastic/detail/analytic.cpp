@@ -185,7 +185,7 @@ std::uint64_t hash_double(double x) {
 }
 
 struct LawEntry {
-    // the full key, compared on a hash hit
+    // the full key, compared on a hash hit (spatial: the spec's id)
     std::uint64_t spatial;
     double slow_factor, q, power;
     int group_gpus, slow_members, lock_slow;
@@ -210,7 +210,7 @@ void trim_law_cache() {
 /// a sweep evaluates a handful of distinct laws millions of times.
 const LawTable* law_table(const GroupLaw& law) {
     const StepModel& m = *law.m;
-    std::uint64_t h = hash_mix(m.spatial_hash, hash_double(m.slow_factor));
+    std::uint64_t h = hash_mix(m.spatial_id, hash_double(m.slow_factor));
     h = hash_mix(h, hash_double(m.slow_probability));
     h = hash_mix(h, static_cast<std::uint64_t>(m.group_gpus));
     h = hash_mix(h, static_cast<std::uint64_t>(law.slow_members + 1));
@@ -226,7 +226,7 @@ const LawTable* law_table(const GroupLaw& law) {
     auto it = cache.find(h);
     if (it != cache.end()) {
         const LawEntry& e = *it->second;
-        if (e.spatial == m.spatial_hash && e.slow_factor == m.slow_factor &&
+        if (e.spatial == m.spatial_id && e.slow_factor == m.slow_factor &&
             e.q == m.slow_probability && e.power == law.power && e.group_gpus == m.group_gpus &&
             e.slow_members == law.slow_members && e.lock_slow == law.lock_slow &&
             e.lock_units == law.lock_units && e.lock_c == law.lock_c &&
@@ -235,7 +235,7 @@ const LawTable* law_table(const GroupLaw& law) {
         }
         return nullptr;  // a hash collision: evaluate exactly
     }
-    auto e = std::make_unique<LawEntry>(LawEntry{m.spatial_hash,
+    auto e = std::make_unique<LawEntry>(LawEntry{m.spatial_id,
                                                  m.slow_factor,
                                                  m.slow_probability,
                                                  law.power,
@@ -284,17 +284,13 @@ struct UnitPatterns {
 
 const UnitPatterns& unit_patterns(const StepModel& m, const PersistentLayout& l) {
     struct Entry {
-        std::array<std::int64_t, 7> key;
+        std::vector<std::int64_t> key;
         UnitPatterns patterns;
     };
     thread_local std::unordered_map<std::uint64_t, std::vector<Entry>> cache;
-    const std::array<std::int64_t, 7> key{static_cast<std::int64_t>(m.placement_hash),
-                                          l.stages,
-                                          l.dp,
-                                          l.group_gpus,
-                                          l.unit_gpus,
-                                          l.job_gpus,
-                                          static_cast<std::int64_t>(l.kind)};
+    std::vector<std::int64_t> key{l.stages,    l.dp,       l.group_gpus,
+                                  l.unit_gpus, l.job_gpus, static_cast<std::int64_t>(l.kind)};
+    key.insert(key.end(), m.placement_key.begin(), m.placement_key.end());
     std::uint64_t h = 0;
     for (const auto k : key) h = hash_mix(h, static_cast<std::uint64_t>(k));
     auto& bucket = cache[h];
@@ -1931,7 +1927,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         };
         thread_local std::unordered_map<std::uint64_t, RegimeCells> regime_cache;
         if (regime_cache.size() > 64) regime_cache.clear();
-        auto [slot, fresh] = regime_cache.try_emplace(m_.regime_hash);
+        auto [slot, fresh] = regime_cache.try_emplace(m_.regime_id);
         RegimeCells& rc = slot->second;
         if (fresh) {
             for (int i = 0; i <= kCells; ++i) rc.edge[i] = m_.regime.quantile_of_score(grid.z[i]);

@@ -219,18 +219,15 @@ HealthyQuantile::HealthyQuantile(const Distribution& spatial, int n) : spatial_(
 }
 
 std::shared_ptr<const HealthyQuantile> HealthyQuantile::cached(const Distribution& spatial,
-                                                               std::uint64_t spatial_hash, int n) {
+                                                               std::uint64_t spatial_id, int n) {
     thread_local std::map<std::pair<std::uint64_t, int>, std::shared_ptr<const HealthyQuantile>>
         cache;
-    auto& slot = cache[{spatial_hash, n}];
-    if (slot && slot->exact(-0.5) != HealthyQuantile::exact_of(spatial, n, -0.5)) {
-        slot.reset();  // a hash collision: another law
-    }
+    auto& slot = cache[{spatial_id, n}];
     if (!slot) {
         if (cache.size() > 64) {
             // a sweep over many spatial laws: start over rather than grow
             cache.clear();
-            return cached(spatial, spatial_hash, n);
+            return cached(spatial, spatial_id, n);
         }
         slot = std::make_shared<const HealthyQuantile>(spatial, n);
     }
@@ -253,7 +250,7 @@ int HealthyQuantile::cells_kept() const {
 LazyGroupFactors::LazyGroupFactors(const StepModel& model, const PersistentLayout& layout)
     : m_(model),
       l_(layout),
-      healthy_(HealthyQuantile::cached(model.spatial, model.spatial_hash, layout.group_gpus)),
+      healthy_(HealthyQuantile::cached(model.spatial, model.spatial_id, layout.group_gpus)),
       stream_(0, 0, StreamKind::test, 0),
       groups_(layout.stages * layout.dp),
       g_(static_cast<size_t>(groups_), 1.0),

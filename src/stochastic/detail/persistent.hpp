@@ -64,9 +64,9 @@ std::int64_t draw_slow_units(double q, std::int64_t units, Stream& stream,
 class HealthyQuantile {
   public:
     HealthyQuantile(const Distribution& spatial, int n);
-    /// The table of (spatial law with hash `spatial_hash`, n), shared per thread.
+    /// The table of (spatial law with id `spatial_id` (spec_id), n), shared per thread.
     static std::shared_ptr<const HealthyQuantile> cached(const Distribution& spatial,
-                                                         std::uint64_t spatial_hash, int n);
+                                                         std::uint64_t spatial_id, int n);
 
     double operator()(double log_p) const {
         const double y = -log_p;

@@ -35,9 +35,30 @@ std::uint64_t spec_hash(const DistributionSpec& s) {
     return h;
 }
 
+/// An id per distinct spec, unique in this thread: the per-thread caches keyed by it (max
+/// moments, law tables, healthy quantiles, regime cells) are exact where a 64-bit hash alone
+/// could collide. Ids are never reused; past 4,096 distinct specs the table starts over (a spec
+/// seen again then gets a new id: a cache miss, never a wrong hit).
+std::uint64_t spec_id(const DistributionSpec& s) {
+    struct Entry {
+        DistributionSpec spec;
+        std::uint64_t id;
+    };
+    thread_local std::unordered_multimap<std::uint64_t, Entry> table;  // by hash
+    thread_local std::uint64_t next = 1;
+    const std::uint64_t h = spec_hash(s);
+    const auto [first, last] = table.equal_range(h);
+    for (auto it = first; it != last; ++it) {
+        if (it->second.spec == s) return it->second.id;
+    }
+    if (table.size() >= 4096) table.clear();
+    table.emplace(h, Entry{s, next});
+    return next++;
+}
+
 /// Moments of the max of n iid draws of `spec`, memoized per thread: sweeps evaluate many
 /// points with the same variability and a handful of group sizes.
-Moments cached_max_moments(std::uint64_t spec_h, const Distribution& dist, double n) {
+Moments cached_max_moments(std::uint64_t spec, const Distribution& dist, double n) {
     struct Key {
         std::uint64_t h;
         double n;
@@ -47,7 +68,7 @@ Moments cached_max_moments(std::uint64_t spec_h, const Distribution& dist, doubl
         size_t operator()(const Key& k) const { return mix(k.h, bits(k.n)); }
     };
     thread_local std::unordered_map<Key, Moments, KeyHash> cache;
-    const Key key{spec_h, n};
+    const Key key{spec, n};
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     if (cache.size() > 4096) cache.clear();
@@ -93,21 +114,19 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.pipeline = *timing::cached_flat_pipeline({m.stages, m.chunks, m.microbatches});
 
     std::array<DistributionSpec, kKernelClassCount> specs = variability.transient;
-    std::array<std::uint64_t, kKernelClassCount> spec_h{};
+    std::array<std::uint64_t, kKernelClassCount> ids{};
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_classes & (1u << c)) specs[c] = DistributionSpec{};
         m.transient[c] = Distribution(specs[c]);
-        spec_h[c] = spec_hash(specs[c]);
+        ids[c] = spec_id(specs[c]);
     }
     m.regime = Distribution(variability.comm_regime);
     m.spatial = Distribution(variability.persistent.spatial);
-    m.spatial_hash = spec_hash(variability.persistent.spatial);
-    m.regime_hash = spec_hash(variability.comm_regime);
-    {
-        std::uint64_t h = mix(static_cast<std::uint64_t>(point.tp), point.cp);
-        h = mix(h, static_cast<std::uint64_t>(point.placement.kind));
-        for (const ParallelDim d : point.placement.order) h = mix(h, static_cast<std::uint64_t>(d));
-        m.placement_hash = mix(h, point.placement.order.size());
+    m.spatial_id = spec_id(variability.persistent.spatial);
+    m.regime_id = spec_id(variability.comm_regime);
+    m.placement_key = {point.tp, point.cp, static_cast<std::int64_t>(point.placement.kind)};
+    for (const ParallelDim d : point.placement.order) {
+        m.placement_key.push_back(static_cast<std::int64_t>(d));
     }
     m.slow_probability = std::clamp(variability.persistent.slow_probability, 0.0, 1.0);
     m.slow_factor = variability.persistent.slow_factor;
@@ -132,7 +151,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                 const int c = static_cast<int>(op.cls);
                 const bool comm = is_communication(op.cls);
                 const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult;
-                const Moments y = cached_max_moments(spec_h[c], m.transient[c], n);
+                const Moments y = cached_max_moments(ids[c], m.transient[c], n);
                 const Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
                 if (d.var > 0) {
                     ++random_ops;

@@ -66,11 +66,11 @@ struct StepModel {
     std::array<Distribution, kKernelClassCount> transient;
     Distribution regime;
     Distribution spatial;
-    std::uint64_t spatial_hash = 0;  ///< of the spatial spec, to key cached tables
-    std::uint64_t regime_hash = 0;   ///< of the communication regime's spec, likewise
-    /// of (tp, cp, placement kind and order): with the sizes above it fixes the layout's
-    /// GPU numbering, to key cached slow-unit patterns
-    std::uint64_t placement_hash = 0;
+    std::uint64_t spatial_id = 0;  ///< of the spatial spec (spec_id), to key cached tables
+    std::uint64_t regime_id = 0;   ///< of the communication regime's spec, likewise
+    /// (tp, cp, placement kind, order...): with the sizes above it fixes the layout's GPU
+    /// numbering, to key cached slow-unit patterns (exactly)
+    std::vector<std::int64_t> placement_key;
     double slow_probability = 0, slow_factor = 1;
     int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
     bool persistent_deterministic = true;
