@@ -136,8 +136,19 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
         reinterpret_cast<V4*>(storage.data() + (misalign == 0 ? 0 : (sizeof(V4) - misalign) / 8));
     const V4 zero{0, 0, 0, 0};
     const V4 start = zero + stage0_start_s;
-    thread_local std::vector<double> own_lane;
-    own_lane.resize(block);
+    // the ops with their predecessors' rows (in vectors; -1: none) and which of them exist
+    struct LaneOp {
+        std::int32_t prev, own, in, kind;
+    };
+    thread_local std::vector<LaneOp> lops;
+    lops.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        const FlatOp& op = ops_[i];
+        auto row = [&](std::int32_t j) { return j >= 0 ? static_cast<std::int32_t>(j * nv) : -1; };
+        lops[i] = {
+            row(op.stage_prev), row(op.own_forward), row(op.input),
+            (op.stage_prev >= 0 ? 1 : 0) | (op.own_forward >= 0 ? 2 : 0) | (op.input >= 0 ? 4 : 0)};
+    }
     thread_local std::vector<std::int32_t> own_first, own_last;
     own_first.resize(shape_.stages);
     own_last.resize(shape_.stages);
@@ -152,55 +163,64 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
             own_last[st] = static_cast<std::int32_t>(std::clamp(f1, b0, b0 + k_n) - b0);
         }
         for (size_t i = 0; i < n; ++i) {
-            const FlatOp& op = ops_[i];
+            const LaneOp& lo = lops[i];
             V4* out = finish + i * nv;
-            const V4* prev = op.stage_prev >= 0 ? finish + op.stage_prev * nv : nullptr;
-            const V4* own = op.own_forward >= 0 ? finish + op.own_forward * nv : nullptr;
-            const V4* in = op.input >= 0 ? finish + op.input * nv : nullptr;
+            const V4* prev = finish + lo.prev;  // valid where the kind says so
+            const V4* own = finish + lo.own;
+            const V4* in = finish + lo.in;
             const double d = op_s[i];
             const double tr = transfer_s[i];
-            const V4 first = op.stage == 0 ? start : zero;  // the ready time without a prev
-            // the lanes of the op's own stage in this block take their own duration (as
-            // makespan() would add it), computed before the common loop overwrites them
-            const auto k0 = static_cast<size_t>(own_first[op.stage]);
-            const auto k1 = static_cast<size_t>(own_last[op.stage]);
-            auto lane = [](const V4* v, size_t k) { return v[k / 4][k % 4]; };
-            for (size_t k = k0; k < k1; ++k) {
-                double ready = prev != nullptr ? lane(prev, k) : first[0];
-                if (own != nullptr) ready = std::max(ready, lane(own, k));
-                if (in != nullptr) ready = std::max(ready, lane(in, k) + tr);
-                own_lane[k - k0] = ready + (d + dl[k] * scaled_s[i]);
-            }
             // lane-wise max as (a > b ? a : b), the bits of std::max(b, a) in makespan() (no
             // helper taking V4: a lambda is not cloned with the function and would change the
             // vector ABI between clones)
-            if (prev != nullptr && own != nullptr && in != nullptr) {
-                for (size_t v = 0; v < nv; ++v) {
-                    const V4 a = prev[v] > own[v] ? prev[v] : own[v];
-                    const V4 b = in[v] + tr;
-                    out[v] = (a > b ? a : b) + d;
-                }
-            } else if (prev != nullptr && own != nullptr) {
-                for (size_t v = 0; v < nv; ++v) out[v] = (prev[v] > own[v] ? prev[v] : own[v]) + d;
-            } else if (prev != nullptr && in != nullptr) {
-                for (size_t v = 0; v < nv; ++v) {
-                    const V4 b = in[v] + tr;
-                    out[v] = (prev[v] > b ? prev[v] : b) + d;
-                }
-            } else if (prev != nullptr) {
-                for (size_t v = 0; v < nv; ++v) out[v] = prev[v] + d;
-            } else {
-                for (size_t v = 0; v < nv; ++v) {
-                    V4 r = first;
-                    if (own != nullptr) r = r > own[v] ? r : own[v];
-                    if (in != nullptr) {
-                        const V4 b = in[v] + tr;
-                        r = r > b ? r : b;
+            switch (lo.kind) {
+                case 7:
+                    for (size_t v = 0; v < nv; ++v) {
+                        const V4 x = prev[v] > own[v] ? prev[v] : own[v];
+                        const V4 y = in[v] + tr;
+                        out[v] = (x > y ? x : y) + d;
                     }
-                    out[v] = r + d;
+                    break;
+                case 3:
+                    for (size_t v = 0; v < nv; ++v) {
+                        out[v] = (prev[v] > own[v] ? prev[v] : own[v]) + d;
+                    }
+                    break;
+                case 5:
+                    for (size_t v = 0; v < nv; ++v) {
+                        const V4 y = in[v] + tr;
+                        out[v] = (prev[v] > y ? prev[v] : y) + d;
+                    }
+                    break;
+                case 1:
+                    for (size_t v = 0; v < nv; ++v) out[v] = prev[v] + d;
+                    break;
+                default: {
+                    // no stage predecessor: from the start (stage 0) or 0
+                    const V4 first = ops_[i].stage == 0 ? start : zero;
+                    for (size_t v = 0; v < nv; ++v) {
+                        V4 r = first;
+                        if (lo.kind & 2) r = r > own[v] ? r : own[v];
+                        if (lo.kind & 4) {
+                            const V4 y = in[v] + tr;
+                            r = r > y ? r : y;
+                        }
+                        out[v] = r + d;
+                    }
                 }
             }
-            for (size_t k = k0; k < k1; ++k) out[k / 4][k % 4] = own_lane[k - k0];
+            // the lanes of the op's own stage in this block take their own duration (as
+            // makespan() would add it): the ready time again from the predecessors (rows
+            // other than this op's, so still as they were)
+            const auto k1 = static_cast<size_t>(own_last[ops_[i].stage]);
+            for (auto k = static_cast<size_t>(own_first[ops_[i].stage]); k < k1; ++k) {
+                const size_t q = k / 4, r = k % 4;
+                double ready =
+                    lo.kind & 1 ? prev[q][r] : (ops_[i].stage == 0 ? stage0_start_s : 0.0);
+                if (lo.kind & 2) ready = std::max(ready, own[q][r]);
+                if (lo.kind & 4) ready = std::max(ready, in[q][r] + tr);
+                out[q][r] = ready + (d + dl[k] * scaled_s[i]);
+            }
         }
         auto fin = [&](size_t i, size_t k) { return finish[i * nv + k / 4][k % 4]; };
         double* e = end_s + b0;
