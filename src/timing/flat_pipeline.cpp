@@ -18,6 +18,51 @@
 
 namespace prism::timing {
 
+namespace {
+
+/// Walks one longest path back from the last op that finishes latest: `fin(i)` is op i's
+/// finish time and `dur(i)` its duration (as the forward pass added them), `visit(i)` is called
+/// for each op on the path, last op first. Ties go to the stage predecessor, then the own
+/// forward, then the input.
+template <class Fin, class Dur, class Visit>
+void walk_back(const std::vector<FlatOp>& ops, const std::vector<std::int32_t>& last_on_stage,
+               const double* transfer_s, double stage0_start_s, Fin fin, Dur dur, Visit visit) {
+    std::int32_t cur = -1;
+    for (const auto idx : last_on_stage) {
+        if (idx >= 0 && (cur < 0 || fin(idx) > fin(cur))) cur = idx;
+    }
+    while (cur >= 0) {
+        visit(cur);
+        const FlatOp& op = ops[cur];
+        const double ready = fin(cur) - dur(cur);
+        // the predecessor whose arrival set the ready time
+        std::int32_t next = -1;
+        if (op.stage_prev >= 0 && fin(op.stage_prev) == ready) {
+            next = op.stage_prev;
+        } else if (op.own_forward >= 0 && fin(op.own_forward) == ready) {
+            next = op.own_forward;
+        } else if (op.input >= 0 && fin(op.input) + transfer_s[cur] == ready) {
+            next = op.input;
+        } else {
+            // rounding in ready + d - d: the predecessor with the latest arrival
+            double best = -1e300;
+            for (const std::int32_t pred : {op.stage_prev, op.own_forward, op.input}) {
+                if (pred < 0) continue;
+                const double arrive = fin(pred) + (pred == op.input ? transfer_s[cur] : 0.0);
+                if (arrive > best) {
+                    best = arrive;
+                    next = pred;
+                }
+            }
+            const double start = op.stage == 0 ? stage0_start_s : 0.0;
+            if (op.stage_prev < 0 && start >= best) next = -1;
+        }
+        cur = next;
+    }
+}
+
+}  // namespace
+
 FlatPipeline::FlatPipeline(const PipelineShape& s) : shape_(s) {
     const auto schedule = build_schedule(s);
     const int p = s.stages;
@@ -234,51 +279,24 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
         }
         if (slope_s == nullptr) continue;
         // each lane's critical path, walked back as critical_path() does, on its own durations
+        // (lanes go in stage order: st is lane b0 + k's stage, -1 below lane_first[0])
+        int st = -1;
         for (size_t k = 0; k < k_n; ++k) {
             const size_t lane_index = b0 + k;
-            int st = -1;
-            for (int s = 0; s < shape_.stages; ++s) {
-                if (lane_index >= static_cast<size_t>(lane_first[s]) &&
-                    lane_index < static_cast<size_t>(lane_first[s + 1])) {
-                    st = s;
-                    break;
-                }
-            }
-            std::int32_t cur = -1;
-            for (const auto idx : last_on_stage_) {
-                if (idx >= 0 && (cur < 0 || fin(idx, k) > fin(cur, k))) cur = idx;
+            while (st + 1 < shape_.stages &&
+                   lane_index >= static_cast<size_t>(lane_first[st + 1])) {
+                ++st;
             }
             double slope = 0;
-            while (cur >= 0) {
-                const FlatOp& op = ops_[cur];
-                const bool mine = op.stage == st;
-                if (mine) slope += scaled_s[cur];
-                const double ready =
-                    fin(cur, k) - (mine ? op_s[cur] + dl[k] * scaled_s[cur] : op_s[cur]);
-                std::int32_t next = -1;
-                if (op.stage_prev >= 0 && fin(op.stage_prev, k) == ready) {
-                    next = op.stage_prev;
-                } else if (op.own_forward >= 0 && fin(op.own_forward, k) == ready) {
-                    next = op.own_forward;
-                } else if (op.input >= 0 && fin(op.input, k) + transfer_s[cur] == ready) {
-                    next = op.input;
-                } else {
-                    // rounding in ready + d - d: the predecessor with the latest arrival
-                    double best = -1e300;
-                    for (const std::int32_t pred : {op.stage_prev, op.own_forward, op.input}) {
-                        if (pred < 0) continue;
-                        const double arrive =
-                            fin(pred, k) + (pred == op.input ? transfer_s[cur] : 0.0);
-                        if (arrive > best) {
-                            best = arrive;
-                            next = pred;
-                        }
-                    }
-                    const double start_s = op.stage == 0 ? stage0_start_s : 0.0;
-                    if (op.stage_prev < 0 && start_s >= best) next = -1;
-                }
-                cur = next;
-            }
+            walk_back(
+                ops_, last_on_stage_, transfer_s, stage0_start_s,
+                [&](std::int32_t i) { return fin(i, k); },
+                [&](std::int32_t i) {
+                    return ops_[i].stage == st ? op_s[i] + dl[k] * scaled_s[i] : op_s[i];
+                },
+                [&](std::int32_t i) {
+                    if (ops_[i].stage == st) slope += scaled_s[i];
+                });
             slope_s[lane_index] = slope;
         }
     }
@@ -289,38 +307,9 @@ std::vector<std::int32_t> FlatPipeline::critical_path(const double* op_s, const 
     std::vector<std::int32_t> path;
     if (ops_.empty()) return path;
     makespan(op_s, transfer_s, stage0_start_s, finish);
-    std::int32_t cur = -1;
-    for (const auto idx : last_on_stage_) {
-        if (idx >= 0 && (cur < 0 || finish[idx] > finish[cur])) cur = idx;
-    }
-    while (cur >= 0) {
-        path.push_back(cur);
-        const FlatOp& op = ops_[cur];
-        const double ready = finish[cur] - op_s[cur];
-        // the predecessor whose arrival set the ready time
-        std::int32_t next = -1;
-        if (op.stage_prev >= 0 && finish[op.stage_prev] == ready) {
-            next = op.stage_prev;
-        } else if (op.own_forward >= 0 && finish[op.own_forward] == ready) {
-            next = op.own_forward;
-        } else if (op.input >= 0 && finish[op.input] + transfer_s[cur] == ready) {
-            next = op.input;
-        } else {
-            // rounding in ready + d - d: the predecessor with the latest arrival
-            double best = -1e300;
-            for (const std::int32_t pred : {op.stage_prev, op.own_forward, op.input}) {
-                if (pred < 0) continue;
-                const double arrive = finish[pred] + (pred == op.input ? transfer_s[cur] : 0.0);
-                if (arrive > best) {
-                    best = arrive;
-                    next = pred;
-                }
-            }
-            const double start = op.stage == 0 ? stage0_start_s : 0.0;
-            if (op.stage_prev < 0 && start >= best) next = -1;
-        }
-        cur = next;
-    }
+    walk_back(
+        ops_, last_on_stage_, transfer_s, stage0_start_s, [&](std::int32_t i) { return finish[i]; },
+        [&](std::int32_t i) { return op_s[i]; }, [&](std::int32_t i) { path.push_back(i); });
     return path;
 }
 
