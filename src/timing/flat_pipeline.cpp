@@ -302,6 +302,52 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
     }
 }
 
+PRISM_LANES_CLONES
+void FlatPipeline::makespan_affine_lanes(const double* a_s, const double* b_s, const double* r,
+                                         const double* transfer_s, const double* start_s,
+                                         std::size_t lanes, double* end_s) const {
+    if (lanes == 0) return;
+    if (lanes > 4) throw ModelError("makespan_affine_lanes: at most 4 lanes");
+    using V4 = double __attribute__((vector_size(4 * sizeof(double))));
+    const size_t n = ops_.size();
+    // lanes past `lanes` repeat lane 0 and are ignored
+    V4 rv, tr, start;
+    for (size_t k = 0; k < 4; ++k) {
+        const size_t q = k < lanes ? k : 0;
+        rv[k] = r[q];
+        tr[k] = transfer_s[q];
+        start[k] = start_s[q];
+    }
+    const V4 zero{0, 0, 0, 0};
+    thread_local std::vector<double> storage;
+    if (storage.size() < n * 4 + 4) storage.resize(n * 4 + 4);
+    const auto misalign = reinterpret_cast<std::uintptr_t>(storage.data()) % sizeof(V4);
+    V4* const finish =
+        reinterpret_cast<V4*>(storage.data() + (misalign == 0 ? 0 : (sizeof(V4) - misalign) / 8));
+    for (size_t i = 0; i < n; ++i) {
+        const FlatOp& op = ops_[i];
+        // as makespan(): ready = std::max(ready, x) is (x > ready ? x : ready) lane-wise
+        V4 ready = op.stage_prev >= 0 ? finish[op.stage_prev] : (op.stage == 0 ? start : zero);
+        if (op.own_forward >= 0) {
+            const V4 x = finish[op.own_forward];
+            ready = ready < x ? x : ready;
+        }
+        if (op.input >= 0) {
+            const V4 x = finish[op.input] + tr;
+            ready = ready < x ? x : ready;
+        }
+        finish[i] = ready + (a_s[i] + rv * b_s[i]);
+    }
+    for (size_t k = 0; k < lanes; ++k) {
+        double end = 0;
+        for (const auto idx : last_on_stage_) {
+            if (idx >= 0) end = std::max(end, finish[idx][k]);
+        }
+        if (shape_.stages > 0 && last_on_stage_[0] < 0) end = std::max(end, start_s[k]);
+        end_s[k] = end;
+    }
+}
+
 std::vector<std::int32_t> FlatPipeline::critical_path(const double* op_s, const double* transfer_s,
                                                       double stage0_start_s, double* finish) const {
     std::vector<std::int32_t> path;

@@ -55,6 +55,13 @@ class FlatPipeline {
                               double stage0_start_s, const std::int32_t* lane_first,
                               const double* delta, double* end_s, double* slope_s = nullptr) const;
 
+    /// Makespans of up to four schedules in one pass whose durations are affine in a lane
+    /// parameter: lane k has op i take a_s[i] + r[k] * b_s[i], transfers transfer_s[k] and stage
+    /// 0 start start_s[k]; the makespans go to end_s[0 .. lanes). Each equals makespan() with
+    /// those durations exactly (the same roundings).
+    void makespan_affine_lanes(const double* a_s, const double* b_s, const double* r,
+                               const double* transfer_s, const double* start_s, std::size_t lanes,
+                               double* end_s) const;
     /// The ops of one longest path (a critical path), last op first, for durations as in
     /// makespan(); `finish` is scratch of size() entries. Ties go to the stage predecessor,
     /// then the own forward, then the input.

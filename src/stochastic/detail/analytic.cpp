@@ -368,7 +368,13 @@ class Analytic {
 
   private:
     /// makespan of the mean durations at g = 1 and regime r
-    double makespan_at(double r) const;
+    double makespan_at(double r) const {
+        double end = 0;
+        makespans_at(&r, 1, &end);
+        return end;
+    }
+    /// makespan_at for up to four regimes r[0 .. lanes) in one pass
+    void makespans_at(const double* r, size_t lanes, double* end) const;
     /// group factor of stage st that puts the replica's stage term at w (+infinity: the stage
     /// never bounds W, e.g. FSDP layers whose gather outlasts the compute, or a stage that
     /// does not become critical in the relevant range)
@@ -509,23 +515,21 @@ class Analytic {
     mutable std::map<const ReplicaType*, std::vector<double>> mass_;
     /// the last Gaussian kernel of delta_sf (reversed) and what it was built for
     mutable std::vector<double> kern_rev_;
+    /// per op of the schedule: the mean compute and communication of one microbatch's chunk
+    std::vector<double> op_comp_, op_comm_;
     mutable double kern_off_ = 0, kern_sd_ = -1;
     mutable int kern_len_ = -1, kern_reach_ = -1;
 };
 
-double Analytic::makespan_at(double r) const {
-    const auto& ops = m_.pipeline.ops();
-    thread_local std::vector<double> dur, xfer, fin;
-    grow(dur, ops.size());
-    grow(xfer, ops.size());
-    grow(fin, ops.size());
-    const double tr = m_.p2p.mean(1.0, r);
-    for (size_t i = 0; i < ops.size(); ++i) {
-        const int j = ops[i].stage * m_.chunks + ops[i].chunk;
-        dur[i] = (ops[i].backward ? m_.bwd[j] : m_.fwd[j]).mean(1.0, r);
-        xfer[i] = tr;
+void Analytic::makespans_at(const double* r, size_t lanes, double* end) const {
+    // the durations are op_comp_ + r op_comm_ (ChunkCost::mean at g = 1)
+    std::array<double, 4> tr{}, start{};
+    for (size_t k = 0; k < lanes; ++k) {
+        tr[k] = m_.p2p.mean(1.0, r[k]);
+        start[k] = m_.dataloader.mean(1.0, r[k]);
     }
-    return m_.pipeline.makespan(dur.data(), xfer.data(), m_.dataloader.mean(1.0, r), fin.data());
+    m_.pipeline.makespan_affine_lanes(op_comp_.data(), op_comm_.data(), r, tr.data(), start.data(),
+                                      lanes, end);
 }
 
 void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) const {
@@ -1004,11 +1008,15 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     grow(comp, ops.size());
     xfer.assign(ops.size(), m_.p2p.mean(1.0, r_bar_));
     const double dl0 = m_.dataloader.mean(1.0, r_bar_);
+    op_comp_.resize(ops.size());
+    op_comm_.resize(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
         const int j = ops[i].stage * m_.chunks + ops[i].chunk;
         const ChunkCost& k = ops[i].backward ? m_.bwd[j] : m_.fwd[j];
         dur[i] = k.mean(g_ref, r_bar_);
         comp[i] = k.comp_mean;
+        op_comp_[i] = k.comp_mean;
+        op_comm_[i] = k.comm_mean;
     }
     {
         // The contents of ONE critical path at g_ref (at least 1.02: at g = 1 several paths tie
@@ -1946,12 +1954,19 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         // interior point is affine on the whole interval (and within 2 tol of it if within tol
         // of the chord there), so intervals are split only where the critical path changes:
         // a few DAG runs instead of one per cell edge.
-        shift[0] = makespan_at(rs[0]);
-        shift[kCells] = makespan_at(rs[kCells]);
+        // the ends and the middle in one pass (the first split's three DAG runs)
+        {
+            const std::array<double, 3> r3{rs[0], rs[kCells / 2], rs[kCells]};
+            std::array<double, 3> s3{};
+            makespans_at(r3.data(), 3, s3.data());
+            shift[0] = s3[0];
+            shift[kCells / 2] = s3[1];
+            shift[kCells] = s3[2];
+        }
         auto fill = [&](auto&& self, int a, int b) -> void {
             if (b - a < 2) return;
             const int mid = (a + b) / 2;
-            shift[mid] = makespan_at(rs[mid]);
+            if (!(a == 0 && b == kCells)) shift[mid] = makespan_at(rs[mid]);
             const double f = (rs[mid] - rs[a]) / (rs[b] - rs[a]);
             const double chord = shift[a] + f * (shift[b] - shift[a]);
             if (std::fabs(shift[mid] - chord) <= 1e-12 * std::fabs(shift[mid]) && rs[b] > rs[a]) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/common/error.hpp"
 #include "src/stochastic/random.hpp"
 
 namespace prism::timing {
@@ -99,6 +100,40 @@ TEST(FlatPipeline, StageLanesEqualOneMakespanPerLane) {
             }
         }
     }
+}
+
+TEST(FlatPipeline, AffineLanesEqualOneMakespanPerLane) {
+    // truth: makespan() with lane k's durations a + r_k b, transfers and start written out; 1 to
+    // 4 lanes (the unused vector lanes must not leak into the used ones)
+    for (const PipelineShape shape :
+         {PipelineShape{1, 1, 1}, PipelineShape{4, 2, 8}, PipelineShape{8, 1, 16}}) {
+        const FlatPipeline flat(shape);
+        stochastic::Stream rng(23, 24, stochastic::StreamKind::test, 0);
+        std::vector<double> a(flat.size()), b(flat.size()), fin(flat.size());
+        for (size_t i = 0; i < flat.size(); ++i) {
+            a[i] = rng.uniform();
+            b[i] = 0.5 * rng.uniform();
+        }
+        const std::vector<double> r{0.7, 1.0, 1.9, 3.5};
+        const std::vector<double> tr{0.01, 0.2, 0.05, 0.4};
+        const std::vector<double> start{0.0, 0.3, 1.5, 0.1};
+        for (size_t lanes = 1; lanes <= 4; ++lanes) {
+            std::vector<double> end(lanes, -1.0);
+            flat.makespan_affine_lanes(a.data(), b.data(), r.data(), tr.data(), start.data(), lanes,
+                                       end.data());
+            for (size_t k = 0; k < lanes; ++k) {
+                std::vector<double> d(flat.size()), t(flat.size(), tr[k]);
+                for (size_t i = 0; i < flat.size(); ++i) d[i] = a[i] + r[k] * b[i];
+                EXPECT_EQ(end[k], flat.makespan(d.data(), t.data(), start[k], fin.data()))
+                    << "p=" << shape.stages << " lanes " << lanes << " lane " << k;
+            }
+        }
+    }
+    std::vector<double> none(5, 0.0);
+    const FlatPipeline flat(PipelineShape{2, 1, 2});
+    EXPECT_THROW(flat.makespan_affine_lanes(none.data(), none.data(), none.data(), none.data(),
+                                            none.data(), 5, none.data()),
+                 ModelError);
 }
 
 TEST(FlatPipeline, CriticalPathIsAChainOfPredecessorsAsLongAsTheMakespan) {
