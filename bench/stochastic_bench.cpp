@@ -42,12 +42,13 @@ void run(benchmark::State& state, Method method, int samples, bool heavy_tail) {
     state.counters["det_s"] = deterministic_step_time(p.profile);
 }
 
-void run_sweep(benchmark::State& state, Method method, int samples) {
+void run_sweep(benchmark::State& state, Method method, int samples, int grid_points = 0) {
     static const Sweep405B sweep;
     const auto v = prism_paper(false);
     EvaluationSpec eval;
     eval.method = method;
     eval.samples = samples;
+    if (grid_points > 0) eval.grid_points = grid_points;
     std::uint64_t index = 0;
     for (auto _ : state) {
         const size_t i = index % sweep.points.size();
@@ -63,6 +64,10 @@ void run_sweep(benchmark::State& state, Method method, int samples) {
 
 void BM_Analytic405B(benchmark::State& state) { run(state, Method::analytic, 0, false); }
 void BM_Analytic405BSweep(benchmark::State& state) { run_sweep(state, Method::analytic, 0); }
+/// the sweep with a coarser analytic grid (evaluation.grid_points = state.range(0))
+void BM_Analytic405BSweepGrid(benchmark::State& state) {
+    run_sweep(state, Method::analytic, 0, static_cast<int>(state.range(0)));
+}
 void BM_MonteCarlo1000_405BSweep(benchmark::State& state) {
     run_sweep(state, Method::montecarlo, 1000);
 }
@@ -73,6 +78,7 @@ void BM_MonteCarlo1000_405B(benchmark::State& state) {
 
 BENCHMARK(BM_Analytic405B)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Analytic405BSweep)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_Analytic405BSweepGrid)->Arg(129)->Arg(65)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Analytic405BHeavyTail)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_MonteCarlo1000_405B)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_MonteCarlo1000_405BSweep)->Unit(benchmark::kMillisecond)->Iterations(26);

@@ -577,7 +577,8 @@ void parse_constraints(const toml::table& table, Constraints& constraints) {
 
 void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
     check_keys(table, "evaluation",
-               {"method", "samples", "slow_deltas", "histogram", "histogram_bins", "sensitivity"});
+               {"method", "samples", "slow_deltas", "histogram", "histogram_bins", "sensitivity",
+                "grid_points"});
     if (const toml::node* n = table.get("method")) {
         evaluation.method =
             as_choice(*n, "evaluation.method", {"analytic", "montecarlo"}) == "analytic"
@@ -601,6 +602,13 @@ void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
     }
     if (const toml::node* n = table.get("sensitivity")) {
         evaluation.sensitivity = as_bool(*n, "evaluation.sensitivity");
+    }
+    if (const toml::node* n = table.get("grid_points")) {
+        const std::int64_t points = as_integer_in(*n, "evaluation.grid_points", 33);
+        if (points > 4097) {
+            fail_at(*n, fmt::format("evaluation.grid_points: value {} must be <= 4097", points));
+        }
+        evaluation.grid_points = static_cast<int>(points);
     }
 }
 

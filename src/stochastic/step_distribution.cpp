@@ -172,7 +172,8 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
                                          out.cluster_mean_s, out.cluster_var_s2);
         }
     } else {
-        detail::analytic(model, layout, evaluation, clusters, out);
+        detail::analytic(model, layout, evaluation, clusters, out, nullptr, nullptr,
+                         evaluation.grid_points);
     }
     return out;
 }

@@ -139,6 +139,19 @@ TEST(ExperimentLoader, DimensionRangeErrorIsLocatedAtTheValue) {
               "exp.toml:8:10: space.tp: value 0 must be >= 1");
 }
 
+TEST(ExperimentLoader, AnalyticGridPointsAreReadAndBounded) {
+    // 257 unless set; 33 .. 4097 (the grid's interpolation needs a few points per sd, and the
+    // per-point cost grows with it)
+    EXPECT_EQ(parse_experiment(kBase, "exp.toml").evaluation.grid_points, 257);
+    EXPECT_EQ(parse_experiment(kBase + "[evaluation]\ngrid_points = 129\n", "exp.toml")
+                  .evaluation.grid_points,
+              129);
+    EXPECT_EQ(error_of(kBase + "[evaluation]\ngrid_points = 16\n"),
+              "exp.toml:8:15: evaluation.grid_points: value 16 must be >= 33");
+    EXPECT_EQ(error_of(kBase + "[evaluation]\ngrid_points = 5000\n"),
+              "exp.toml:8:15: evaluation.grid_points: value 5000 must be <= 4097");
+}
+
 TEST(ExperimentLoader, HardwareDimensionMustNameATable) {
     EXPECT_EQ(error_of(kBase + "[space]\nhardware = [\"h100\", \"b200\"]\n"),
               "exp.toml:8:21: space.hardware: \"b200\" is not a [hardware.<name>] table (have: "

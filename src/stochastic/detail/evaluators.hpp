@@ -40,6 +40,8 @@ void summarize_samples(std::vector<double> samples, const EvaluationSpec& eval,
 /// shares its spacing). 257 is within the Monte Carlo noise of 1025 and 2049 on the accuracy
 /// matrix (tests/src/stochastic/accuracy_test.cpp checks the convergence).
 inline constexpr int kAnalyticGridPoints = 257;
+static_assert(kAnalyticGridPoints == EvaluationSpec{}.grid_points,
+              "the analytic grid's default is EvaluationSpec's");
 
 /// The analytic evaluator; if `query` is given, also its CDF at those times into `cdf_out`.
 void analytic(const StepModel& model, const PersistentLayout& layout, const EvaluationSpec& eval,

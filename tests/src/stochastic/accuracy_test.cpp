@@ -254,5 +254,37 @@ TEST(StepDistributionAccuracy, DefaultGridIsConvergedAgainstAnEightTimesFinerGri
     std::printf("worst %.2e\n", worst);
 }
 
+TEST(StepDistributionAccuracy, CoarserGridsStayWithinTheirMeasuredQuantileError) {
+    // truth: the same evaluator on 2049 grid points. evaluation.grid_points trades accuracy for
+    // speed; the bounds are the README's measured figures (on the 405B sweep: p50-p99 within
+    // 3.2e-4 at 129 points and 1.3e-3 at 65), with a margin
+    const auto hw = testing::test_hardware();
+    double worst129 = 0, worst65 = 0;
+    bool moved = false;
+    for (const auto& c : matrix()) {
+        const auto [profile, point, cluster, var] = setup(c);
+        auto at = [&](int points) {
+            EvaluationSpec eval;
+            eval.sensitivity = false;
+            eval.grid_points = points;
+            return step_distribution(profile, point, hw, cluster, var, eval, 42, 7);
+        };
+        const auto fine = at(2049), d257 = at(257), d129 = at(129), d65 = at(65);
+        auto err = [&](const StepDistribution& d) {
+            return std::max({std::fabs(d.p50_s / fine.p50_s - 1),
+                             std::fabs(d.p95_s / fine.p95_s - 1),
+                             std::fabs(d.p99_s / fine.p99_s - 1)});
+        };
+        worst129 = std::max(worst129, err(d129));
+        worst65 = std::max(worst65, err(d65));
+        EXPECT_LE(err(d129), 1e-3) << c.name;
+        EXPECT_LE(err(d65), 3e-3) << c.name;
+        moved = moved || d129.p99_s != d257.p99_s;
+    }
+    std::printf("worst quantile error against 2049 points: 129 points %.1e, 65 points %.1e\n",
+                worst129, worst65);
+    EXPECT_TRUE(moved) << "evaluation.grid_points does not reach the evaluator";
+}
+
 }  // namespace
 }  // namespace prism
