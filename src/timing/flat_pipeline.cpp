@@ -61,6 +61,16 @@ void walk_back(const std::vector<FlatOp>& ops, const std::vector<std::int32_t>& 
     }
 }
 
+/// Thread-local scratch of at least `doubles` doubles, aligned to 32 bytes for the lane passes'
+/// vectors of four (aligned by hand: a std::vector of such vectors would lose the type's
+/// alignment as a template argument). Each call may reuse the previous call's storage.
+double* aligned_scratch(std::size_t doubles) {
+    thread_local std::vector<double> storage;
+    if (storage.size() < doubles + 4) storage.resize(doubles + 4);
+    const auto misalign = reinterpret_cast<std::uintptr_t>(storage.data()) % 32;
+    return storage.data() + (misalign == 0 ? 0 : (32 - misalign) / sizeof(double));
+}
+
 }  // namespace
 
 FlatPipeline::FlatPipeline(const PipelineShape& s) : shape_(s) {
@@ -172,13 +182,7 @@ void FlatPipeline::makespan_stage_lanes(const double* op_s, const double* scaled
     const size_t blocks = (lanes + kStageLaneBlock - 1) / kStageLaneBlock;
     const size_t block = (lanes + blocks - 1) / blocks;
     const size_t nv = (block + 3) / 4;
-    // (doubles aligned by hand: a vector of V4 would lose the type's alignment as a template
-    // argument)
-    thread_local std::vector<double> storage;
-    if (storage.size() < n * nv * 4 + 4) storage.resize(n * nv * 4 + 4);
-    const auto misalign = reinterpret_cast<std::uintptr_t>(storage.data()) % sizeof(V4);
-    V4* const finish =
-        reinterpret_cast<V4*>(storage.data() + (misalign == 0 ? 0 : (sizeof(V4) - misalign) / 8));
+    V4* const finish = reinterpret_cast<V4*>(aligned_scratch(n * nv * 4));
     const V4 zero{0, 0, 0, 0};
     const V4 start = zero + stage0_start_s;
     // the ops with their predecessors' rows (in vectors; -1: none) and which of them exist
@@ -319,11 +323,7 @@ void FlatPipeline::makespan_affine_lanes(const double* a_s, const double* b_s, c
         start[k] = start_s[q];
     }
     const V4 zero{0, 0, 0, 0};
-    thread_local std::vector<double> storage;
-    if (storage.size() < n * 4 + 4) storage.resize(n * 4 + 4);
-    const auto misalign = reinterpret_cast<std::uintptr_t>(storage.data()) % sizeof(V4);
-    V4* const finish =
-        reinterpret_cast<V4*>(storage.data() + (misalign == 0 ? 0 : (sizeof(V4) - misalign) / 8));
+    V4* const finish = reinterpret_cast<V4*>(aligned_scratch(n * 4));
     for (size_t i = 0; i < n; ++i) {
         const FlatOp& op = ops_[i];
         // as makespan(): ready = std::max(ready, x) is (x > ready ? x : ready) lane-wise

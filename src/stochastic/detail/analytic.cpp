@@ -516,7 +516,9 @@ class Analytic {
     /// the last Gaussian kernel of delta_sf (reversed) and what it was built for
     mutable std::vector<double> kern_rev_;
     /// per op of the schedule: the mean compute and communication of one microbatch's chunk
-    std::vector<double> op_comp_, op_comm_;
+    /// (thread-local rows filled by run())
+    const double* op_comp_ = nullptr;
+    const double* op_comm_ = nullptr;
     mutable double kern_off_ = 0, kern_sd_ = -1;
     mutable int kern_len_ = -1, kern_reach_ = -1;
 };
@@ -528,8 +530,7 @@ void Analytic::makespans_at(const double* r, size_t lanes, double* end) const {
         tr[k] = m_.p2p.mean(1.0, r[k]);
         start[k] = m_.dataloader.mean(1.0, r[k]);
     }
-    m_.pipeline.makespan_affine_lanes(op_comp_.data(), op_comm_.data(), r, tr.data(), start.data(),
-                                      lanes, end);
+    m_.pipeline.makespan_affine_lanes(op_comp_, op_comm_, r, tr.data(), start.data(), lanes, end);
 }
 
 void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) const {
@@ -1003,21 +1004,21 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     double d_ref = 0;  // T(g_ref) - T(g = 1) at r_bar
     std::vector<double> content(p, 0.0);
     const auto& ops = m_.pipeline.ops();
-    thread_local std::vector<double> dur, comp, xfer, fin, end;
+    thread_local std::vector<double> dur, comp, comm, xfer, fin, end;
     grow(dur, ops.size());
     grow(comp, ops.size());
+    grow(comm, ops.size());
     xfer.assign(ops.size(), m_.p2p.mean(1.0, r_bar_));
     const double dl0 = m_.dataloader.mean(1.0, r_bar_);
-    op_comp_.resize(ops.size());
-    op_comm_.resize(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
         const int j = ops[i].stage * m_.chunks + ops[i].chunk;
         const ChunkCost& k = ops[i].backward ? m_.bwd[j] : m_.fwd[j];
         dur[i] = k.mean(g_ref, r_bar_);
         comp[i] = k.comp_mean;
-        op_comp_[i] = k.comp_mean;
-        op_comm_[i] = k.comm_mean;
+        comm[i] = k.comm_mean;
     }
+    op_comp_ = comp.data();
+    op_comm_ = comm.data();
     {
         // The contents of ONE critical path at g_ref (at least 1.02: at g = 1 several paths tie
         // in interleaved schedules, and per-stage derivatives taken one stage at a time may
