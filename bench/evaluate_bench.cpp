@@ -2,13 +2,19 @@
 // run model) on Llama-3-405B-class points on 16,384 H100s, as a sweep evaluates them: the
 // analytic and the Monte Carlo (1,000 samples) evaluators, with and without the sensitivity
 // ranking (10 more distributions per point). One core; points/s = items_per_second.
+// The *CoTuning variants sweep the same points over 4 learning rates x 2 checkpoint intervals
+// through the sweep's ChunkEvaluator: the 8 points of each configuration run the same steps and
+// share one step-time distribution (StepCache); counter `distributions` = those computed.
 //
 //   build/bench/evaluate_bench --benchmark_min_time=2
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
+#include "explorer/chunk_evaluator.hpp"
 #include "explorer/design_space.hpp"
 #include "io/experiment_loader.hpp"
 #include "src/model/deterministic.hpp"
@@ -16,7 +22,8 @@
 
 namespace {
 
-std::string experiment_text(const std::string& method, bool sensitivity) {
+std::string experiment_text(const std::string& method, bool sensitivity,
+                            const std::string& extra_space = "") {
     return R"(
 [experiment]
 name = "bench-405b-16k"
@@ -44,6 +51,8 @@ pp = [8, 16]
 gpus = [16384]
 microbatch = [1]
 placement = ["tp-cp-pp-dp", "random", "aware"]
+)" + extra_space +
+           R"(
 
 [evaluation]
 method = ")" +
@@ -98,15 +107,57 @@ void run(benchmark::State& state, const std::string& method, bool sensitivity, b
     state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
 }
 
+/// The whole space in index order, one chunk of 8 points at a time, as a worker gets them; each
+/// pass over the space starts with an empty step cache (a new worker), so that every
+/// configuration's distribution is computed once per pass, never taken from an earlier pass.
+void run_cotuning(benchmark::State& state, const std::string& method, bool sensitivity) {
+    const prism::Experiment e =
+        prism::io::parse_experiment(experiment_text(method, sensitivity,
+                                                    "learning_rate = [1e-4, 2e-4, 4e-4, 8e-4]\n"
+                                                    "checkpoint_interval = [1800, 3600]\n"),
+                                    "bench.toml");
+    const prism::explorer::DesignSpace space(e);
+    const prism::Evaluator evaluator(e);
+    std::optional<prism::explorer::ChunkEvaluator> chunks;
+    std::uint64_t begin = 0, points = 0;
+    std::size_t computed = 0, shared = 0;
+    for (auto _ : state) {
+        if (begin == 0) {
+            if (chunks) {
+                computed += chunks->step_cache().misses();
+                shared += chunks->step_cache().hits();
+            }
+            chunks.emplace(space, evaluator);
+        }
+        const std::uint64_t end = std::min<std::uint64_t>(begin + 8, space.size());
+        const auto r = (*chunks)(prism::explorer::WorkOrder{0, begin, end});
+        benchmark::DoNotOptimize(r.rows.data());
+        points += r.rows.size();
+        begin = end == space.size() ? 0 : end;
+    }
+    computed += chunks->step_cache().misses();
+    shared += chunks->step_cache().hits();
+    state.SetItemsProcessed(static_cast<std::int64_t>(points));
+    state.counters["distributions"] = static_cast<double>(computed);
+    state.counters["shared"] = static_cast<double>(shared);
+}
+
 void BM_Deterministic(benchmark::State& s) { run(s, "analytic", false, false); }
 void BM_Analytic(benchmark::State& s) { run(s, "analytic", false, true); }
 void BM_AnalyticWithSensitivity(benchmark::State& s) { run(s, "analytic", true, true); }
 void BM_MonteCarlo1000(benchmark::State& s) { run(s, "montecarlo", false, true); }
 
+void BM_AnalyticCoTuning(benchmark::State& s) { run_cotuning(s, "analytic", false); }
+void BM_AnalyticWithSensitivityCoTuning(benchmark::State& s) { run_cotuning(s, "analytic", true); }
+void BM_MonteCarlo1000CoTuning(benchmark::State& s) { run_cotuning(s, "montecarlo", false); }
+
 BENCHMARK(BM_Deterministic)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Analytic)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AnalyticWithSensitivity)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MonteCarlo1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AnalyticCoTuning)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AnalyticWithSensitivityCoTuning)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MonteCarlo1000CoTuning)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

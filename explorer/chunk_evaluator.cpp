@@ -40,7 +40,8 @@ ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
                 throw ModelError("injected failure at index " + std::to_string(index) +
                                  " (PRISM_FAULT_INJECT_INDICES)");
             }
-            out.rows.push_back(evaluator_->evaluate(decoded.point, index));
+            out.rows.push_back(
+                evaluator_->evaluate(decoded.point, index, space_->stream_index(index), &cache_));
             if (delay_ms_ > 0) {
                 std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
             }

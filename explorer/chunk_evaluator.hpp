@@ -10,16 +10,21 @@
 namespace prism::explorer {
 
 /// Decodes, filters and evaluates the indices of one work order. A point whose evaluation
-/// throws becomes a `failed` row carrying the message; it never escapes.
+/// throws becomes a `failed` row carrying the message; it never escapes. Points keep their
+/// random streams at DesignSpace::stream_index, and the step-time distributions of the last
+/// few thousand stream indices are reused (StepCache): one per worker, not thread-safe.
 class ChunkEvaluator {
   public:
     ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator);
 
     ChunkResult operator()(const WorkOrder& order) const;
 
+    const StepCache& step_cache() const noexcept { return cache_; }
+
   private:
     const DesignSpace* space_;
     const Evaluator* evaluator_;
+    mutable StepCache cache_;
     /// Fault injection for tests of the failure policy: indices listed in the environment
     /// variable PRISM_FAULT_INJECT_INDICES ("3,17,...") throw as if the model had failed.
     std::set<std::uint64_t> inject_failures_;

@@ -14,6 +14,10 @@ DesignSpace::DesignSpace(const Experiment& experiment) : experiment_(&experiment
         }
         radix_.push_back(r);
         size_ *= r;
+        const bool neutral = dim.name == "learning_rate" || dim.name == "checkpoint_interval";
+        step_neutral_.push_back(neutral);
+        any_step_neutral_ = any_step_neutral_ || neutral;
+        if (neutral) per_stream_ *= r;
     }
 }
 
@@ -30,6 +34,15 @@ std::uint64_t DesignSpace::index_of(const std::vector<std::size_t>& digits) cons
     std::uint64_t index = 0;
     for (std::size_t k = 0; k < radix_.size(); ++k) index = index * radix_[k] + digits[k];
     return index;
+}
+
+std::uint64_t DesignSpace::stream_index(std::uint64_t index) const {
+    if (!any_step_neutral_) return index;
+    auto d = digits(index);
+    for (std::size_t k = 0; k < d.size(); ++k) {
+        if (step_neutral_[k]) d[k] = 0;
+    }
+    return index_of(d);
 }
 
 DesignPoint DesignSpace::point(std::uint64_t index) const {

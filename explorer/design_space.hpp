@@ -36,9 +36,21 @@ class DesignSpace {
     /// The design point of `index` without the filters (for indices already known to pass).
     DesignPoint point(std::uint64_t index) const;
 
+    /// The index whose random streams point `index` uses: `index` with the dimensions that do
+    /// not change the training steps (`learning_rate`, `checkpoint_interval`) at their first
+    /// value. Points that differ only there run the same steps: they share one step-time
+    /// distribution (evaluated once, see prism::StepCache) and one failure history (common
+    /// random numbers across checkpoint intervals), whatever the chunking or rank count.
+    std::uint64_t stream_index(std::uint64_t index) const;
+    /// How many points share each stream index (the product of those dimensions' sizes).
+    std::uint64_t points_per_stream() const noexcept { return per_stream_; }
+
   private:
     const Experiment* experiment_;
     std::vector<std::uint64_t> radix_;
+    std::vector<bool> step_neutral_;  ///< per dimension: does not change the steps
+    bool any_step_neutral_ = false;
+    std::uint64_t per_stream_ = 1;
     std::uint64_t size_ = 1;
 };
 

@@ -99,21 +99,38 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
     const std::size_t step = std::max<std::size_t>(1, feasible_sample.size() / 100);
     for (std::size_t i = 0; i < feasible_sample.size(); i += step)
         sample.push_back(feasible_sample[i]);
-    const auto t1 = std::chrono::steady_clock::now();
+    // Each sampled point twice: as the first of its stream index (the step-time distribution
+    // computed) and again from the step cache (the cost of the points sharing it).
     std::size_t evaluated = 0;
+    double miss_s = 0, hit_s = 0;
     for (auto index : sample) {
+        StepCache cache;
+        const DesignPoint p = space.decode(index).point;
+        const std::uint64_t stream = space.stream_index(index);
+        const auto t1 = std::chrono::steady_clock::now();
         try {
-            evaluator.evaluate(space.decode(index).point, index);
+            evaluator.evaluate(p, index, stream, &cache);
         } catch (const std::exception&) {
         }
+        const auto t2 = std::chrono::steady_clock::now();
+        try {
+            evaluator.evaluate(p, index, stream, &cache);
+        } catch (const std::exception&) {
+        }
+        const auto t3 = std::chrono::steady_clock::now();
+        miss_s += std::chrono::duration<double>(t2 - t1).count();
+        hit_s += std::chrono::duration<double>(t3 - t2).count();
         ++evaluated;
     }
-    const double eval_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    const double per_point = evaluated ? eval_s / evaluated : 0;
+    const double per_point = evaluated ? miss_s / evaluated : 0;
+    const double per_hit = evaluated ? hit_s / evaluated : 0;
+    // points sharing one stream index: the distribution is computed for one of them
+    const double shared = static_cast<double>(space.points_per_stream());
+    const double per_point_sweep = per_hit + (per_point - per_hit) / shared;
     const double filter_per_point = probes ? filter_s / probes : 0;
     const double total_s =
-        (kept_total * per_point + static_cast<double>(n) * filter_per_point) / std::max(1, workers);
+        (kept_total * per_point_sweep + static_cast<double>(n) * filter_per_point) /
+        std::max(1, workers);
 
     std::cout << fmt::format("experiment     {}\n", e.name);
     std::cout << fmt::format("space size     {} points ({} dimensions)\n", n,
@@ -133,6 +150,12 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
     }
     std::cout << fmt::format("evaluation     {:.3g} ms per point (sample of {})\n", per_point * 1e3,
                              evaluated);
+    if (shared > 1) {
+        std::cout << fmt::format(
+            "shared steps   {:.0f} points per step-time distribution (learning_rate, "
+            "checkpoint_interval): {:.3g} ms per point in the sweep\n",
+            shared, per_point_sweep * 1e3);
+    }
     std::cout << fmt::format("estimated run  {:.1f} s with {} worker{}\n", total_s, workers,
                              workers == 1 ? "" : "s");
     return kExitOk;

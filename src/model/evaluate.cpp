@@ -73,7 +73,7 @@ struct StochasticPart {
 };
 
 void build_row(const Experiment& e, const DesignPoint& p, const DeterministicResult* det,
-               const StochasticPart* st, double baseline_step_s, std::uint64_t index,
+               const StochasticPart* st, double baseline_step_s, std::uint64_t stream_index,
                RowBuilder& row, bool run = true) {
     const bool have = det != nullptr;
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(p.hardware));
@@ -177,7 +177,7 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             in.checkpoint_bytes = 14.0 * total_params(e.model);
             in.failures = e.failures;
             in.checkpoint_interval_override_s = p.checkpoint_interval_s;
-            run_metrics = evaluate_run(in, e.seed, index);
+            run_metrics = evaluate_run(in, e.seed, stream_index);
         }
         row.add("steps_total", "1", "optimizer steps of the run (total_tokens / tokens per step)",
                 have ? static_cast<double>(steps) : kNaN);
@@ -241,7 +241,23 @@ Evaluator::Evaluator(const Experiment& experiment)
     }
 }
 
-PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index) const {
+namespace {
+
+/// Whether two points run the same training steps: equal in every field but learning_rate and
+/// checkpoint_interval_s.
+bool same_steps(const DesignPoint& a, const DesignPoint& b) {
+    return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp &&
+           a.microbatch == b.microbatch && a.zero_stage == b.zero_stage &&
+           a.recompute == b.recompute && a.sequence_parallel == b.sequence_parallel &&
+           a.interleave == b.interleave && a.hardware == b.hardware &&
+           a.placement.kind == b.placement.kind && a.placement.order == b.placement.order &&
+           a.global_batch_seqs == b.global_batch_seqs;
+}
+
+}  // namespace
+
+PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
+                                std::uint64_t stream_index, StepCache* cache) const {
     PointResult result;
     result.index = index;
     const DeterministicResult det = evaluate_deterministic(*experiment_, point);
@@ -252,20 +268,39 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index) c
     if (!det.feasible) {
         // A point that does not fit runs no step: its deterministic figures say by how much it
         // misses; distributions and run times stay NaN (and cost nothing).
-        build_row(e, point, &det, nullptr, baseline_step_s_, index, row, false);
+        build_row(e, point, &det, nullptr, baseline_step_s_, stream_index, row, false);
         result.status = PointStatus::infeasible;
         result.reason = det.reason;
         return result;
     }
     StochasticPart st;
-    st.dist = step_distribution(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
-                                e.seed, index);
-    if (e.evaluation.sensitivity) {
-        st.sens = sensitivity(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
-                              e.seed, index, st.dist);
-        st.have_sensitivity = true;
+    StepCache::Entry* cached = nullptr;
+    if (cache != nullptr) {
+        const auto it = cache->entries_.find(stream_index);
+        if (it != cache->entries_.end() && same_steps(it->second.point, point)) {
+            cached = &it->second;
+        }
     }
-    build_row(e, point, &det, &st, baseline_step_s_, index, row, true);
+    if (cached != nullptr) {
+        ++cache->hits_;
+        st.dist = cached->dist;
+        st.sens = cached->sens;
+        st.have_sensitivity = cached->have_sensitivity;
+    } else {
+        st.dist = step_distribution(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
+                                    e.seed, stream_index);
+        if (e.evaluation.sensitivity) {
+            st.sens = sensitivity(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
+                                  e.seed, stream_index, st.dist);
+            st.have_sensitivity = true;
+        }
+        if (cache != nullptr) {
+            ++cache->misses_;
+            if (cache->entries_.size() >= cache->capacity_) cache->entries_.clear();
+            cache->entries_[stream_index] = {point, st.dist, st.sens, st.have_sensitivity};
+        }
+    }
+    build_row(e, point, &det, &st, baseline_step_s_, stream_index, row, true);
     if (e.evaluation.histogram) {
         result.histogram = st.dist.histogram;
         result.histogram_lo_s = st.dist.histogram_lo_s;

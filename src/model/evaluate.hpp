@@ -2,10 +2,13 @@
 
 // The model's one entry point for the explorer: a design point in, a row of metrics out.
 
+#include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 
 #include "src/model/metrics.hpp"
 #include "src/model/spec.hpp"
+#include "src/stochastic/step_distribution.hpp"
 
 namespace prism {
 
@@ -13,11 +16,36 @@ namespace prism {
 /// the same experiment and seed give the same results only under the same model version, so
 /// `--resume` refuses a file made under another. Bump it whenever an evaluator's output for a
 /// given point changes (grids, approximations, random streams).
-inline constexpr const char* kModelVersion = "2026.11.22.3";
+inline constexpr const char* kModelVersion = "2026.11.22.4";
 
 /// The metrics `Evaluator::evaluate` fills for this experiment, in order (depends on the
 /// evaluation settings: slow-step deltas, run deadlines, sensitivity on/off).
 MetricSchema metric_schema(const Experiment& experiment);
+
+/// The step-time distributions (and sensitivities) of recently evaluated points, by stream
+/// index. Points that differ only in `learning_rate` or `checkpoint_interval` run the same
+/// steps and share a stream index (explorer::DesignSpace::stream_index): the first one's
+/// distribution serves the others, bit for bit what they would compute themselves. Not
+/// thread-safe: one per worker thread, for one Evaluator.
+class StepCache {
+  public:
+    explicit StepCache(std::size_t capacity = 4096) : capacity_(capacity) {}
+
+    std::size_t hits() const noexcept { return hits_; }
+    std::size_t misses() const noexcept { return misses_; }
+
+  private:
+    friend class Evaluator;
+    struct Entry {
+        DesignPoint point;  ///< checked: the same steps (all but learning_rate, checkpoint)
+        StepDistribution dist;
+        Sensitivity sens;
+        bool have_sensitivity = false;
+    };
+    std::size_t capacity_;
+    std::size_t hits_ = 0, misses_ = 0;
+    std::unordered_map<std::uint64_t, Entry> entries_;
+};
 
 /// Evaluates design points of one experiment. Construction evaluates the baseline point (if
 /// any) once, for the speedup metric. Thread-compatible: `evaluate` is const.
@@ -30,7 +58,15 @@ class Evaluator {
     /// Evaluates `point` (design-space index `index`, which keys its random streams).
     /// Infeasible points come back with status infeasible and a reason; a point the model cannot
     /// evaluate throws ModelError. Deterministic for a given (experiment seed, index).
-    PointResult evaluate(const DesignPoint& point, std::uint64_t index) const;
+    PointResult evaluate(const DesignPoint& point, std::uint64_t index) const {
+        return evaluate(point, index, index, nullptr);
+    }
+
+    /// As above, the random streams keyed by `stream_index` instead (the sweep passes
+    /// DesignSpace::stream_index(index)); with a cache, a point whose stream index is there
+    /// takes its step-time distribution from it. The result does not depend on the cache.
+    PointResult evaluate(const DesignPoint& point, std::uint64_t index, std::uint64_t stream_index,
+                         StepCache* cache) const;
 
   private:
     const Experiment* experiment_;
