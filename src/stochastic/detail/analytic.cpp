@@ -436,13 +436,6 @@ class Analytic {
             return u.units * std::log(std::max(1e-300, 1.0 - u.q + u.q * b));
         }
     }
-    /// sf of Delta on the x grid for a replica type (persistent part smoothed by `noise_sd`)
-    std::vector<double> delta_sf(const ReplicaType& t, double noise_sd) const;
-    /// sum over (weight, type) of weight * delta_sf(type): one convolution per distinct offset
-    std::vector<double> mixture_sf(const std::vector<std::pair<double, const ReplicaType*>>& mix,
-                                   double noise_sd) const {
-        return mixture_sf(mixture_masses(mix), noise_sd);
-    }
     /// a mixture's W masses, grouped by their offset (extra mean), before the smoothing by the
     /// noise: what the sf with and without the noise share
     struct MixtureMasses {
@@ -452,6 +445,8 @@ class Analytic {
     };
     MixtureMasses mixture_masses(
         const std::vector<std::pair<double, const ReplicaType*>>& mix) const;
+    /// sum over the mixture's (weight, type) of weight * the sf of the type's Delta on the x
+    /// grid, its persistent part smoothed by `noise_sd`: one convolution per distinct offset
     std::vector<double> mixture_sf(const MixtureMasses& mm, double noise_sd) const;
     /// adds to sf the Gaussian-smoothed sf of the W masses pj (kw cells) shifted by extra_mean
     void convolve_add(const std::vector<double>& pj, int kw, double extra_mean, double noise_sd,
@@ -513,7 +508,7 @@ class Analytic {
     };
     mutable std::map<const GroupLaw*, UCache> ucache_;
     mutable std::map<const ReplicaType*, std::vector<double>> mass_;
-    /// the last Gaussian kernel of delta_sf (reversed) and what it was built for
+    /// the last Gaussian kernel of convolve_add (reversed) and what it was built for
     mutable std::vector<double> kern_rev_;
     /// per op of the schedule: the mean compute and communication of one microbatch's chunk
     /// (thread-local rows filled by run())
@@ -766,10 +761,6 @@ void Analytic::cond_masses(const GroupLaw* ulaw, const double* ysf, double weigh
     for (int j = 0; j < kw; ++j) {
         pj[j] = std::max(0.0, std::min(weight, zsf[j]) - std::min(weight, zsf[j + 1]));
     }
-}
-
-std::vector<double> Analytic::delta_sf(const ReplicaType& t, double noise_sd) const {
-    return mixture_sf({{1.0, &t}}, noise_sd);
 }
 
 Analytic::MixtureMasses Analytic::mixture_masses(
@@ -1655,12 +1646,15 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         sf_mix = mixture_sf(mm, noise_sd);
         if (clusters > 1) sf_mix_pers = mixture_sf(mm, 0.0);
         // in PGF mode the scenario counts name the base type only
-        sf_type[0] = delta_sf(types[0], noise_sd);
-        if (clusters > 1) sf_type_pers[0] = delta_sf(types[0], 0.0);
+        // (the masses once for both tables)
+        const MixtureMasses m0 = mixture_masses({{1.0, &types[0]}});
+        sf_type[0] = mixture_sf(m0, noise_sd);
+        if (clusters > 1) sf_type_pers[0] = mixture_sf(m0, 0.0);
     } else {
         for (size_t t = 0; t < types.size(); ++t) {
-            sf_type[t] = delta_sf(types[t], noise_sd);
-            if (clusters > 1) sf_type_pers[t] = delta_sf(types[t], 0.0);
+            const MixtureMasses mt = mixture_masses({{1.0, &types[t]}});
+            sf_type[t] = mixture_sf(mt, noise_sd);
+            if (clusters > 1) sf_type_pers[t] = mixture_sf(mt, 0.0);
         }
     }
     // Slow units that each touch one replica, the same number u in every replica: replicas
