@@ -16,7 +16,6 @@ DesignSpace::DesignSpace(const Experiment& experiment) : experiment_(&experiment
         size_ *= r;
         const bool neutral = dim.name == "learning_rate" || dim.name == "checkpoint_interval";
         step_neutral_.push_back(neutral);
-        any_step_neutral_ = any_step_neutral_ || neutral;
         if (neutral) per_stream_ *= r;
     }
 }
@@ -37,7 +36,7 @@ std::uint64_t DesignSpace::index_of(const std::vector<std::size_t>& digits) cons
 }
 
 std::uint64_t DesignSpace::stream_index(std::uint64_t index) const {
-    if (!any_step_neutral_) return index;
+    if (per_stream_ == 1) return index;  // no such dimension with more than one value
     auto d = digits(index);
     for (std::size_t k = 0; k < d.size(); ++k) {
         if (step_neutral_[k]) d[k] = 0;

@@ -49,7 +49,6 @@ class DesignSpace {
     const Experiment* experiment_;
     std::vector<std::uint64_t> radix_;
     std::vector<bool> step_neutral_;  ///< per dimension: does not change the steps
-    bool any_step_neutral_ = false;
     std::uint64_t per_stream_ = 1;
     std::uint64_t size_ = 1;
 };

@@ -107,19 +107,16 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
         StepCache cache;
         const DesignPoint p = space.decode(index).point;
         const std::uint64_t stream = space.stream_index(index);
-        const auto t1 = std::chrono::steady_clock::now();
-        try {
-            evaluator.evaluate(p, index, stream, &cache);
-        } catch (const std::exception&) {
-        }
-        const auto t2 = std::chrono::steady_clock::now();
-        try {
-            evaluator.evaluate(p, index, stream, &cache);
-        } catch (const std::exception&) {
-        }
-        const auto t3 = std::chrono::steady_clock::now();
-        miss_s += std::chrono::duration<double>(t2 - t1).count();
-        hit_s += std::chrono::duration<double>(t3 - t2).count();
+        auto timed = [&] {  // seconds of one evaluation (a failing point counts its time too)
+            const auto t = std::chrono::steady_clock::now();
+            try {
+                evaluator.evaluate(p, index, stream, &cache);
+            } catch (const std::exception&) {
+            }
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+        };
+        miss_s += timed();
+        hit_s += timed();
         ++evaluated;
     }
     const double per_point = evaluated ? miss_s / evaluated : 0;

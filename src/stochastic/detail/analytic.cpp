@@ -1645,17 +1645,13 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const MixtureMasses mm = mixture_masses(mix);
         sf_mix = mixture_sf(mm, noise_sd);
         if (clusters > 1) sf_mix_pers = mixture_sf(mm, 0.0);
-        // in PGF mode the scenario counts name the base type only
-        // (the masses once for both tables)
-        const MixtureMasses m0 = mixture_masses({{1.0, &types[0]}});
-        sf_type[0] = mixture_sf(m0, noise_sd);
-        if (clusters > 1) sf_type_pers[0] = mixture_sf(m0, 0.0);
-    } else {
-        for (size_t t = 0; t < types.size(); ++t) {
-            const MixtureMasses mt = mixture_masses({{1.0, &types[t]}});
-            sf_type[t] = mixture_sf(mt, noise_sd);
-            if (clusters > 1) sf_type_pers[t] = mixture_sf(mt, 0.0);
-        }
+    }
+    // each type's sf with and without the noise, from its masses once (in PGF mode the
+    // scenario counts name the base type only)
+    for (size_t t = 0; t < (linear_pgf ? 1 : types.size()); ++t) {
+        const MixtureMasses mt = mixture_masses({{1.0, &types[t]}});
+        sf_type[t] = mixture_sf(mt, noise_sd);
+        if (clusters > 1) sf_type_pers[t] = mixture_sf(mt, 0.0);
     }
     // Slow units that each touch one replica, the same number u in every replica: replicas
     // are independent, each with K ~ Binomial(u, q) slow units. A replica with K >= 2 takes the
