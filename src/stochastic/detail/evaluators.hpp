@@ -17,11 +17,17 @@ namespace prism::stochastic::detail {
 std::vector<double> monte_carlo(const StepModel& model, const PersistentLayout& layout, int samples,
                                 std::uint64_t seed, std::uint64_t point_index);
 
-/// Replica pruning audit (tests): over `samples` Monte Carlo steps, how many replicas were
-/// skipped as unable to be the slowest, and how many of those, drawn anyway, were slower than
-/// the slowest drawn one (each should happen with probability < 1e-12).
+/// Replica pruning audit (tests, bench/mc_breakdown): over `samples` Monte Carlo steps, how
+/// many replicas were skipped as unable to be the slowest, and how many of those, drawn anyway,
+/// were slower than the slowest drawn one (each should happen with probability < 1e-12); and
+/// where the sampler's work went, before the audit's extra draws: `drawn` replicas drawn,
+/// `bounded` replicas whose mean-duration makespan was computed exactly for their bound,
+/// `dag_runs` mean-duration passes over the schedule for those (one per 8 replicas on the
+/// sparse path, one per replica on the dense one), `extends` rounds that revealed more healthy
+/// group factors (sparse path).
 struct PruningCheck {
     std::int64_t replicas = 0, skipped = 0, violations = 0;
+    std::int64_t drawn = 0, bounded = 0, dag_runs = 0, extends = 0;
 };
 PruningCheck check_monte_carlo_pruning(const StepModel& model, const PersistentLayout& layout,
                                        int samples, std::uint64_t seed, std::uint64_t point_index);

@@ -228,6 +228,11 @@ class StepSampler {
             for (int rep = 0; rep < m.replicas; ++rep) {
                 slowest = std::max(slowest, sample_replica(gk, rep, r, rng));
             }
+            if (check_ != nullptr) {
+                // every replica drawn, none skipped
+                check_->replicas += m.replicas;
+                check_->drawn += m.replicas;
+            }
         } else {
             slowest = slowest_replica(gk, r, rng);
         }
@@ -450,8 +455,12 @@ class StepSampler {
                 continue;
             }
             slowest = std::max(slowest, sample_replica(gk, rep, r, rng));
+            if (check_ != nullptr) ++check_->drawn;
         }
         if (check_ != nullptr) {
+            // every replica's bound took one mean-duration run
+            check_->bounded += m.replicas;
+            check_->dag_runs += m.replicas;
             // draw the skipped replicas too: none may exceed the max of the drawn ones
             check_->replicas += m.replicas;
             check_->skipped += static_cast<std::int64_t>(skipped.size());
@@ -625,6 +634,10 @@ class StepSampler {
                 if (lanes == 0) return;
                 double mk[kLanes], gmax[kLanes];
                 batch_makespan(lg, lane_reps_, lanes, r, mk, gmax);
+                if (check_ != nullptr) {
+                    ++check_->dag_runs;
+                    check_->bounded += lanes;
+                }
                 for (int l = 0; l < lanes; ++l) {
                     resolved_.push_back({mk[l], noise_bound(gmax[l], r), lane_reps_[l]});
                     best = std::max(best, mk[l]);
@@ -661,12 +674,14 @@ class StepSampler {
                     if (x.mk + x.b < slowest) continue;
                     slowest = std::max(slowest, sample_replica(g, x.rep, r, rng));
                     drawn_.push_back(x.rep);
+                    if (check_ != nullptr) ++check_->drawn;
                 }
                 resolved_.clear();
                 continue;
             }
             if (!extend && !(untouched > 0 && u_untouched >= slowest)) break;
             // the untouched replicas may hold the slowest: reveal more top factors
+            if (check_ != nullptr) ++check_->extends;
             if (2 * static_cast<std::int64_t>(rev.size()) >= static_cast<std::int64_t>(g.size())) {
                 lg.reveal_all();
             } else {

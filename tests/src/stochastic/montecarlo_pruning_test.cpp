@@ -37,6 +37,8 @@ TEST(MonteCarloPruning, SkippedReplicasAreNeverTheSlowest) {
         // pending replicas' bounds kept between them and recomputed when tau moves
         {"tp4_pp32_dp128", 4, 32, 128, 16, 1, 0.0, PlacementKind::ordered, 0.1},
         {"slow_tp4_pp16_dp64", 4, 16, 64, 8, 1, 0.01, PlacementKind::ordered, 0.1},
+        // one replica: drawn every step, nothing to bound or skip
+        {"tp8_pp4_dp1", 8, 4, 1, 8, 1, 0.01, PlacementKind::ordered, 0.1},
     };
     const auto hw = testing::test_hardware();
     for (const auto& c : cases) {
@@ -68,6 +70,22 @@ TEST(MonteCarloPruning, SkippedReplicasAreNeverTheSlowest) {
             static_cast<long long>(check.violations));
         EXPECT_EQ(check.violations, 0) << c.name;
         EXPECT_EQ(check.replicas, 300LL * c.dp) << c.name;
+        // the work counters (bench/mc_breakdown): each replica of a step is drawn once or
+        // skipped (a replica drawn twice would break the sum), at least one per step is drawn,
+        // a bound is computed at most once per replica and step, and a schedule pass holds 1-8
+        std::printf(
+            "%-26s per step: drawn %.2f bounded %.2f passes %.2f extends %.2f\n", c.name.c_str(),
+            static_cast<double>(check.drawn) / 300, static_cast<double>(check.bounded) / 300,
+            static_cast<double>(check.dag_runs) / 300, static_cast<double>(check.extends) / 300);
+        EXPECT_EQ(check.drawn + check.skipped, check.replicas) << c.name;
+        EXPECT_GE(check.drawn, 300) << c.name;
+        EXPECT_LE(check.bounded, check.replicas) << c.name;
+        EXPECT_LE(check.dag_runs, check.bounded) << c.name;
+        EXPECT_GE(8 * check.dag_runs, check.bounded) << c.name;
+        if (c.dp == 1) {
+            EXPECT_EQ(check.drawn, 300) << c.name;
+            EXPECT_EQ(check.bounded, 0) << c.name;
+        }
     }
 }
 
