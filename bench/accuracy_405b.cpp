@@ -47,11 +47,8 @@ int main(int argc, char** argv) {
         const double r50 = d.p50_s / q(0.5), r95 = d.p95_s / q(0.95), r99 = d.p99_s / q(0.99);
         worst_q = std::max({worst_q, std::fabs(r50 - 1), std::fabs(r95 - 1), std::fabs(r99 - 1)});
         ks_all.push_back(ks);
-        char name[64];
-        std::snprintf(name, sizeof name, "tp%d pp%d dp%d mb%d %s v%d", pt.tp, pt.pp, pt.dp,
-                      pt.microbatch, pt.recompute == Recompute::full ? "full" : "sel",
-                      pt.interleave);
-        std::printf("%3zu %-28s %7.4f %9.4f %9.4f %9.4f\n", i, name, ks, r50, r95, r99);
+        std::printf("%3zu %-28s %7.4f %9.4f %9.4f %9.4f\n", i, bench::label(pt).c_str(), ks, r50,
+                    r95, r99);
     }
     std::sort(ks_all.begin(), ks_all.end());
     std::printf("KS: median %.4f, max %.4f; quantiles within %.2f%%\n", ks_all[ks_all.size() / 2],

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
             stochastic::detail::build_step_model(sweep.profiles[i], pt, hw, cluster, v);
         const auto layout = stochastic::detail::make_layout(model, pt, hw, cluster);
         const auto t0 = std::chrono::steady_clock::now();
-        const auto x = stochastic::detail::monte_carlo(model, layout, samples, 2026, i);
+        stochastic::detail::monte_carlo(model, layout, samples, 2026, i);
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count();
@@ -43,16 +43,11 @@ int main(int argc, char** argv) {
         const auto c =
             stochastic::detail::check_monte_carlo_pruning(model, layout, samples, 2026, i);
         const auto per = [&](std::int64_t n) { return static_cast<double>(n) / samples; };
-        char name[64];
-        std::snprintf(name, sizeof name, "tp%d pp%d dp%d mb%d %s v%d", pt.tp, pt.pp, pt.dp,
-                      pt.microbatch, pt.recompute == Recompute::full ? "full" : "sel",
-                      pt.interleave);
-        std::printf("%3zu %-28s %5zu %9.2f %7.2f %8.2f %7.2f %7.2f %7.1f%%%s\n", i, name,
-                    model.pipeline.size(), ms, per(c.drawn), per(c.bounded), per(c.dag_runs),
-                    per(c.extends),
+        std::printf("%3zu %-28s %5zu %9.2f %7.2f %8.2f %7.2f %7.2f %7.1f%%%s\n", i,
+                    bench::label(pt).c_str(), model.pipeline.size(), ms, per(c.drawn),
+                    per(c.bounded), per(c.dag_runs), per(c.extends),
                     100.0 * static_cast<double>(c.skipped) / static_cast<double>(c.replicas),
                     c.violations > 0 ? "  PRUNING VIOLATED" : "");
-        if (x.empty()) return 1;
     }
     std::printf("mean %.2f ms per point for %d samples (%.1f points/s)\n",
                 total_ms / static_cast<double>(sweep.points.size()), samples,

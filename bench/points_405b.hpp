@@ -5,7 +5,9 @@
 // PRISM-paper variability (configs/presets/variability/prism-paper.toml, in code).
 
 #include <array>
+#include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "src/model/deterministic.hpp"
@@ -89,6 +91,14 @@ struct Point405B {
         profile = evaluate_deterministic(experiment, point).profile;
     }
 };
+
+/// The row label of a sweep point in the measurement tools: "tp8 pp16 dp128 mb1 full v1".
+inline std::string label(const DesignPoint& pt) {
+    char name[64];
+    std::snprintf(name, sizeof name, "tp%d pp%d dp%d mb%d %s v%d", pt.tp, pt.pp, pt.dp,
+                  pt.microbatch, pt.recompute == Recompute::full ? "full" : "sel", pt.interleave);
+    return name;
+}
 
 /// A sweep's worth of distinct 405B-class points on 16,384 GPUs: tp x pp x dp splits,
 /// microbatch sizes, recompute and interleaving; each profile differs, so only what a real sweep
