@@ -14,7 +14,7 @@
 //  * replicas are independent given R: the max over d of them has CDF F^d, in log space;
 //  * R (shared by all collectives of a step) is integrated over cells of its quantile function,
 //    the shift T(g=1, R) being linear inside a cell; the DP sync and optimizer by Gauss-Hermite.
-// Numerics: one replica's Delta on a 257-point grid (kAnalyticGridPoints; converged to ~1e-3 in
+// Numerics: one replica's Delta on a 257-point grid (kAnalyticGridPoints; converged to ~2e-3 in
 // the CDF against 2049 points, tested); the step's CDF on a lattice of the same step, as the
 // discrete convolution of F_D with the regime and tail masses, interpolated by a monotone cubic.
 // Speed (sweeps evaluate millions of points): group-factor log CDFs are tabulated once per law
@@ -1055,6 +1055,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
         const double top = std::max(ghi - g_ref, 0.05);
         const double eps = 1e-6 * top;
+        // the typical largest group factor of the job (as g - g_ref): the median of the largest
+        // of its GPUs' spatial factors, or a slow group's where slow units are active (they set
+        // the step's tail); where beta_ is taken (below)
+        double d_typ = m_.spatial.max_quantile(0.5, n_all * p * m_.replicas) - g_ref;
+        if (m_.slow_probability > 0 && m_.slow_factor > 1.0) {
+            d_typ = std::max(d_typ, m_.slow_factor * eg - g_ref);
+        }
+        d_typ = std::clamp(d_typ, eps, top);
         const double noise = std::sqrt(var_o_ + var_eps_);
         struct Pt {
             double d, phi, slope;
@@ -1185,15 +1193,19 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         mu_o_ += d_ref;
         if (p > 1) {
             // beta_: smax's content on the path family of the stage whose term reaches highest at
-            // the top of the range (the families pass smax alike: once each way in 1F1B)
+            // the job's typical largest factor d_typ (the families pass smax alike: once each
+            // way in 1F1B). A family's content on smax changes along its stage's curve: in
+            // interleaved schedules the path that dwells on a stage slowed by a few percent
+            // still passes smax in full, and only far up (tens of percent) briefly, so beta_ is
+            // taken where the step's largest factors are, not at the top of the range.
             int best = -1;
             double best_v = -1e300;
             for (int st = 0; st < p; ++st) {
                 if (st == smax || lines_[st].empty()) continue;
-                double at_top = -1e300;
-                for (const auto& [inv, b] : lines_[st]) at_top = std::max(at_top, top / inv + b);
-                if (at_top > best_v) {
-                    best_v = at_top;
+                double at = -1e300;
+                for (const auto& [inv, b] : lines_[st]) at = std::max(at, d_typ / inv + b);
+                if (at > best_v) {
+                    best_v = at;
                     best = st;
                 }
             }
@@ -1201,7 +1213,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 thread_local std::vector<double> dk;
                 grow(dk, ops.size());
                 for (size_t i = 0; i < ops.size(); ++i) {
-                    dk[i] = dur[i] + (ops[i].stage == best ? top * comp[i] : 0.0);
+                    dk[i] = dur[i] + (ops[i].stage == best ? d_typ * comp[i] : 0.0);
                 }
                 grow(fin, ops.size());
                 const auto path =

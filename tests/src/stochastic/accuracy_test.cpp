@@ -46,7 +46,7 @@ std::vector<Case> matrix() {
     add("tp8_pp8_dp32", 8, 8, 32, 16, false, 0.0);
     // Interleaved schedules (v > 1) are outside this accuracy budget: there several stages are
     // partially critical at once and the linearization is off by a few tenths of a percent in
-    // location (KS 0.01-0.14); see InterleavedSchedulesWithinOnePercentInLocation.
+    // location (KS 0.03-0.05); see InterleavedSchedulesWithinOnePercentInLocation.
     add("fsdp_dp8", 1, 1, 8, 4, true, 0.0);
     add("fsdp_tp8_dp16", 8, 1, 16, 2, true, 0.0);
     add("fsdp_tp8_dp128", 8, 1, 128, 2, true, 0.0);
@@ -150,11 +150,13 @@ TEST(StepDistributionAccuracy, AnalyticMatchesMonteCarloOnMatrix) {
 }
 
 TEST(StepDistributionAccuracy, InterleavedSchedulesWithinOnePercentInLocation) {
-    // Interleaved 1F1B (v > 1) is outside the KS budget (several near-tied critical paths, and
-    // the paths that dwell on one stage pass the others differently from the critical one):
-    // KS 0.01-0.14 against 10,000 Monte Carlo samples (0.04-0.21 before the stages' terms had
-    // all their segments), since these distributions are narrow. In step-time terms the error
-    // is small: median and p99 within 0.5% (seen: <= 0.25% and <= 0.2%).
+    // Interleaved 1F1B (v > 1) is outside the 0.02 KS budget (several near-tied critical paths,
+    // and the paths that dwell on one stage pass the others differently from the critical one):
+    // KS 0.03-0.044 against 10,000 Monte Carlo samples, since these distributions are narrow
+    // (0.03-0.113 while beta, smax's content on the other stages' path families, was taken at
+    // the top of the factor range: v2 pp4 dp1 was at 0.113; 0.04-0.21 before the stages' terms
+    // had all their segments). In step-time terms the error is small: median and p99 within
+    // 0.5% (seen: <= 0.25% and <= 0.2%).
     struct Shape {
         int tp, pp, dp, mb, v;
         double q;
@@ -171,6 +173,7 @@ TEST(StepDistributionAccuracy, InterleavedSchedulesWithinOnePercentInLocation) {
                     c.tp, c.pp, c.dp, c.q, r.p50, r.p99, r.ks);
         EXPECT_NEAR(r.p50, 1.0, 0.005) << "v" << c.v << " pp" << c.pp << " dp" << c.dp;
         EXPECT_NEAR(r.p99, 1.0, 0.005) << "v" << c.v << " pp" << c.pp << " dp" << c.dp;
+        EXPECT_LE(r.ks, 0.06) << "v" << c.v << " pp" << c.pp << " dp" << c.dp;
     }
 }
 
@@ -256,8 +259,8 @@ TEST(StepDistributionAccuracy, DefaultGridIsConvergedAgainstAnEightTimesFinerGri
 
 TEST(StepDistributionAccuracy, CoarserGridsStayWithinTheirMeasuredQuantileError) {
     // truth: the same evaluator on 2049 grid points. evaluation.grid_points trades accuracy for
-    // speed; the bounds are the README's measured figures (on the 405B sweep: p50-p99 within
-    // 3.2e-4 at 129 points and 1.3e-3 at 65), with a margin
+    // speed; the bounds are the README's measured figures (here: p50-p99 within 7.1e-4 at 129
+    // points and 3.1e-3 at 65; on the 405B sweep 4.3e-4 and 2.0e-3), with a margin
     const auto hw = testing::test_hardware();
     double worst129 = 0, worst65 = 0;
     bool moved = false;
@@ -278,7 +281,7 @@ TEST(StepDistributionAccuracy, CoarserGridsStayWithinTheirMeasuredQuantileError)
         worst129 = std::max(worst129, err(d129));
         worst65 = std::max(worst65, err(d65));
         EXPECT_LE(err(d129), 1e-3) << c.name;
-        EXPECT_LE(err(d65), 3e-3) << c.name;
+        EXPECT_LE(err(d65), 4e-3) << c.name;
         moved = moved || d129.p99_s != d257.p99_s;
     }
     std::printf("worst quantile error against 2049 points: 129 points %.1e, 65 points %.1e\n",
