@@ -1055,14 +1055,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
         const double top = std::max(ghi - g_ref, 0.05);
         const double eps = 1e-6 * top;
-        // the typical largest group factor of the job (as g - g_ref): the median of the largest
-        // of its GPUs' spatial factors, or a slow group's where slow units are active (they set
-        // the step's tail); where beta_ is taken (below)
-        double d_typ = m_.spatial.max_quantile(0.5, n_all * p * m_.replicas) - g_ref;
-        if (m_.slow_probability > 0 && m_.slow_factor > 1.0) {
-            d_typ = std::max(d_typ, m_.slow_factor * eg - g_ref);
-        }
-        d_typ = std::clamp(d_typ, eps, top);
         const double noise = std::sqrt(var_o_ + var_eps_);
         struct Pt {
             double d, phi, slope;
@@ -1197,7 +1189,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             // way in 1F1B). A family's content on smax changes along its stage's curve: in
             // interleaved schedules the path that dwells on a stage slowed by a few percent
             // still passes smax in full, and only far up (tens of percent) briefly, so beta_ is
-            // taken where the step's largest factors are, not at the top of the range.
+            // taken where the step's largest factors are, not at the top of the range: the
+            // median of the largest spatial factor over the job's GPUs, or a slow group's where
+            // slow units are active (they set the step's tail)
+            const double d_typ = std::clamp(
+                std::max(m_.spatial.max_quantile(0.5, n_all * p * m_.replicas), sfmax * eg) - g_ref,
+                eps, top);
             int best = -1;
             double best_v = -1e300;
             for (int st = 0; st < p; ++st) {
