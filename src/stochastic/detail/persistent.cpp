@@ -60,11 +60,12 @@ PersistentLayout make_layout(const StepModel& model, const DesignPoint& point,
 
 namespace {
 
+/// The group's factor: the largest member factor mapped by the effective factor
 double group_factor(const StepModel& m, int slow, int n, Stream& stream) {
     double g = 0;
     if (slow > 0) g = m.slow_factor * m.spatial.max_quantile(stream.uniform(), slow);
     if (n - slow > 0) g = std::max(g, m.spatial.max_quantile(stream.uniform(), n - slow));
-    return g;
+    return m.group_factor(slow, g);
 }
 
 }  // namespace
@@ -293,7 +294,9 @@ bool LazyGroupFactors::supports(const StepModel& model, const PersistentLayout& 
            layout.gpu_of.size() == static_cast<size_t>(layout.job_gpus);
 }
 
-double LazyGroupFactors::healthy(double log_p) const { return (*healthy_)(log_p); }
+double LazyGroupFactors::healthy(double log_p) const {
+    return m_.group_factor(0, (*healthy_)(log_p));
+}
 
 [[gnu::always_inline]] inline void LazyGroupFactors::leave_pool(int gi) {
     // swap with the last pool entry: pool_list_[0 .. pool_) stays the pool, in some order
@@ -435,7 +438,7 @@ void LazyGroupFactors::reveal_groups(const std::int32_t* gis, int count) {
     const HealthyQuantile& h = *healthy_;
     for (int j = 0; j < n; ++j) {
         const auto gi = todo[j];
-        v[j] = h((state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_) - v[j]);
+        v[j] = m_.group_factor(0, h((state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_) - v[j]));
     }
     // set_known() of each, in order (the same pool moves), without its per-call overhead
     const size_t before = revealed_.size();
@@ -467,7 +470,7 @@ void LazyGroupFactors::reveal_all() {
     const HealthyQuantile& h = *healthy_;
     for (size_t j = 0; j < n; ++j) {
         const auto gi = todo[j];
-        v[j] = h((state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_) - v[j]);
+        v[j] = m_.group_factor(0, h((state_[gi] == kCapped ? log_cap_[gi] : log_p_tau_) - v[j]));
     }
     const size_t before = revealed_.size();
     revealed_.resize(before + n);

@@ -114,8 +114,9 @@ class HealthyQuantile {
 
 /// The group factors of one cluster realization, revealed lazily (the same law as
 /// draw_group_factors). On reset the slow units are drawn, and the groups holding slow GPUs get
-/// their factor at once; every other ("healthy") group has g iid with CDF H = F_S^n (n =
-/// group_gpus, F_S the spatial law), drawn by inversion g = H^-1(P), P uniform. The healthy
+/// their factor at once; every other ("healthy") group has g = phi_0(max G) iid, max G with CDF
+/// H = F_S^n (n = group_gpus, F_S the spatial law, phi_0 the effective factor of a group with
+/// no slow member, increasing), drawn by inversion g = phi_0(H^-1(P)), P uniform. The healthy
 /// groups' P are revealed top-down: given what was revealed, the unrevealed P of the "pool" are
 /// iid uniform on (0, p_tau), and
 ///  * extend: the largest of the c pool P is p_tau U^(1/c), put on a uniformly random pool
@@ -126,7 +127,7 @@ class HealthyQuantile {
 ///  * reveal: one group's P uniform below its cap (p_tau for a pool group).
 /// Each draw has the exact conditional law, so the joint law of all g is the model's whatever
 /// the order of the calls, for any spatial law (inversion is monotone: an unrevealed group's g
-/// is at most upper(gi) = H^-1 of its cap).
+/// is at most upper(gi) = phi_0(H^-1) of its cap).
 ///
 /// Supported placements (supports()): ordered and variability_aware, where which groups hold
 /// slow GPUs follows from the slow units alone; random placement uses draw_group_factors.
@@ -143,7 +144,7 @@ class LazyGroupFactors {
     std::int64_t unrevealed() const { return unrevealed_; }
     bool known(int gi) const { return state_[gi] == kKnown; }
     bool in_pool(int gi) const { return state_[gi] == kPool; }
-    /// An upper bound of g[gi]: g itself if revealed, else H^-1 of its cap.
+    /// An upper bound of g[gi]: g itself if revealed, else phi_0(H^-1) of its cap.
     double upper(int gi) const {
         return state_[gi] == kKnown ? g_[gi] : state_[gi] == kCapped ? cap_[gi] : tau_;
     }

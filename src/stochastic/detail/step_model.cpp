@@ -139,6 +139,11 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
         m.spatial.is_constant() && (m.slow_probability == 0 || m.slow_factor == 1.0);
     const double lock_mult = m.lockstep ? m.dp : 1;
 
+    // each compute class's share of a layer's compute (weights of the effective factor); ops
+    // synchronized over fewer GPUs than the group (none in the built profiles) keep g = max G
+    std::array<double, kKernelClassCount> class_weight{};
+    double unsynced_weight = 0;
+    bool collect = false;
     auto add_segments = [&](Accumulator& acc, const SegmentList& segs, int repeat) {
         if (repeat <= 0) return;
         for (const auto& seg : segs) {
@@ -153,6 +158,11 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                 const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult;
                 const Moments y = cached_max_moments(ids[c], m.transient[c], n);
                 const Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
+                if (collect && !comm) {
+                    (std::max(1, op.sync_size) == m.group_gpus ? class_weight[c]
+                                                               : unsynced_weight) +=
+                        repeat * d.mean;
+                }
                 if (d.var > 0) {
                     ++random_ops;
                     term = {true, comm, op.time_s, n, c};
@@ -189,8 +199,18 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     std::vector<SingleTerm> fwd_single(m.fwd.size()), bwd_single(m.fwd.size());
     // chunks without the embedding or the head are all the same: accumulated once
     Accumulator layers_f, layers_b;
+    collect = true;
     add_segments(layers_f, profile.layer_forward, profile.layers_per_chunk);
     add_segments(layers_b, profile.layer_backward, profile.layers_per_chunk);
+    collect = false;
+    if (!m.lockstep && !m.persistent_deterministic && m.group_gpus > 1 && unsynced_weight <= 0) {
+        std::vector<EffectiveFactor::Component> comps;
+        for (int c = 0; c < kKernelClassCount; ++c) {
+            if (class_weight[c] > 0) comps.push_back({m.transient[c], ids[c], class_weight[c]});
+        }
+        m.effective = EffectiveFactor::cached(m.spatial, m.spatial_id, m.slow_factor, m.group_gpus,
+                                              std::move(comps));
+    }
     for (int s = 0; s < p; ++s) {
         for (int c = 0; c < v; ++c) {
             const bool first = s == 0 && c == 0;

@@ -3,11 +3,13 @@
 // The reduced step model both evaluators share (DESIGN.md sections 2-3), built once per point:
 //
 //  * A TP x CP group (sync_size n GPUs) acts as one rank. A compute op of class c with base b
-//    takes b * g * Y, with g the group's persistent factor (max over its members' G) and Y the
-//    max of n iid transient factors X_c (F^n exactly). Taking the group's slowest G outside the
-//    max over members is exact when members share G (whole slow nodes, no spatial spread) and
-//    an upper bound otherwise. Under FSDP/ZeRO-3 (dp_lockstep) the group is the whole TP x CP x
-//    DP set of a stage, so n = tp * cp * dp and g is the max over all of its GPUs.
+//    takes b * g * Y, with Y the max of n iid transient factors X_c (F^n exactly) and g the
+//    group's persistent factor: phi_k(max over its members' G), k its slow members, phi the
+//    effective factor (effective_factor.hpp) that makes b g E[Y] the op's mean given the
+//    largest member factor (max G alone would overstate it: the slowest member rarely has the
+//    largest transient draw too). Under FSDP/ZeRO-3 (dp_lockstep) the group is the whole
+//    TP x CP x DP set of a stage, so n = tp * cp * dp and g is the max over all of its GPUs
+//    (phi is not applied there: an upper bound).
 //  * A collective op of class c takes b * R * X_c: one draw shared by all participants, R the
 //    per-step communication regime.
 //  * Ops of one segment run concurrently (Clark's max of the ops' mean and variance at g = R =
@@ -20,9 +22,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "src/model/step_profile.hpp"
+#include "src/stochastic/detail/effective_factor.hpp"
 #include "src/stochastic/distribution.hpp"
 #include "src/timing/flat_pipeline.hpp"
 
@@ -74,6 +78,10 @@ struct StepModel {
     double slow_probability = 0, slow_factor = 1;
     int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
     bool persistent_deterministic = true;
+    /// phi of the groups (null: g = max G, when lockstep or nothing random to correct)
+    std::shared_ptr<const EffectiveFactor> effective;
+    /// The group factor of a group with k slow members whose largest member factor is g.
+    double group_factor(int k, double g) const { return effective ? (*effective)(k, g) : g; }
 
     timing::FlatPipeline pipeline;
 

@@ -137,8 +137,9 @@ TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
     // some single groups, some replicas' top factors with the rest capped, then all). Each group
     // factor of the model is, independently, g = max over members of (slow member ? slow_factor :
     // 1) x spatial. Truths:
-    //  * ordered, whole slow nodes = groups (tp 8): CDF (1 - q) H(x) + q H(x / f), H = F_S^8;
-    //  * ordered, slow GPUs (tp 4): CDF sum_k Binom(k; 4, q) F_S(x / f)^k F_S(x)^(4 - k);
+    //  * ordered, whole slow nodes = groups (tp 8): CDF (1 - q) H(y_0) + q H(y_8 / f), H = F_S^8;
+    //  * ordered, slow GPUs (tp 4): CDF sum_k Binom(k; 4, q) F_S(y_k / f)^k F_S(y_k)^(4 - k);
+    //    y_k = phi_k^-1(x), phi_k the effective factor of a group with k slow members;
     //  * variability-aware: against draw_group_factors (two-sample).
     // Pooled over the groups (independent in truth) and over realizations, KS below the 0.1%
     // critical value; and the max over all groups of one realization against its exact CDF.
@@ -221,16 +222,22 @@ TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
                 dense_maxima.push_back(*std::max_element(dense.begin(), dense.end()));
             }
         }
+        // a group's factor is phi_k(max G), k its slow members: max G <= phi_k^-1(x)
+        ASSERT_TRUE(model.effective != nullptr);
+        auto inv = [&](int k, double x) { return model.effective->inverse(k, x); };
         std::function<double(double)> cdf;
         if (c.per_node) {
-            cdf = [&](double x) { return (1 - q) * fs.max_cdf(x, n) + q * fs.max_cdf(x / f, n); };
+            cdf = [&](double x) {
+                return (1 - q) * fs.max_cdf(inv(0, x), n) + q * fs.max_cdf(inv(n, x) / f, n);
+            };
         } else {
             cdf = [&](double x) {
                 double s = 0, binom = 1;
                 for (int k = 0; k <= n; ++k) {
                     if (k > 0) binom = binom * (n - k + 1) / k;
+                    const double y = inv(k, x);
                     s += binom * std::pow(q, k) * std::pow(1 - q, n - k) *
-                         std::pow(fs.cdf(x / f), k) * std::pow(fs.cdf(x), n - k);
+                         std::pow(fs.cdf(y / f), k) * std::pow(fs.cdf(y), n - k);
                 }
                 return s;
             };

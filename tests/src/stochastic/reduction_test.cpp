@@ -34,7 +34,11 @@ std::vector<double> brute_force(const StepProfile& prof, const VariabilitySpec& 
     for (int k = 0; k < samples; ++k) {
         Stream rng(77, 1, stochastic::StreamKind::test, static_cast<std::uint32_t>(k));
         std::vector<double> g(static_cast<size_t>(n) * prof.stages * prof.dp);
-        for (auto& gi : g) gi = spatial.sample(rng.uniform());
+        for (auto& gi : g) {
+            gi = spatial.sample(rng.uniform());
+            // slow GPUs (units of one GPU: which group holds them does not matter)
+            if (rng.uniform() < v.persistent.slow_probability) gi *= v.persistent.slow_factor;
+        }
         const double r = regime.sample(rng.uniform());
         auto segs = [&](const SegmentList& list, const double* gg) {
             double t = 0;
@@ -86,23 +90,24 @@ std::vector<double> brute_force(const StepProfile& prof, const VariabilitySpec& 
 }
 
 /// Ratios (reduced model / brute force) of the p50 and p99 excess over the deterministic time,
-/// 4,000 steps each (the sampling error of each excess is ~2-3%).
-std::array<double, 2> excess_ratios(double spatial_cv) {
+/// 8,000 steps each (the sampling error of each excess is ~1.5-2%); slow GPUs 1.5x slower.
+std::array<double, 2> excess_ratios(double spatial_cv, double slow_probability = 0.0) {
     testing::ProfileShape s;
     s.tp = 4;
     s.stages = 2;
     s.dp = 4;
     s.microbatches = 4;
     const auto profile = testing::make_profile(s);
-    auto v = testing::prism_like();
+    auto v = testing::prism_like(slow_probability);
     v.persistent.spatial.cv = spatial_cv;
+    v.persistent.slow_per_node = false;
     DesignPoint point;
     point.tp = 4;
     point.pp = 2;
     point.dp = 4;
     const double det = deterministic_step_time(profile);
-    const auto bf = brute_force(profile, v, 4000);
-    auto mc = stochastic::monte_carlo_samples(profile, point, testing::test_hardware(), {}, v, 4000,
+    const auto bf = brute_force(profile, v, 8000);
+    auto mc = stochastic::monte_carlo_samples(profile, point, testing::test_hardware(), {}, v, 8000,
                                               5, 5);
     std::sort(mc.begin(), mc.end());
     std::array<double, 2> ratio{};
@@ -111,9 +116,9 @@ std::array<double, 2> excess_ratios(double spatial_cv) {
         const double b = bf[static_cast<size_t>(p * (bf.size() - 1))] - det;
         const double m = mc[static_cast<size_t>(p * (mc.size() - 1))] - det;
         std::printf(
-            "spatial cv %.2f: p%.0f excess over deterministic: brute force %.5f s, "
-            "reduced %.5f s (ratio %.3f)\n",
-            spatial_cv, 100 * p, b, m, m / b);
+            "spatial cv %.2f, slow GPUs %.2f: p%.0f excess over deterministic: brute force "
+            "%.5f s, reduced %.5f s (ratio %.3f)\n",
+            spatial_cv, slow_probability, 100 * p, b, m, m / b);
         ratio[i++] = m / b;
     }
     return ratio;
@@ -125,15 +130,20 @@ TEST(ReducedModel, MatchesBruteForceWithoutSpatialSpread) {
     for (double r : excess_ratios(0.0)) EXPECT_NEAR(r, 1.0, 0.10);
 }
 
-TEST(ReducedModel, SlowestMemberFactorOverstatesTheExcessBoundedly) {
-    // Known approximation: with a spatial spread, max_j X_j G_j is replaced by
-    // max_j G_j * max_j X_j, an upper bound. With spatial cv 0.03 against transient cv 0.05
-    // the excess over deterministic comes out ~20-40% too high (conservative); this test pins
-    // the direction and the size of that bias.
-    for (double r : excess_ratios(0.03)) {
-        EXPECT_GT(r, 1.0);
-        EXPECT_LT(r, 1.6);
+TEST(ReducedModel, MatchesBruteForceWithSpatialSpread) {
+    // With a spatial spread the group's factor is the effective factor of its largest member
+    // factor (effective_factor.hpp). Taking max G itself put the excess 39% (p50) and 20% (p99)
+    // above the brute force at spatial cv 0.03. Now within 8% (about 4 sampling errors) at cv
+    // 0.03 and 0.06.
+    for (double cv : {0.03, 0.06}) {
+        for (double r : excess_ratios(cv)) EXPECT_NEAR(r, 1.0, 0.08) << "spatial cv " << cv;
     }
+}
+
+TEST(ReducedModel, MatchesBruteForceWithSlowGpus) {
+    // single slow GPUs (1.5x) in 4-GPU groups: the slow member holds the largest factor and
+    // almost always the largest product too, so the group's op is ~1.5 E[X], not 1.5 E[max X]
+    for (double r : excess_ratios(0.03, 0.03)) EXPECT_NEAR(r, 1.0, 0.08);
 }
 
 }  // namespace

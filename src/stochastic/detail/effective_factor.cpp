@@ -1,0 +1,249 @@
+#include "src/stochastic/detail/effective_factor.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace prism::stochastic::detail {
+
+namespace {
+
+/// ln F(x), accurate where F is near 1 (through the upper tail); -inf where F = 0.
+double log_cdf(const Distribution& s, double x) {
+    const double f = s.cdf(x);
+    if (!(f > 0)) return -std::numeric_limits<double>::infinity();
+    const double up = s.sf(x);
+    return up < 0.5 ? std::log1p(-up) : std::log(f);
+}
+
+constexpr int kNodes = 24;     ///< quantile-spaced nodes of a truncated member law
+constexpr int kSteps = 80;     ///< trapezoid steps of the t integral
+constexpr double kTop = 1e-15;  ///< upper tail left out of the t range (per member)
+
+/// E[max(g X_0, G_1 X_1, ...)] over the others (slow ones: slow_factor times the spatial law,
+/// each truncated at g) and its value with every member at g, on the same t grid.
+struct CaseMean {
+    double mean = 0, equal = 0;
+};
+
+CaseMean case_mean(const Distribution& spatial, double sf, const Distribution& x, double g,
+                   int slow_others, int healthy_others) {
+    // nodes of each truncated law: u = F^-1(v F(g)), v at the midpoints of kNodes cells
+    std::array<double, kNodes> uh{}, us{};
+    const double fh = spatial.cdf(g), fs = spatial.cdf(g / sf);
+    for (int i = 0; i < kNodes; ++i) {
+        const double v = (i + 0.5) / kNodes;
+        uh[i] = healthy_others > 0 && fh > 0 ? std::min(g, spatial.quantile(v * fh)) : g;
+        us[i] = slow_others > 0 && fs > 0 ? std::min(g, sf * spatial.quantile(v * fs)) : g;
+    }
+    const int n = 1 + slow_others + healthy_others;
+    const double ta = g * x.quantile(1e-13);
+    const double tb = g * x.quantile_upper(kTop / n);
+    const double dt = (tb - ta) / kSteps;
+    double sum = 0, sum_eq = 0;
+    for (int j = 0; j <= kSteps; ++j) {
+        const double t = ta + dt * j;
+        const double own = x.cdf(t / g);
+        double c = own;
+        if (healthy_others > 0) {
+            double h = 0;
+            for (const double u : uh) h += x.cdf(t / u);
+            c *= std::pow(h / kNodes, healthy_others);
+        }
+        if (slow_others > 0) {
+            double h = 0;
+            for (const double u : us) h += x.cdf(t / u);
+            c *= std::pow(h / kNodes, slow_others);
+        }
+        const double ceq = std::pow(own, n);
+        const double w = j == 0 || j == kSteps ? 0.5 : 1.0;
+        sum += w * (1.0 - c);
+        sum_eq += w * (1.0 - ceq);
+    }
+    return {ta + dt * sum, ta + dt * sum_eq};
+}
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+std::uint64_t bits(double x) {
+    std::uint64_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/// phi_k / g per (spatial id, slow factor, n, class id, k) on the common g grid, per thread:
+/// the mixes of a sweep's points share them.
+const std::vector<double>& class_table(const Distribution& spatial, std::uint64_t spatial_id,
+                                       double sf, int n, const EffectiveFactor::Component& c,
+                                       int k, double lo, double hi) {
+    using Key = std::tuple<std::uint64_t, std::uint64_t, int, std::uint64_t, int>;
+    thread_local std::map<Key, std::vector<double>> cache;
+    const Key key{spatial_id, bits(sf), n, c.x_id, k};
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    if (cache.size() > 4096) cache.clear();
+    std::vector<double> r(EffectiveFactor::kGrid, 1.0);
+    if (!c.x.is_constant()) {
+        const double h = (hi - lo) / (EffectiveFactor::kGrid - 1);
+        for (int j = 0; j < EffectiveFactor::kGrid; ++j) {
+            r[j] = EffectiveFactor::exact_ratio(spatial, sf, n, k, c.x, lo + h * j);
+        }
+    }
+    return cache.emplace(key, std::move(r)).first->second;
+}
+
+}  // namespace
+
+double EffectiveFactor::exact_ratio(const Distribution& spatial, double sf, int n, int k,
+                                    const Distribution& x, double g) {
+    if (x.is_constant() || n <= 1) return 1.0;
+    // which member is the largest: slow with weight k f_s(g) / F_s(g), healthy (n - k)
+    // f_h(g) / F_h(g) (d/dg ln F by central differences; an infinite one wins outright)
+    double wa = 0, wb = 0;
+    const double dg = 1e-6 * g;
+    if (k > 0) wa = k * (log_cdf(spatial, (g + dg) / sf) - log_cdf(spatial, (g - dg) / sf));
+    if (k < n) wb = (n - k) * (log_cdf(spatial, g + dg) - log_cdf(spatial, g - dg));
+    if (std::isinf(wa) && !std::isinf(wb)) {
+        wa = 1;
+        wb = 0;
+    } else if (std::isinf(wb) && !std::isinf(wa)) {
+        wa = 0;
+        wb = 1;
+    }
+    if (!(std::isfinite(wa) && std::isfinite(wb) && wa >= 0 && wb >= 0 && wa + wb > 0)) {
+        // outside both laws' densities (atoms, the ends of the support): the slow members
+        // hold the largest factor when they are slower
+        const bool slow_top = k == n || (k > 0 && sf >= 1.0);
+        wa = slow_top ? 1 : 0;
+        wb = slow_top ? 0 : 1;
+    }
+    double ratio = 0;
+    if (wa > 0) {
+        const CaseMean a = case_mean(spatial, sf, x, g, k - 1, n - k);
+        ratio += wa * a.mean / a.equal;
+    }
+    if (wb > 0) {
+        const CaseMean b = case_mean(spatial, sf, x, g, k, n - k - 1);
+        ratio += wb * b.mean / b.equal;
+    }
+    return std::min(1.0, ratio / (wa + wb));
+}
+
+EffectiveFactor::EffectiveFactor(const Distribution& spatial, double slow_factor, int n,
+                                 std::vector<Component> components)
+    : spatial_(spatial), sf_(slow_factor), n_(n), comps_(std::move(components)) {
+    const double lo1 = std::max(1e-6, spatial_.quantile(1e-12));
+    const double hi1 = spatial_.quantile_upper(1e-16);
+    g_lo_ = std::min(1.0, sf_) * lo1;
+    g_hi_ = std::max(1.0, sf_) * hi1;
+    if (!(g_hi_ > g_lo_)) g_hi_ = g_lo_ * (1 + 1e-9) + 1e-12;
+    inv_h_ = (kGrid - 1) / (g_hi_ - g_lo_);
+    lower_ratio_ = 1.0;
+    for (const auto& c : comps_) {
+        if (c.x.is_constant()) continue;
+        lower_ratio_ = std::min(lower_ratio_, c.x.mean() / c.x.max_moments(n_).mean);
+    }
+    tables_.resize(static_cast<size_t>(n_) + 1);
+}
+
+std::shared_ptr<const EffectiveFactor> EffectiveFactor::cached(const Distribution& spatial,
+                                                               std::uint64_t spatial_id,
+                                                               double slow_factor, int n,
+                                                               std::vector<Component> components) {
+    // merge the classes with one law, weights quantized to 1/64 of the total
+    std::map<std::uint64_t, Component> merged;
+    double total = 0;
+    for (auto& c : components) {
+        if (!(c.weight > 0)) continue;
+        total += c.weight;
+        auto [it, fresh] = merged.try_emplace(c.x_id, c);
+        if (!fresh) it->second.weight += c.weight;
+    }
+    if (!(total > 0) || n <= 1) return nullptr;
+    std::vector<Component> comps;
+    std::uint64_t key = mix(spatial_id, bits(slow_factor));
+    key = mix(key, static_cast<std::uint64_t>(n));
+    bool random = false;
+    for (auto& [id, c] : merged) {
+        c.weight = std::round(64.0 * c.weight / total);
+        if (c.weight <= 0) continue;
+        random = random || !c.x.is_constant();
+        key = mix(mix(key, id), bits(c.weight));
+        comps.push_back(c);
+    }
+    if (!random) return nullptr;
+    thread_local std::map<std::uint64_t, std::vector<std::shared_ptr<EffectiveFactor>>> cache;
+    thread_local std::uint64_t next_id = 1;
+    auto& bucket = cache[key];
+    for (const auto& e : bucket) {
+        if (e->spatial_id_ != spatial_id || e->sf_ != slow_factor || e->n_ != n ||
+            e->comps_.size() != comps.size()) {
+            continue;
+        }
+        bool same = true;
+        for (size_t i = 0; i < comps.size() && same; ++i) {
+            same = e->comps_[i].x_id == comps[i].x_id && e->comps_[i].weight == comps[i].weight;
+        }
+        if (same) return e;
+    }
+    if (cache.size() > 1024) {
+        cache.clear();
+        return cached(spatial, spatial_id, slow_factor, n, std::move(components));
+    }
+    double wsum = 0;
+    for (const auto& c : comps) wsum += c.weight;
+    for (auto& c : comps) c.weight /= wsum;
+    auto e = std::make_shared<EffectiveFactor>(spatial, slow_factor, n, std::move(comps));
+    e->spatial_id_ = spatial_id;
+    e->id_ = next_id++;
+    cache[key].push_back(e);
+    return e;
+}
+
+double EffectiveFactor::ratio(int k, double g) const {
+    k = std::clamp(k, 0, n_);
+    auto& t = tables_[k];
+    if (t.empty()) {
+        t.assign(kGrid, 0.0);
+        for (const auto& c : comps_) {
+            const auto& r = class_table(spatial_, spatial_id_, sf_, n_, c, k, g_lo_, g_hi_);
+            for (int j = 0; j < kGrid; ++j) t[j] += c.weight * r[j];
+        }
+        // phi = g r increasing (quadrature noise must not break it)
+        const double h = (g_hi_ - g_lo_) / (kGrid - 1);
+        for (int j = 1; j < kGrid; ++j) {
+            const double g0 = g_lo_ + h * (j - 1), g1 = g_lo_ + h * j;
+            t[j] = std::max(t[j], t[j - 1] * g0 / g1);
+        }
+    }
+    const double u = (g - g_lo_) * inv_h_;
+    if (!(u > 0)) return t.front();
+    if (u >= kGrid - 1) return t.back();
+    const int j = static_cast<int>(u);
+    const double f = u - j;
+    return t[j] + f * (t[j + 1] - t[j]);
+}
+
+double EffectiveFactor::operator()(int k, double g) const { return g * ratio(k, g); }
+
+double EffectiveFactor::inverse(int k, double y) const {
+    // phi_k(g) = g r(g) is increasing, between c g and g: bisection on [y, y / c]
+    double a = y, b = y / lower_ratio_;
+    if ((*this)(k, b) < y) b = y / std::max(1e-6, std::min(lower_ratio_, ratio(k, b)));
+    for (int i = 0; i < 100 && (*this)(k, b) < y; ++i) b *= 2;
+    for (int i = 0; i < 60; ++i) {
+        const double mid = 0.5 * (a + b);
+        if (!(mid > a && mid < b)) break;
+        ((*this)(k, mid) < y ? a : b) = mid;
+    }
+    return 0.5 * (a + b);
+}
+
+}  // namespace prism::stochastic::detail
