@@ -179,6 +179,9 @@ std::shared_ptr<const EffectiveFactor> EffectiveFactor::cached(const Distributio
         comps.push_back(c);
     }
     if (!random) return nullptr;
+    double wsum = 0;
+    for (const auto& c : comps) wsum += c.weight;
+    for (auto& c : comps) c.weight /= wsum;  // the same inputs give the same bits (cache key)
     thread_local std::map<std::uint64_t, std::vector<std::shared_ptr<EffectiveFactor>>> cache;
     thread_local std::uint64_t next_id = 1;
     auto& bucket = cache[key];
@@ -197,9 +200,6 @@ std::shared_ptr<const EffectiveFactor> EffectiveFactor::cached(const Distributio
         cache.clear();
         return cached(spatial, spatial_id, slow_factor, n, std::move(components));
     }
-    double wsum = 0;
-    for (const auto& c : comps) wsum += c.weight;
-    for (auto& c : comps) c.weight /= wsum;
     auto e = std::make_shared<EffectiveFactor>(spatial, slow_factor, n, std::move(comps));
     e->spatial_id_ = spatial_id;
     e->id_ = next_id++;

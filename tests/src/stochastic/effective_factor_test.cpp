@@ -44,6 +44,21 @@ TEST(EffectiveFactor, IsTheLargestFactorWhereNothingIsHidden) {
     EXPECT_EQ(EffectiveFactor::cached(spatial, 1, 1.14, 8, {{constant, 2, 1.0}}), nullptr);
 }
 
+TEST(EffectiveFactor, PointsWithNearlyTheSameClassSharesShareOneTable) {
+    // the analytic evaluator's law tables are keyed by the factor's id: a sweep's points must
+    // get the same factor (shares quantized to 1/64), or every point rebuilds its tables
+    const Distribution spatial(spec(DistKind::normal, 0.03));
+    const Distribution x(spec(DistKind::lognormal, 0.04));
+    const Distribution y(spec(DistKind::lognormal, 0.02));
+    const auto a = EffectiveFactor::cached(spatial, 11, 1.14, 8, {{x, 12, 3.0}, {y, 13, 1.0}});
+    const auto b = EffectiveFactor::cached(spatial, 11, 1.14, 8, {{x, 12, 6.0}, {y, 13, 2.0001}});
+    const auto c = EffectiveFactor::cached(spatial, 11, 1.14, 8, {{x, 12, 1.0}, {y, 13, 1.0}});
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(a->id(), b->id());
+    EXPECT_NE(a->id(), c->id());
+}
+
 TEST(EffectiveFactor, BoundsInverseAndScaling) {
     const auto e = factor(0.03, 1.14, 8, 0.04);
     ASSERT_NE(e, nullptr);
