@@ -106,6 +106,7 @@ struct GroupLaw {
     double exact_log_cdf(double y) const {
         const EffectiveFactor* e = m->effective.get();
         if (e == nullptr) return raw_log_cdf(y);
+        if (m->lockstep) return raw_log_cdf(e->inverse(0, y));
         if (slow_members >= 0) return raw_log_cdf(e->inverse(slow_members, y));
         // P = P(max G <= g1) - P(none slow, max G <= g1) + P(none slow, max G <= g0), as an
         // upper tail so that it stays exact near 1 (not met in lockstep, which has no phi)
@@ -418,6 +419,10 @@ class Analytic {
         if (t.pgf != nullptr) s += pgf_log_term(*t.pgf, w);
         return s + other_pgf_log(w);
     }
+    /// lockstep: the stage's largest GPU factor max G of its factor g (phi_0^-1)
+    double raw_g(double g) const {
+        return m_.effective && std::isfinite(g) ? m_.effective->inverse(0, g) : g;
+    }
     /// lockstep, disjoint patterns (run()): the joint factor of the slow-unit patterns other
     /// than smax's at W = w, sum over them of units f log(1 - q + q prod ratio_s^c_s) (exact:
     /// each pattern's units are its own)
@@ -426,7 +431,7 @@ class Analytic {
         for (const auto& [nf, pat] : other_patterns_) {
             double l = 0;
             for (const auto& [st, c] : pat) {
-                const double g = g_of(st, w);
+                const double g = raw_g(g_of(st, w));
                 if (!std::isfinite(g)) continue;
                 l += c * (log_spatial_cdf(m_.spatial, g / m_.slow_factor) -
                           log_spatial_cdf(m_.spatial, g));
@@ -441,7 +446,7 @@ class Analytic {
         {
             // ratio of a stage's CDF with c slow members to the clean one: F(g/sf)^c / F(g)^c
             auto log_ratio = [&](int st, int c) {
-                const double g = g_of(st, w);
+                const double g = raw_g(g_of(st, w));
                 return c * (log_spatial_cdf(m_.spatial, g / m_.slow_factor) -
                             log_spatial_cdf(m_.spatial, g));
             };

@@ -20,8 +20,8 @@ double log_cdf(const Distribution& s, double x) {
     return up < 0.5 ? std::log1p(-up) : std::log(f);
 }
 
-constexpr int kNodes = 24;     ///< quantile-spaced nodes of a truncated member law
-constexpr int kSteps = 80;     ///< trapezoid steps of the t integral
+constexpr int kNodes = 24;      ///< quantile-spaced nodes of a truncated member law
+constexpr int kSteps = 80;      ///< trapezoid steps of the t integral
 constexpr double kTop = 1e-15;  ///< upper tail left out of the t range (per member)
 
 /// E[max(g X_0, G_1 X_1, ...)] over the others (slow ones: slow_factor times the spatial law,
@@ -81,8 +81,8 @@ std::uint64_t bits(double x) {
 /// phi_k / g per (spatial id, slow factor, n, class id, k) on the common g grid, per thread:
 /// the mixes of a sweep's points share them.
 const std::vector<double>& class_table(const Distribution& spatial, std::uint64_t spatial_id,
-                                       double sf, int n, const EffectiveFactor::Component& c,
-                                       int k, double lo, double hi) {
+                                       double sf, int n, const EffectiveFactor::Component& c, int k,
+                                       double lo, double hi) {
     using Key = std::tuple<std::uint64_t, std::uint64_t, int, std::uint64_t, int>;
     thread_local std::map<Key, std::vector<double>> cache;
     const Key key{spatial_id, bits(sf), n, c.x_id, k};

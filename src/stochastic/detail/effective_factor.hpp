@@ -13,15 +13,15 @@
 //
 // the conditional mean of the op given the largest member factor (g itself when X is constant or
 // the members are equal; at least g E[X] / E[max_n X]), averaged over the op classes with their
-// share of the compute (quantized to 1/64 so that the points of a sweep share tables). Given g the others are iid below g (slow ones: slow_factor times the
-// spatial law), and the largest is slow with probability k f_s(g) / F_s(g) against (n - k)
-// f_h(g) / F_h(g) for a healthy one. The mean is a quadrature: E[M] = t_a + int (1 - P(M <= t))
-// dt with P(M <= t) = F_X(t / g) prod over the others of P(G X <= t | G <= g), each the mean of
-// F_X(t / u) over quantile-spaced u of the truncated law. Tabulated per k as the ratio
-// phi_k(g) / g on a g grid over the laws' range and interpolated linearly (constant beyond it).
-// The law of the group factor is then that of phi_k(max G): both evaluators map the same
-// factor, so they stay in agreement, and the reduction test checks the result against an
-// op-by-op simulation of every GPU.
+// share of the compute (quantized to 1/64 so that the points of a sweep share tables). Given g the
+// others are iid below g (slow ones: slow_factor times the spatial law), and the largest is slow
+// with probability k f_s(g) / F_s(g) against (n - k) f_h(g) / F_h(g) for a healthy one. The mean is
+// a quadrature: E[M] = t_a + int (1 - P(M <= t)) dt with P(M <= t) = F_X(t / g) prod over the
+// others of P(G X <= t | G <= g), each the mean of F_X(t / u) over quantile-spaced u of the
+// truncated law. Tabulated per k as the ratio phi_k(g) / g on a g grid over the laws' range and
+// interpolated linearly (constant beyond it). The law of the group factor is then that of phi_k(max
+// G): both evaluators map the same factor, so they stay in agreement, and the reduction test checks
+// the result against an op-by-op simulation of every GPU.
 
 #include <cstdint>
 #include <memory>

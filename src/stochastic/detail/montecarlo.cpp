@@ -47,6 +47,7 @@ void cluster_factors(const StepModel& m, const PersistentLayout& layout, std::ui
     out.assign(m.stages, 0.0);
     for (int s = 0; s < m.stages; ++s) {
         for (int r = 0; r < m.dp; ++r) out[s] = std::max(out[s], g[s * m.dp + r]);
+        out[s] = m.group_factor(0, out[s]);  // the stage's effective factor
     }
 }
 

@@ -65,7 +65,7 @@ double group_factor(const StepModel& m, int slow, int n, Stream& stream) {
     double g = 0;
     if (slow > 0) g = m.slow_factor * m.spatial.max_quantile(stream.uniform(), slow);
     if (n - slow > 0) g = std::max(g, m.spatial.max_quantile(stream.uniform(), n - slow));
-    return m.group_factor(slow, g);
+    return m.lockstep ? g : m.group_factor(slow, g);  // lockstep: mapped after the max
 }
 
 }  // namespace

@@ -203,12 +203,14 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     add_segments(layers_f, profile.layer_forward, profile.layers_per_chunk);
     add_segments(layers_b, profile.layer_backward, profile.layers_per_chunk);
     collect = false;
-    if (!m.lockstep && !m.persistent_deterministic && m.group_gpus > 1 && unsynced_weight <= 0) {
+    // lockstep: phi of the stage's tp x cp x dp GPUs, on the max over all of them
+    const int eff_n = m.group_gpus * (m.lockstep ? m.dp : 1);
+    if (!m.persistent_deterministic && eff_n > 1 && unsynced_weight <= 0) {
         std::vector<EffectiveFactor::Component> comps;
         for (int c = 0; c < kKernelClassCount; ++c) {
             if (class_weight[c] > 0) comps.push_back({m.transient[c], ids[c], class_weight[c]});
         }
-        m.effective = EffectiveFactor::cached(m.spatial, m.spatial_id, m.slow_factor, m.group_gpus,
+        m.effective = EffectiveFactor::cached(m.spatial, m.spatial_id, m.slow_factor, eff_n,
                                               std::move(comps));
     }
     for (int s = 0; s < p; ++s) {

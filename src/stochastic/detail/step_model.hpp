@@ -8,8 +8,8 @@
 //    effective factor (effective_factor.hpp) that makes b g E[Y] the op's mean given the
 //    largest member factor (max G alone would overstate it: the slowest member rarely has the
 //    largest transient draw too). Under FSDP/ZeRO-3 (dp_lockstep) the group is the whole
-//    TP x CP x DP set of a stage, so n = tp * cp * dp and g is the max over all of its GPUs
-//    (phi is not applied there: an upper bound).
+//    TP x CP x DP set of a stage, so n = tp * cp * dp and g = phi_0(max over all of its GPUs)
+//    (slow members are not told apart there: phi_0 overstates a stage that holds one).
 //  * A collective op of class c takes b * R * X_c: one draw shared by all participants, R the
 //    per-step communication regime.
 //  * Ops of one segment run concurrently (Clark's max of the ops' mean and variance at g = R =
@@ -78,10 +78,13 @@ struct StepModel {
     double slow_probability = 0, slow_factor = 1;
     int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
     bool persistent_deterministic = true;
-    /// phi of the groups (null: g = max G, when lockstep or nothing random to correct)
+    /// phi of the groups (null: g = max G, nothing random to correct)
     std::shared_ptr<const EffectiveFactor> effective;
-    /// The group factor of a group with k slow members whose largest member factor is g.
-    double group_factor(int k, double g) const { return effective ? (*effective)(k, g) : g; }
+    /// The group factor of a group with k slow members whose largest member factor is g
+    /// (lockstep: of a stage, k not told apart).
+    double group_factor(int k, double g) const {
+        return effective ? (*effective)(lockstep ? 0 : k, g) : g;
+    }
 
     timing::FlatPipeline pipeline;
 
