@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
@@ -37,6 +36,7 @@
 #include <unordered_map>
 
 #include "src/stochastic/detail/evaluators.hpp"
+#include "src/stochastic/detail/hash.hpp"
 #include "src/stochastic/detail/kernels.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
@@ -101,25 +101,12 @@ struct GroupLaw {
     inline double log_cdf(double g) const;
 
     /// log CDF of the group factor: the law of max G (raw_log_cdf) through the effective
-    /// factor phi_k (k the slow members; by chance: groups without one through phi_0, the
-    /// others through phi_1)
+    /// factor phi_k, k the slow members (lockstep: phi_0; every other law run() builds has a
+    /// fixed number of slow members)
     double exact_log_cdf(double y) const {
         const EffectiveFactor* e = m->effective.get();
         if (e == nullptr) return raw_log_cdf(y);
-        if (m->lockstep) return raw_log_cdf(e->inverse(0, y));
-        if (slow_members >= 0) return raw_log_cdf(e->inverse(slow_members, y));
-        // P = P(max G <= g1) - P(none slow, max G <= g1) + P(none slow, max G <= g0), as an
-        // upper tail so that it stays exact near 1 (not met in lockstep, which has no phi)
-        const double g0 = e->inverse(0, y), g1 = e->inverse(1, y);
-        const double all = raw_log_cdf(g1);
-        double none = 0;
-        for (const auto& [c, k] : unit_members) none += k * std::log1p(-m->slow_probability);
-        const double h0 = none + m->group_gpus * log_spatial_cdf(m->spatial, g0);
-        const double h1 = none + m->group_gpus * log_spatial_cdf(m->spatial, g1);
-        const double sf =
-            -std::expm1(all) + (h1 > -700 ? std::exp(h1) : 0.0) - (h0 > -700 ? std::exp(h0) : 0.0);
-        if (!(sf < 1.0)) return -1e300;
-        return std::log1p(-std::max(0.0, sf));
+        return raw_log_cdf(e->inverse(m->lockstep ? 0 : std::max(slow_members, 0), y));
     }
 
     /// log CDF of the largest member factor max G
@@ -196,17 +183,6 @@ inline double GroupLaw::log_cdf(double g) const {
     return table != nullptr ? (*table)(g) : exact_log_cdf(g);
 }
 
-std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-}
-
-std::uint64_t hash_double(double x) {
-    std::uint64_t b;
-    std::memcpy(&b, &x, sizeof b);
-    return b;
-}
-
 struct LawEntry {
     // the full key, compared on a hash hit (spatial: the spec's id; effective: its id, 0 none)
     std::uint64_t spatial, effective;
@@ -234,14 +210,14 @@ void trim_law_cache() {
 const LawTable* law_table(const GroupLaw& law) {
     const StepModel& m = *law.m;
     const std::uint64_t eff = m.effective ? m.effective->id() : 0;
-    std::uint64_t h = hash_mix(m.spatial_id, hash_double(m.slow_factor));
+    std::uint64_t h = hash_mix(m.spatial_id, hash_bits(m.slow_factor));
     h = hash_mix(h, eff);
-    h = hash_mix(h, hash_double(m.slow_probability));
+    h = hash_mix(h, hash_bits(m.slow_probability));
     h = hash_mix(h, static_cast<std::uint64_t>(m.group_gpus));
     h = hash_mix(h, static_cast<std::uint64_t>(law.slow_members + 1));
-    h = hash_mix(h, hash_double(law.power));
+    h = hash_mix(h, hash_bits(law.power));
     h = hash_mix(h, static_cast<std::uint64_t>(law.lock_slow));
-    h = hash_mix(h, hash_double(law.lock_units));
+    h = hash_mix(h, hash_bits(law.lock_units));
     h = hash_mix(h, static_cast<std::uint64_t>(law.lock_c));
     for (const auto& [c, k] : law.unit_members) {
         h = hash_mix(h, static_cast<std::uint64_t>(c));

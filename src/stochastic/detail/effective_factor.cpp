@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <tuple>
+
+#include "src/stochastic/detail/hash.hpp"
 
 namespace prism::stochastic::detail {
 
@@ -67,17 +68,6 @@ CaseMean case_mean(const Distribution& spatial, double sf, const Distribution& x
     return {ta + dt * sum, ta + dt * sum_eq};
 }
 
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-}
-
-std::uint64_t bits(double x) {
-    std::uint64_t b;
-    std::memcpy(&b, &x, sizeof b);
-    return b;
-}
-
 /// phi_k / g per (spatial id, slow factor, n, class id, k) on the common g grid, per thread:
 /// the mixes of a sweep's points share them.
 const std::vector<double>& class_table(const Distribution& spatial, std::uint64_t spatial_id,
@@ -85,7 +75,7 @@ const std::vector<double>& class_table(const Distribution& spatial, std::uint64_
                                        double lo, double hi) {
     using Key = std::tuple<std::uint64_t, std::uint64_t, int, std::uint64_t, int>;
     thread_local std::map<Key, std::vector<double>> cache;
-    const Key key{spatial_id, bits(sf), n, c.x_id, k};
+    const Key key{spatial_id, hash_bits(sf), n, c.x_id, k};
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     if (cache.size() > 4096) cache.clear();
@@ -168,14 +158,14 @@ std::shared_ptr<const EffectiveFactor> EffectiveFactor::cached(const Distributio
     }
     if (!(total > 0) || n <= 1) return nullptr;
     std::vector<Component> comps;
-    std::uint64_t key = mix(spatial_id, bits(slow_factor));
-    key = mix(key, static_cast<std::uint64_t>(n));
+    std::uint64_t key = hash_mix(spatial_id, hash_bits(slow_factor));
+    key = hash_mix(key, static_cast<std::uint64_t>(n));
     bool random = false;
     for (auto& [id, c] : merged) {
         c.weight = std::round(64.0 * c.weight / total);
         if (c.weight <= 0) continue;
         random = random || !c.x.is_constant();
-        key = mix(mix(key, id), bits(c.weight));
+        key = hash_mix(hash_mix(key, id), hash_bits(c.weight));
         comps.push_back(c);
     }
     if (!random) return nullptr;

@@ -2,35 +2,24 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <unordered_map>
 
 #include "src/common/error.hpp"
+#include "src/stochastic/detail/hash.hpp"
 
 namespace prism::stochastic::detail {
 
 namespace {
 
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-}
-
-std::uint64_t bits(double x) {
-    std::uint64_t b;
-    std::memcpy(&b, &x, sizeof b);
-    return b;
-}
-
 std::uint64_t spec_hash(const DistributionSpec& s) {
     std::uint64_t h = static_cast<std::uint64_t>(s.kind) + 1;
-    h = mix(h, bits(s.mean));
-    h = mix(h, bits(s.cv));
-    h = mix(h, s.samples.size());
-    for (double x : s.samples) h = mix(h, bits(x));
+    h = hash_mix(h, hash_bits(s.mean));
+    h = hash_mix(h, hash_bits(s.cv));
+    h = hash_mix(h, s.samples.size());
+    for (double x : s.samples) h = hash_mix(h, hash_bits(x));
     for (const auto& c : s.components) {
-        h = mix(h, bits(c.weight));
-        h = mix(h, spec_hash(c.dist));
+        h = hash_mix(h, hash_bits(c.weight));
+        h = hash_mix(h, spec_hash(c.dist));
     }
     return h;
 }
@@ -65,7 +54,7 @@ Moments cached_max_moments(std::uint64_t spec, const Distribution& dist, double 
         bool operator==(const Key& o) const { return h == o.h && n == o.n; }
     };
     struct KeyHash {
-        size_t operator()(const Key& k) const { return mix(k.h, bits(k.n)); }
+        size_t operator()(const Key& k) const { return hash_mix(k.h, hash_bits(k.n)); }
     };
     thread_local std::unordered_map<Key, Moments, KeyHash> cache;
     const Key key{spec, n};
