@@ -6,11 +6,11 @@
 // true CDF exceeds 1.36 / sqrt(S) with probability 5% (0.0136 at S = 10,000).
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include "bench/compare.hpp"
 #include "bench/points_405b.hpp"
 
 int main(int argc, char** argv) {
@@ -36,19 +36,13 @@ int main(int argc, char** argv) {
         auto x = stochastic::monte_carlo_samples(profile, pt, hw, cluster, v, samples, 2026, i);
         std::sort(x.begin(), x.end());
         const auto f = stochastic::analytic_cdf(profile, pt, hw, cluster, v, x, eval.grid_points);
-        const auto n = static_cast<double>(x.size());
-        double ks = 0;
-        for (size_t k = 0; k < x.size(); ++k) {
-            ks = std::max({ks, std::fabs(f[k] - static_cast<double>(k) / n),
-                           std::fabs(f[k] - static_cast<double>(k + 1) / n)});
-        }
+        const double ks = bench::ks_to_samples(x, f);
         const auto d = step_distribution(profile, pt, hw, cluster, v, eval, 2026, i);
-        auto q = [&](double p) { return x[static_cast<size_t>(p * (n - 1))]; };
-        const double r50 = d.p50_s / q(0.5), r95 = d.p95_s / q(0.95), r99 = d.p99_s / q(0.99);
-        worst_q = std::max({worst_q, std::fabs(r50 - 1), std::fabs(r95 - 1), std::fabs(r99 - 1)});
+        const auto r = bench::quantile_ratios(d, x);
+        worst_q = std::max(worst_q, r.worst());
         ks_all.push_back(ks);
-        std::printf("%3zu %-28s %7.4f %9.4f %9.4f %9.4f\n", i, bench::label(pt).c_str(), ks, r50,
-                    r95, r99);
+        std::printf("%3zu %-28s %7.4f %9.4f %9.4f %9.4f\n", i, bench::label(pt).c_str(), ks, r.p50,
+                    r.p95, r.p99);
     }
     std::sort(ks_all.begin(), ks_all.end());
     std::printf("KS: median %.4f, max %.4f; quantiles within %.2f%%\n", ks_all[ks_all.size() / 2],

@@ -17,9 +17,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/compare.hpp"
+#include "explorer/design_space.hpp"
 #include "io/experiment_loader.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
@@ -71,8 +74,10 @@ int main(int argc, char** argv) {
         return 2;
     }
     Experiment ex;
+    std::optional<explorer::DesignSpace> space;
     try {
         ex = io::load_experiment(path);
+        space.emplace(ex);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "accuracy_experiment: %s\n", e.what());
         return 2;
@@ -81,54 +86,33 @@ int main(int argc, char** argv) {
         ex.variability.persistent.spatial = DistributionSpec{};
         ex.variability.persistent.slow_probability = 0;
     }
-    const auto& dims = ex.space.dimensions;
-    std::vector<size_t> digit(dims.size(), 0);
     Summary all, lockstep_pp, rest;
-    std::uint64_t index = 0;
-    for (bool more = true; more;) {
-        bool not_divisible = false;
-        const DesignPoint pt = decode_point(ex, digit, &not_divisible);
-        if (!not_divisible && !filter_reason(ex, pt)) {
-            try {
-                const auto profile = evaluate_deterministic(ex, pt).profile;
-                const auto& hw = ex.hardware.at(static_cast<size_t>(pt.hardware));
-                auto x = stochastic::monte_carlo_samples(profile, pt, hw, ex.cluster,
-                                                         ex.variability, samples, ex.seed, index);
-                std::sort(x.begin(), x.end());
-                const auto f =
-                    stochastic::analytic_cdf(profile, pt, hw, ex.cluster, ex.variability, x);
-                const auto n = static_cast<double>(x.size());
-                double ks = 0;
-                for (size_t k = 0; k < x.size(); ++k) {
-                    ks = std::max({ks, std::fabs(f[k] - static_cast<double>(k) / n),
-                                   std::fabs(f[k] - static_cast<double>(k + 1) / n)});
-                }
-                const auto d = step_distribution(profile, pt, hw, ex.cluster, ex.variability,
-                                                 EvaluationSpec{}, ex.seed, index);
-                auto q = [&](double p) { return x[static_cast<size_t>(p * (n - 1))]; };
-                const double err =
-                    std::max({std::fabs(d.p50_s / q(0.5) - 1), std::fabs(d.p95_s / q(0.95) - 1),
-                              std::fabs(d.p99_s / q(0.99) - 1)});
-                std::printf("%4llu %-64s KS %.4f  quantiles within %.2f%%\n",
-                            static_cast<unsigned long long>(index), describe_point(ex, pt).c_str(),
-                            ks, 100 * err);
-                all.add(ks, err);
-                (profile.dp_lockstep && pt.pp > 1 ? lockstep_pp : rest).add(ks, err);
-            } catch (const std::exception& e) {
-                std::printf("%4llu %-64s skipped: %s\n", static_cast<unsigned long long>(index),
-                            describe_point(ex, pt).c_str(), e.what());
-            }
-            ++index;
+    std::uint64_t index = 0;  // the random streams' index: the count of points not filtered
+    for (std::uint64_t i = 0; i < space->size(); ++i) {
+        const auto decoded = space->decode(i);
+        if (decoded.filtered) continue;
+        const DesignPoint& pt = decoded.point;
+        try {
+            const auto profile = evaluate_deterministic(ex, pt).profile;
+            const auto& hw = ex.hardware.at(static_cast<size_t>(pt.hardware));
+            auto x = stochastic::monte_carlo_samples(profile, pt, hw, ex.cluster, ex.variability,
+                                                     samples, ex.seed, index);
+            std::sort(x.begin(), x.end());
+            const double ks = bench::ks_to_samples(
+                x, stochastic::analytic_cdf(profile, pt, hw, ex.cluster, ex.variability, x));
+            const auto d = step_distribution(profile, pt, hw, ex.cluster, ex.variability,
+                                             EvaluationSpec{}, ex.seed, index);
+            const double err = bench::quantile_ratios(d, x).worst();
+            std::printf("%4llu %-64s KS %.4f  quantiles within %.2f%%\n",
+                        static_cast<unsigned long long>(index), describe_point(ex, pt).c_str(), ks,
+                        100 * err);
+            all.add(ks, err);
+            (profile.dp_lockstep && pt.pp > 1 ? lockstep_pp : rest).add(ks, err);
+        } catch (const std::exception& e) {
+            std::printf("%4llu %-64s skipped: %s\n", static_cast<unsigned long long>(index),
+                        describe_point(ex, pt).c_str(), e.what());
         }
-        // the next digit tuple, the last dimension fastest (the sweep's order)
-        more = false;
-        for (size_t k = dims.size(); k-- > 0;) {
-            if (++digit[k] < dims[k].values.size()) {
-                more = true;
-                break;
-            }
-            digit[k] = 0;
-        }
+        ++index;
     }
     std::printf("%s, %d Monte Carlo samples per point%s\n", path.c_str(), samples,
                 transient_only ? ", persistent factors removed" : "");
