@@ -60,6 +60,8 @@ void grow(std::vector<T>& v, size_t n) {
 
 /// P(K = k) for K ~ Binomial(n, q), through log-gamma (n up to millions of units)
 double binomial_pmf(double n, int k, double q) {
+    if (k < 0 || k > n) return 0.0;
+    if (q <= 0 || q >= 1) return k == (q <= 0 ? 0.0 : n) ? 1.0 : 0.0;  // a certain count
     return std::exp(std::lgamma(n + 1) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1) +
                     k * std::log(q) + (n - k) * std::log1p(-q));
 }
@@ -1657,7 +1659,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                                         [](const auto& pat) { return pat.second.size() == 1; }));
     std::vector<std::vector<double>> sf_type(types.size());
     std::vector<std::vector<double>> sf_type_pers(types.size());
-    std::vector<double> sf_mix, sf_mix_pers;
+    std::vector<double> sf_mix, sf_mix_pers, sf_mix_w, sf_mix_w_pers;
     if (linear_pgf) {
         std::vector<std::pair<double, const ReplicaType*>> mix;
         if (unit_pgf.random) {
@@ -1668,6 +1670,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         const MixtureMasses mm = mixture_masses(mix);
         sf_mix = mixture_sf(mm, noise_sd);
         if (clusters > 1) sf_mix_pers = mixture_sf(mm, 0.0);
+        if (unit_pgf.random) {
+            // the same mixture without the types' offsets: the stage terms of one slow GPU
+            // alone (random_replicas below)
+            MixtureMasses w_only = mm;
+            for (auto& g : w_only.groups) g.first = 0.0;
+            sf_mix_w = mixture_sf(w_only, noise_sd);
+            if (clusters > 1) sf_mix_w_pers = mixture_sf(w_only, 0.0);
+        }
     }
     // each type's sf with and without the noise, from its masses once (in PGF mode the
     // scenario counts name the base type only)
@@ -1703,8 +1713,64 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             if (tail * m_.replicas < 1e-8) break;  // F_D off by less than 1e-8
         }
     }
+    // Random placement: the N slow GPUs of the job land in uniformly random groups, so a
+    // replica may hold K >= 2 of them (from one slow node spread over its stages, or from
+    // several nodes). As above, their linear effects add up while their stage terms combine
+    // as a max: a replica with K slow GPUs takes F_K(x) = F_h(y) R(y)^K at y = x - s D(K),
+    // R = F_w / F_h the ratio of one slow GPU's stage terms alone (the mixture without the
+    // types' offsets) to the healthy replica, s the mean offset of one slow GPU and D(K) =
+    // p (1 - (1 - 1/p)^K) the expected number of distinct stages K GPUs hit (two in one group
+    // slow it once). K = 1 is the mixture itself. The product over replicas given N is the
+    // PGF's F_h^d r^N (r = F_1 / F_h, exact in N) times the corrections c_K = F_K / (F_h r^K)
+    // of the replicas with K >= 2, taken as (E c_K)^d with K ~ Binomial(N, 1/d) (exact for
+    // d = 1 and when collisions are rare). N = the slow GPUs in the job: J ~ Binomial(units,
+    // q) slow units, each with Binomial(u, phi) of its GPUs in the job.
+    const bool random_replicas = linear_pgf && unit_pgf.random;
+    std::vector<double> p_n;                  // P(N = n)
+    std::vector<std::vector<double>> k_of_n;  // per n, P(K = k | N = n), k = 0 .. size - 1
+    std::vector<double> shift_k;              // s D(k)
+    int k_cap = 1;
+    if (random_replicas) {
+        double s_mean = 0;
+        for (const int t : one_slow_at_stage) s_mean += types[t].extra_mean / p;
+        const auto u = static_cast<int>(unit_pgf.unit_gpus);
+        std::vector<double> per_unit(u + 1);
+        for (int j = 0; j <= u; ++j) per_unit[j] = binomial_pmf(u, j, unit_pgf.phi);
+        std::vector<double> conv{1.0}, next;  // law of N given J, J = 0, 1, ...
+        double cum = 0;
+        for (int j = 0; j <= unit_pgf.units && cum < 1.0 - 1e-16; ++j) {
+            const double pj = binomial_pmf(unit_pgf.units, j, unit_pgf.q);
+            cum += pj;
+            if (p_n.size() < conv.size()) p_n.resize(conv.size(), 0.0);
+            for (size_t n = 0; n < conv.size(); ++n) p_n[n] += pj * conv[n];
+            next.assign(conv.size() + u, 0.0);
+            for (size_t n = 0; n < conv.size(); ++n) {
+                if (conv[n] < 1e-300) continue;
+                for (int a = 0; a <= u; ++a) next[n + a] += conv[n] * per_unit[a];
+            }
+            conv.swap(next);
+        }
+        while (p_n.size() > 1 && p_n.back() < 1e-17) p_n.pop_back();
+        const double d = m_.replicas;
+        constexpr int kMaxK = 256;  // a replica's K beyond it counts as kMaxK
+        k_of_n.resize(p_n.size());
+        for (size_t n = 0; n < p_n.size(); ++n) {
+            auto& row = k_of_n[n];
+            double left = 1.0;
+            for (int k = 0; k <= static_cast<int>(n) && k < kMaxK && left > 1e-15; ++k) {
+                const double pk = binomial_pmf(static_cast<double>(n), k, 1.0 / d);
+                row.push_back(pk);
+                left -= pk;
+            }
+            if (left > 1e-15) row.push_back(left);
+            k_cap = std::max(k_cap, static_cast<int>(row.size()) - 1);
+        }
+        for (int k = 0; k <= k_cap; ++k) {
+            shift_k.push_back(s_mean * p * (1.0 - std::pow(1.0 - 1.0 / p, k)));
+        }
+    }
     auto max_table = [&](const std::vector<std::vector<double>>& sft,
-                         const std::vector<double>& sfm) {
+                         const std::vector<double>& sfm, const std::vector<double>& sfw) {
         std::vector<double> F(x_.n, 0.0);
         // log F_t once per type used, then per scenario a sum and one (vectorized) exp
         std::vector<std::vector<double>> log_f(sft.size());
@@ -1732,9 +1798,31 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         // one-unit mixture does (their max: the PGF's ratio R): F_K(x) = F_h(y) R(y)^K at
         // y = x - K s, R(y) = F_1(y + s) / F_h(y); rep_sum = sum_k P(K = k) F_K / F_h. K = 1 is
         // the mixture itself at the grid point (no interpolation: F_D takes the d-th power).
+        const int n = x_.n;
+        // linear interpolation of src at i - off (0 below the grid's start, its last value
+        // above its end); the middle run, where both neighbours are on the grid, as one
+        // plain loop
+        auto shifted = [&](const std::vector<double>& src, double off, std::vector<double>& dst) {
+            const double base = std::floor(off);
+            const double fr = off - base;
+            const int k0 = static_cast<int>(base);
+            auto at = [&](int j) { return j < 0 ? 0.0 : src[std::min(j, n - 1)]; };
+            // src at j - fr, j = i - k0: between src[j - 1] and src[j], both on the grid
+            // for i in [a, b)
+            const int a = std::clamp(k0 + 1, 0, n);
+            const int b = std::clamp(n + k0, a, n);
+            for (int i = 0; i < a; ++i) {
+                dst[i] = (1.0 - fr) * at(i - k0) + fr * at(i - k0 - 1);
+            }
+            for (int i = a; i < b; ++i) {
+                dst[i] = (1.0 - fr) * src[i - k0] + fr * src[i - k0 - 1];
+            }
+            for (int i = b; i < n; ++i) {
+                dst[i] = (1.0 - fr) * at(i - k0) + fr * at(i - k0 - 1);
+            }
+        };
         std::vector<double> rep_sum;
         if (per_replica) {
-            const int n = x_.n;
             std::vector<double> fh(n), f1(n);
             for (int i = 0; i < n; ++i) {
                 fh[i] = std::max(0.0, 1.0 - sft[0][i]);
@@ -1747,29 +1835,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 }
             }
             const double sc = lin_shift_mix / x_.h;  // s in grid steps
-            // linear interpolation of src at i - off (0 below the grid's start, its last value
-            // above its end); the middle run, where both neighbours are on the grid, as one
-            // plain loop
-            auto shifted = [&](const std::vector<double>& src, double off,
-                               std::vector<double>& dst) {
-                const double base = std::floor(off);
-                const double fr = off - base;
-                const int k0 = static_cast<int>(base);
-                auto at = [&](int j) { return j < 0 ? 0.0 : src[std::min(j, n - 1)]; };
-                // src at j - fr, j = i - k0: between src[j - 1] and src[j], both on the grid
-                // for i in [a, b)
-                const int a = std::clamp(k0 + 1, 0, n);
-                const int b = std::clamp(n + k0, a, n);
-                for (int i = 0; i < a; ++i) {
-                    dst[i] = (1.0 - fr) * at(i - k0) + fr * at(i - k0 - 1);
-                }
-                for (int i = a; i < b; ++i) {
-                    dst[i] = (1.0 - fr) * src[i - k0] + fr * src[i - k0 - 1];
-                }
-                for (int i = b; i < n; ++i) {
-                    dst[i] = (1.0 - fr) * at(i - k0) + fr * at(i - k0 - 1);
-                }
-            };
             std::vector<double> fhy(n), f1y(n);
             for (size_t k = 2; k < binom_k.size(); ++k) {
                 shifted(fh, k * sc, fhy);
@@ -1787,6 +1852,51 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 }
             }
         }
+        // random placement (random_replicas): sum over N of P(N) r^N (E c_K)^d per grid point
+        std::vector<double> rand_factor;
+        if (random_replicas) {
+            std::vector<double> fh(n), lfh(n), lr(n), fw(n);
+            for (int i = 0; i < n; ++i) {
+                fh[i] = std::max(0.0, 1.0 - sft[0][i]);
+                const double f1 = std::max(0.0, 1.0 - sfm[i]);
+                fw[i] = std::max(0.0, 1.0 - sfw[i]);
+                lfh[i] = fh[i] > 1e-300 ? std::log(fh[i]) : -HUGE_VAL;
+                lr[i] = fh[i] > 1e-300 && f1 > 1e-300 ? std::log(f1) - lfh[i] : -HUGE_VAL;
+            }
+            // c_k on the grid, k = 2 .. k_cap (1 where F_h or F_1 is 0: no replica is below x
+            // then, or none with a slow GPU)
+            std::vector<std::vector<double>> ck(static_cast<size_t>(k_cap) + 1);
+            std::vector<double> fhy(n), fwy(n);
+            for (int k = 2; k <= k_cap; ++k) {
+                shifted(fh, shift_k[k] / x_.h, fhy);
+                shifted(fw, shift_k[k] / x_.h, fwy);
+                auto& c = ck[k];
+                c.assign(n, 1.0);
+                for (int i = 0; i < n; ++i) {
+                    if (!(lfh[i] > -HUGE_VAL) || !(lr[i] > -HUGE_VAL)) continue;
+                    if (!(fhy[i] > 1e-300) || !(fwy[i] > 1e-300)) {
+                        c[i] = 0.0;  // F_K(x) = 0
+                        continue;
+                    }
+                    const double lfk = std::log(fhy[i]) + k * (std::log(fwy[i]) - std::log(fhy[i]));
+                    c[i] = std::exp(std::min(0.0, lfk - lfh[i] - k * lr[i]));
+                }
+            }
+            rand_factor.assign(n, 0.0);
+            const double d = m_.replicas;
+            for (size_t nn = 0; nn < p_n.size(); ++nn) {
+                if (!(p_n[nn] > 0)) continue;
+                const auto& row = k_of_n[nn];
+                const double c01 = row[0] + (row.size() > 1 ? row[1] : 0.0);
+                for (int i = 0; i < n; ++i) {
+                    double e = c01;
+                    for (size_t k = 2; k < row.size(); ++k) e += row[k] * ck[k][i];
+                    const double lt = nn == 0 ? 0.0 : static_cast<double>(nn) * lr[i];
+                    if (!(lt > -HUGE_VAL) || !(e > 0)) continue;
+                    rand_factor[i] += p_n[nn] * std::exp(lt + d * std::log(e));
+                }
+            }
+        }
         if (pgf_mode && !m_.lockstep) {
             // F_D = F_h^d (1 - q + q A)^units, A = E over a slow unit's pattern of the product
             // of its replicas' CDF ratios to the healthy replica
@@ -1801,6 +1911,10 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 double a = 0;
                 if (per_replica) {
                     F[i] *= std::exp(m_.replicas * std::log(std::max(1e-300, rep_sum[i])));
+                    continue;
+                }
+                if (random_replicas) {
+                    F[i] *= rand_factor[i];
                     continue;
                 }
                 if (linear_pgf) {
@@ -1834,7 +1948,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         F.back() = std::max(F.back(), 1.0 - 1e-15);
         return F;
     };
-    const std::vector<double> FD = max_table(sf_type, sf_mix);
+    const std::vector<double> FD = max_table(sf_type, sf_mix, sf_mix_w);
     // antiderivative of F_D, and its moments
     std::vector<double> GD(x_.n, 0.0);
     for (int i = 1; i < x_.n; ++i) GD[i] = GD[i - 1] + 0.5 * x_.h * (FD[i - 1] + FD[i]);
@@ -2311,7 +2425,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     out.cluster_mean_s.assign(clusters, out.mean_s);
     out.cluster_var_s2.assign(clusters, out.std_s * out.std_s);
     if (clusters > 1) {
-        const std::vector<double> FP = max_table(sf_type_pers, sf_mix_pers);
+        const std::vector<double> FP = max_table(sf_type_pers, sf_mix_pers, sf_mix_w_pers);
         double p_mean, p_var;
         table_moments(FP, p_mean, p_var);
         std::vector<double> qs(clusters);
