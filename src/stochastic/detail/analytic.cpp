@@ -1885,7 +1885,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             rand_factor.assign(n, 0.0);
             const double d = m_.replicas;
             for (size_t nn = 0; nn < p_n.size(); ++nn) {
-                if (!(p_n[nn] > 0)) continue;
+                if (!(p_n[nn] >= 1e-17)) continue;  // F_D off by less than that
                 const auto& row = k_of_n[nn];
                 const double c01 = row[0] + (row.size() > 1 ? row[1] : 0.0);
                 for (int i = 0; i < n; ++i) {
