@@ -20,11 +20,7 @@ using namespace prism;
 
 StepDistribution evaluate(const testing::ProfileShape& s, const VariabilitySpec& v,
                           PlacementKind kind, std::int64_t total_gpus, Method method, int samples) {
-    DesignPoint point;
-    point.tp = s.tp;
-    point.pp = s.stages;
-    point.dp = s.dp;
-    point.placement.kind = kind;
+    const DesignPoint point = testing::design_point(s, kind);
     ClusterSpec cluster;
     cluster.total_gpus = total_gpus;
     EvaluationSpec eval;

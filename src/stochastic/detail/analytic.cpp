@@ -1793,11 +1793,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             exp_nonpositive_n(lf.data(), x_.n, ef.data());
             for (int i = 0; i < x_.n; ++i) F[i] += sc.weight * ef[i];
         }
-        // Per replica (per_replica): K ~ Binomial(u, q) of its units slow. A unit moves the
-        // replica's linear part by s (lin_shift_mix: additive) and its stage terms as the
-        // one-unit mixture does (their max: the PGF's ratio R): F_K(x) = F_h(y) R(y)^K at
-        // y = x - K s, R(y) = F_1(y + s) / F_h(y); rep_sum = sum_k P(K = k) F_K / F_h. K = 1 is
-        // the mixture itself at the grid point (no interpolation: F_D takes the d-th power).
         const int n = x_.n;
         // linear interpolation of src at i - off (0 below the grid's start, its last value
         // above its end); the middle run, where both neighbours are on the grid, as one
@@ -1821,6 +1816,11 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 dst[i] = (1.0 - fr) * at(i - k0) + fr * at(i - k0 - 1);
             }
         };
+        // Per replica (per_replica): K ~ Binomial(u, q) of its units slow. A unit moves the
+        // replica's linear part by s (lin_shift_mix: additive) and its stage terms as the
+        // one-unit mixture does (their max: the PGF's ratio R): F_K(x) = F_h(y) R(y)^K at
+        // y = x - K s, R(y) = F_1(y + s) / F_h(y); rep_sum = sum_k P(K = k) F_K / F_h. K = 1 is
+        // the mixture itself at the grid point (no interpolation: F_D takes the d-th power).
         std::vector<double> rep_sum;
         if (per_replica) {
             std::vector<double> fh(n), f1(n);
@@ -1908,7 +1908,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                     F[i] = 0;
                     continue;
                 }
-                double a = 0;
                 if (per_replica) {
                     F[i] *= std::exp(m_.replicas * std::log(std::max(1e-300, rep_sum[i])));
                     continue;
@@ -1917,24 +1916,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                     F[i] *= rand_factor[i];
                     continue;
                 }
+                // (random placement is linear and takes random_replicas above)
+                double a = 0;
                 if (linear_pgf) {
-                    const double r1 = std::max(1e-300, 1.0 - sfm[i]) / fh;
-                    a = unit_pgf.random
-                            ? std::pow(1.0 - unit_pgf.phi + unit_pgf.phi * r1, unit_pgf.unit_gpus)
-                            : r1;
-                    F[i] *= std::exp(unit_pgf.units *
-                                     std::log(std::max(1e-300, 1.0 - unit_pgf.q + unit_pgf.q * a)));
-                    continue;
-                }
-                for (size_t t = 1; t < sft.size(); ++t) {
-                    ratio[t] = std::max(1e-300, 1.0 - sft[t][i]) / fh;
-                }
-                if (unit_pgf.random) {
-                    double r1 = 0;
-                    for (const int t : one_slow_at_stage) r1 += ratio[t];
-                    r1 /= p;
-                    a = std::pow(1.0 - unit_pgf.phi + unit_pgf.phi * r1, unit_pgf.unit_gpus);
+                    a = std::max(1e-300, 1.0 - sfm[i]) / fh;
                 } else {
+                    for (size_t t = 1; t < sft.size(); ++t) {
+                        ratio[t] = std::max(1e-300, 1.0 - sft[t][i]) / fh;
+                    }
                     for (const auto& [f, idx] : rep_patterns) {
                         double prod = 1;
                         for (const int t : idx) prod *= ratio[t];

@@ -17,11 +17,7 @@ using testing::ProfileShape;
 StepDistribution evaluate(const ProfileShape& s, const VariabilitySpec& v,
                           PlacementKind placement = PlacementKind::ordered,
                           std::int64_t total_gpus = 0) {
-    DesignPoint point;
-    point.tp = s.tp;
-    point.pp = s.stages;
-    point.dp = s.dp;
-    point.placement.kind = placement;
+    const DesignPoint point = testing::design_point(s, placement);
     ClusterSpec cluster;
     cluster.total_gpus = total_gpus;
     EvaluationSpec eval;

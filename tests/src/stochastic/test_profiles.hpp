@@ -77,6 +77,17 @@ inline StepProfile make_profile(const ProfileShape& s) {
     return p;
 }
 
+/// The design point of shape `s` (tp, pp, dp) with the given placement.
+inline DesignPoint design_point(const ProfileShape& s,
+                                PlacementKind placement = PlacementKind::ordered) {
+    DesignPoint point;
+    point.tp = s.tp;
+    point.pp = s.stages;
+    point.dp = s.dp;
+    point.placement.kind = placement;
+    return point;
+}
+
 inline DistributionSpec dist(DistKind k, double cv, double mean = 1.0) {
     DistributionSpec d;
     d.kind = k;
