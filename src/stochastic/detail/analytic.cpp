@@ -1727,7 +1727,8 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     // q) slow units, each with Binomial(u, phi) of its GPUs in the job.
     const bool random_replicas = linear_pgf && unit_pgf.random;
     std::vector<double> p_n;                  // P(N = n)
-    std::vector<std::vector<double>> k_of_n;  // per n, P(K = k | N = n), k = 0 .. size - 1
+    std::vector<std::vector<double>> k_of_n;  // per node count, P(K = k | N), k < size
+    size_t n_lo = 0, n_step = 1;              // node j: N = n_lo + j n_step
     std::vector<double> shift_k;              // s D(k)
     int k_cap = 1;
     if (random_replicas) {
@@ -1751,16 +1752,36 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             conv.swap(next);
         }
         while (p_n.size() > 1 && p_n.back() < 1e-17) p_n.pop_back();
+        // The correction's exponent L(n) = d log E[c_K | N = n] is smooth in n: it is computed
+        // at node counts (every count when there are few, else kRandomNodes evenly spaced
+        // ones over the counts of probability >= 1e-17) and interpolated between them by cubic
+        // Lagrange polynomials. Per node, P(K = k | N = n) for k < kMaxK (the rest lumped at
+        // kMaxK), by the recurrence of the binomial pmf in log space (no log-gamma per term).
+        constexpr size_t kRandomNodes = 32;
+        while (n_lo + 1 < p_n.size() && !(p_n[n_lo] >= 1e-17)) ++n_lo;
+        const size_t span = p_n.size() - 1 - n_lo;
+        n_step = std::max<size_t>(1, (span + kRandomNodes - 1) / kRandomNodes);
+        const size_t nodes = span / n_step + 1 + (n_step > 1 ? 3 : 0);  // cubic: past the end
         const double d = m_.replicas;
         constexpr int kMaxK = 256;  // a replica's K beyond it counts as kMaxK
-        k_of_n.resize(p_n.size());
-        for (size_t n = 0; n < p_n.size(); ++n) {
-            auto& row = k_of_n[n];
+        k_of_n.resize(nodes);
+        const double lq = std::log(1.0 / d), l1q = d > 1 ? std::log1p(-1.0 / d) : -HUGE_VAL;
+        for (size_t j = 0; j < nodes; ++j) {
+            const double n = static_cast<double>(n_lo + j * n_step);
+            auto& row = k_of_n[j];
             double left = 1.0;
-            for (int k = 0; k <= static_cast<int>(n) && k < kMaxK && left > 1e-15; ++k) {
-                const double pk = binomial_pmf(static_cast<double>(n), k, 1.0 / d);
-                row.push_back(pk);
-                left -= pk;
+            if (d == 1) {
+                row.assign(static_cast<size_t>(std::min<double>(n, kMaxK)) + 1, 0.0);
+                row.back() = 1.0;  // K = N (capped)
+                left = 0;
+            } else {
+                double lp = n * l1q;  // log P(K = 0)
+                for (int k = 0; k <= n && k < kMaxK && left > 1e-15; ++k) {
+                    if (k > 0) lp += std::log((n - k + 1) / k) + lq - l1q;
+                    const double pk = std::exp(lp);
+                    row.push_back(pk);
+                    left -= pk;
+                }
             }
             if (left > 1e-15) row.push_back(left);
             k_cap = std::max(k_cap, static_cast<int>(row.size()) - 1);
@@ -1864,7 +1885,9 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 lr[i] = fh[i] > 1e-300 && f1 > 1e-300 ? std::log(f1) - lfh[i] : -HUGE_VAL;
             }
             // c_k on the grid, k = 2 .. k_cap (1 where F_h or F_1 is 0: no replica is below x
-            // then, or none with a slow GPU)
+            // then, or none with a slow GPU): c_k = F_h(y) / F_h (R(y) / r)^k, capped at 1
+            std::vector<double> rlin(n);
+            for (int i = 0; i < n; ++i) rlin[i] = lr[i] > -HUGE_VAL ? std::exp(lr[i]) : 0.0;
             std::vector<std::vector<double>> ck(static_cast<size_t>(k_cap) + 1);
             std::vector<double> fhy(n), fwy(n);
             for (int k = 2; k <= k_cap; ++k) {
@@ -1878,22 +1901,58 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                         c[i] = 0.0;  // F_K(x) = 0
                         continue;
                     }
-                    const double lfk = std::log(fhy[i]) + k * (std::log(fwy[i]) - std::log(fhy[i]));
-                    c[i] = std::exp(std::min(0.0, lfk - lfh[i] - k * lr[i]));
+                    const double rho = fwy[i] / (fhy[i] * rlin[i]);
+                    double rk = rho;  // rho^k by products (k is at most a few dozen)
+                    for (int e = 1; e < k; ++e) rk *= rho;
+                    c[i] = std::min(1.0, fhy[i] / fh[i] * rk);
                 }
             }
-            rand_factor.assign(n, 0.0);
+            // L at the nodes, then per count with P(N) >= 1e-17 (F_D off by less than the
+            // rest) the term P(N) exp(N log r + L(N)), in log space
             const double d = m_.replicas;
-            for (size_t nn = 0; nn < p_n.size(); ++nn) {
-                if (!(p_n[nn] >= 1e-17)) continue;  // F_D off by less than that
-                const auto& row = k_of_n[nn];
+            std::vector<std::vector<double>> lnode(k_of_n.size(), std::vector<double>(n));
+            for (size_t j = 0; j < k_of_n.size(); ++j) {
+                const auto& row = k_of_n[j];
                 const double c01 = row[0] + (row.size() > 1 ? row[1] : 0.0);
                 for (int i = 0; i < n; ++i) {
                     double e = c01;
                     for (size_t k = 2; k < row.size(); ++k) e += row[k] * ck[k][i];
-                    const double lt = nn == 0 ? 0.0 : static_cast<double>(nn) * lr[i];
-                    if (!(lt > -HUGE_VAL) || !(e > 0)) continue;
-                    rand_factor[i] += p_n[nn] * std::exp(lt + d * std::log(e));
+                    lnode[j][i] = d * std::log(std::max(e, 1e-300));
+                }
+            }
+            rand_factor.assign(n, 0.0);
+            std::vector<double> xs(n), es(n);
+            for (size_t nn = n_lo; nn < p_n.size(); ++nn) {
+                if (!(p_n[nn] >= 1e-17)) continue;
+                // cubic Lagrange through the nodes j0 .. j0 + 3 around nn (exact at a node)
+                const size_t rel = nn - n_lo;
+                double w[4] = {1.0, 0.0, 0.0, 0.0};
+                size_t j0 = rel / n_step;
+                if (n_step > 1 && rel % n_step != 0) {
+                    j0 = j0 > 0 ? j0 - 1 : 0;
+                    const double t = static_cast<double>(rel) / static_cast<double>(n_step) -
+                                     static_cast<double>(j0);  // in (0, 3)
+                    for (int a = 0; a < 4; ++a) {
+                        w[a] = 1.0;
+                        for (int b = 0; b < 4; ++b) {
+                            if (b != a) w[a] *= (t - b) / (a - b);
+                        }
+                    }
+                }
+                const double lp = std::log(p_n[nn]);
+                const double fn = static_cast<double>(nn);
+                for (int i = 0; i < n; ++i) {
+                    double l = 0;
+                    for (int a = 0; a < 4; ++a) {
+                        if (w[a] != 0) l += w[a] * lnode[j0 + a][i];
+                    }
+                    // N log r: 0 at N = 0; a count of slow GPUs where F_1 = 0 adds nothing
+                    const double lt = nn == 0 ? 0.0 : fn * lr[i];
+                    xs[i] = lt > -HUGE_VAL ? lp + lt + std::min(0.0, l) : -HUGE_VAL;
+                }
+                exp_nonpositive_n(xs.data(), n, es.data());
+                for (int i = 0; i < n; ++i) {
+                    rand_factor[i] += xs[i] > 0 ? std::exp(xs[i]) : es[i];  // (> 0: rounding)
                 }
             }
         }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "src/stochastic/step_distribution.hpp"
 #include "tests/src/stochastic/test_profiles.hpp"
@@ -203,6 +204,34 @@ TEST(StepDistributionAccuracy, RandomPlacementWithPipelineStages) {
         EXPECT_NEAR(r.p95, 1.0, c.quantile) << what;
         EXPECT_NEAR(r.p99, 1.0, c.quantile) << what;
         EXPECT_LE(r.ks, c.ks) << what;
+    }
+}
+
+TEST(StepDistributionAccuracy, RandomPlacementAtSixteenThousandGpus) {
+    // At 16,384 GPUs with 1% slow nodes the job holds ~160 slow GPUs, and the analytic's sum
+    // over their count N (random_replicas) spans ~470 counts: the correction's exponent is
+    // taken at 32 node counts and interpolated (cubic) between them. Against the exact sum over
+    // every count, the quantiles of the 26 points of the 405B sweep with random placement moved
+    // by at most 6.5e-8 relative (seen, 2026-11-22), and a point cost 11.8 -> 1.2 ms.
+    // The whole path at that scale against Monte Carlo shows a KNOWN ERROR of the model, not of
+    // the interpolation (the exact sum gives the same figures): the analytic is 0.4-0.5% high
+    // in p50, p95 and p99, which on these narrow distributions is KS 0.13-0.14 (seen). Ordered
+    // placement on the same shapes: KS 0.013-0.014, quantiles within 0.15%. The error grows
+    // with the slow GPUs per replica (0.1-0.2% at dp 16) and with fewer microbatches than
+    // stages (p50 1.1% high at tp8 pp8 dp256 mb4); README, Known limitations. The bounds hold
+    // it where it is.
+    for (const auto& [pp, dp, mb] : {std::tuple{8, 256, 16}, std::tuple{16, 128, 16}}) {
+        auto var = testing::prism_like(0.01);
+        var.persistent.slow_per_node = true;
+        const auto r =
+            against_monte_carlo(pipeline_shape(8, pp, dp, mb), var, PlacementKind::random);
+        std::printf(
+            "random tp8 pp%d dp%d (16,384 GPUs): p50 an/mc %.4f p95 %.4f p99 %.4f KS %.4f\n", pp,
+            dp, r.p50, r.p95, r.p99, r.ks);
+        EXPECT_NEAR(r.p50, 1.0, 0.007) << "pp" << pp;
+        EXPECT_NEAR(r.p95, 1.0, 0.007) << "pp" << pp;
+        EXPECT_NEAR(r.p99, 1.0, 0.007) << "pp" << pp;
+        EXPECT_LE(r.ks, 0.17) << "pp" << pp;
     }
 }
 
