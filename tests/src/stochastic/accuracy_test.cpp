@@ -216,10 +216,10 @@ TEST(StepDistributionAccuracy, RandomPlacementAtSixteenThousandGpus) {
     // The whole path at that scale against Monte Carlo shows a KNOWN ERROR of the model, not of
     // the interpolation (the exact sum gives the same figures): the analytic is 0.4-0.5% high
     // in p50, p95 and p99, which on these narrow distributions is KS 0.13-0.14 (seen). Ordered
-    // placement on the same shapes: KS 0.013-0.014, quantiles within 0.15%. The error grows
-    // with the slow GPUs per replica (0.1-0.2% at dp 16) and with fewer microbatches than
-    // stages (p50 1.1% high at tp8 pp8 dp256 mb4); README, Known limitations. The bounds hold
-    // it where it is.
+    // placement on the same shapes: KS 0.013-0.014, quantiles within 0.15%. At the same slow
+    // GPUs per replica the error grows with the replicas (0.1-0.2% at dp 16), and it is larger
+    // with fewer microbatches than stages (p50 1.1% high at tp8 pp8 dp256 mb4); its cause is
+    // not pinned down (README, Known limitations). The bounds hold it where it is.
     for (const auto& [pp, dp, mb] : {std::tuple{8, 256, 16}, std::tuple{16, 128, 16}}) {
         auto var = testing::prism_like(0.01);
         var.persistent.slow_per_node = true;
