@@ -1924,11 +1924,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             std::vector<double> xs(n), es(n);
             for (size_t nn = n_lo; nn < p_n.size(); ++nn) {
                 if (!(p_n[nn] >= 1e-17)) continue;
-                // cubic Lagrange through the nodes j0 .. j0 + 3 around nn (exact at a node)
+                // at a node its value (one tap), else cubic Lagrange through the nodes
+                // j0 .. j0 + 3 around nn
                 const size_t rel = nn - n_lo;
                 double w[4] = {1.0, 0.0, 0.0, 0.0};
                 size_t j0 = rel / n_step;
-                if (n_step > 1 && rel % n_step != 0) {
+                int taps = 1;
+                if (rel % n_step != 0) {
+                    taps = 4;
                     j0 = j0 > 0 ? j0 - 1 : 0;
                     const double t = static_cast<double>(rel) / static_cast<double>(n_step) -
                                      static_cast<double>(j0);  // in (0, 3)
@@ -1943,9 +1946,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 const double fn = static_cast<double>(nn);
                 for (int i = 0; i < n; ++i) {
                     double l = 0;
-                    for (int a = 0; a < 4; ++a) {
-                        if (w[a] != 0) l += w[a] * lnode[j0 + a][i];
-                    }
+                    for (int a = 0; a < taps; ++a) l += w[a] * lnode[j0 + a][i];
                     // N log r: 0 at N = 0; a count of slow GPUs where F_1 = 0 adds nothing
                     const double lt = nn == 0 ? 0.0 : fn * lr[i];
                     xs[i] = lt > -HUGE_VAL ? lp + lt + std::min(0.0, l) : -HUGE_VAL;
