@@ -15,7 +15,8 @@
 //  * R (shared by all collectives of a step) is integrated over cells of its quantile function,
 //    the shift T(g=1, R) being linear inside a cell; the DP sync and optimizer by Gauss-Hermite.
 // Numerics: one replica's Delta on a 257-point grid (kAnalyticGridPoints; converged to ~2e-3 in
-// the CDF against 2049 points, tested); the step's CDF on a lattice of the same step, as the
+// the CDF against 2049 points, tested); the step's CDF on a lattice of the same step (or of a
+// multiple of it, when the regime spreads the step over more than 4096 such steps), as the
 // discrete convolution of F_D with the regime and tail masses, interpolated by a monotone cubic.
 // Speed (sweeps evaluate millions of points): group-factor log CDFs are tabulated once per law
 // and cached across points (law_table), as are the slow-unit patterns of a layout
@@ -352,15 +353,6 @@ struct Grid {
     int n = 0;
     double at(int i) const { return lo + h * i; }
 };
-
-double interp(const std::vector<double>& y, const Grid& g, double x, double below, double above) {
-    if (x <= g.lo) return below;
-    if (x >= g.hi) return above;
-    const double t = (x - g.lo) / g.h;
-    const auto i = std::min(static_cast<int>(t), g.n - 2);
-    const double f = t - i;
-    return y[i] + f * (y[i + 1] - y[i]);
-}
 
 class Analytic {
   public:
@@ -1998,9 +1990,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         return F;
     };
     const std::vector<double> FD = max_table(sf_type, sf_mix, sf_mix_w);
-    // antiderivative of F_D, and its moments
-    std::vector<double> GD(x_.n, 0.0);
-    for (int i = 1; i < x_.n; ++i) GD[i] = GD[i - 1] + 0.5 * x_.h * (FD[i - 1] + FD[i]);
+    // the moments of F_D
     auto table_moments = [&](const std::vector<double>& F, double& mean, double& var) {
         double m1 = 0, m2 = 0;
         for (int i = 1; i < x_.n; ++i) {
@@ -2181,18 +2171,14 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         }
     }
     for (auto& c : cells) c.tail = {node_store.data() + c.first, c.count};
-    const double g_end = GD.back();
-    auto G = [&](double x) {
-        if (x <= x_.lo) return 0.0;
-        if (x >= x_.hi) return g_end + (x - x_.hi);
-        return interp(GD, x_, x, 0.0, g_end);
-    };
-    // The step's CDF on a lattice: V = shift(R) + tail(R) is put on the x grid's step h as
+    // The step's CDF on a lattice: V = shift(R) + tail(R) is put on a lattice of step hl as
     // point masses (a uniform cell smear cut at the lattice points, each piece's mass split
     // between its two lattice neighbours so that its mean is kept: for an atom this is exactly
-    // linear interpolation of F_D), then F_step[i] = sum_k mass[k] F_D[i - k]. The error is
-    // second order in h against D's width (h is 1/256 of D's range). Without that lattice (V
-    // spread over more than kMaxLattice steps) the CDF is summed over cells at each t.
+    // linear interpolation of F_D), then F_step[i] = sum_k mass[k] F_D(i - k). hl is the x
+    // grid's step h, or when V spreads over more than kMaxLattice such steps (D narrow against
+    // the regime's spread, e.g. without persistent variability) the multiple r h that keeps it
+    // within kMaxLattice, F_D read at every r-th grid point: the error is second order in hl
+    // against the wider of D and V (hl is at most 1/4096 of V's range).
     constexpr int kMaxLattice = 4096;
     double v_lo = 1e300, v_hi = -1e300;
     for (const auto& c : cells) {
@@ -2201,12 +2187,27 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             v_hi = std::max(v_hi, std::max(c.shift_a, c.shift_b) + y);
         }
     }
-    const double hl = x_.h;
+    // stride: F_D read at every stride-th grid point; 0 when D fits in one lattice step, then a
+    // uniform over one step around D's mean (e.g. D an atom: no persistent variability and one
+    // replica's noise ~1e-12 wide)
+    int stride = 1;
+    double hl = x_.h;
+    double d_lo = x_.lo;  // where F_D's lattice starts
+    if (const double steps = (v_hi - v_lo) / x_.h; !(steps <= kMaxLattice)) {
+        const double r = std::ceil(steps / kMaxLattice);
+        if (r < x_.n - 1) {
+            stride = static_cast<int>(r);
+            hl = stride * x_.h;
+        } else {
+            stride = 0;
+            hl = (v_hi - v_lo) / kMaxLattice;
+            d_lo = d_mean - 0.5 * hl;
+        }
+    }
     const double span = (v_hi - v_lo) / hl;
-    const bool lattice = span < kMaxLattice;
-    std::vector<double> step_cdf;  // at t_i = x_.lo + v_lo + i h
+    std::vector<double> step_cdf;  // at t_i = x_.lo + v_lo + i hl
     double t0 = 0;
-    if (lattice) {
+    {
         const int nv = static_cast<int>(std::ceil(span)) + 2;
         std::vector<double> mass(nv, 0.0);
         // in lattice units u = (t - v_lo) / h, all pieces lie in [0, span], span <= nv - 2
@@ -2218,7 +2219,11 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             mass[k + 1] += w * f;
         };
         // a uniform smear of mass w over [ua, ub], cut at the lattice points; each piece's mass
-        // at its centroid
+        // at its centroid. A whole lattice interval [k, k + 1] puts half its mass on each end,
+        // the same for every one of a smear's whole intervals: they go into a difference array
+        // (summed once below), so that a smear costs O(1), not its length (a regime spread
+        // over thousands of lattice steps)
+        std::vector<double> halves(nv + 1, 0.0);
         auto add_smear = [&](double ua, double ub, double w) {
             if (!(w > 0)) return;
             if (!(ub - ua > 1e-9)) {
@@ -2226,17 +2231,27 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 return;
             }
             const double dens = w / (ub - ua);
-            int k = std::min(static_cast<int>(ua), nv - 2);
-            double lo = ua;
-            while (lo < ub && k < nv - 1) {
-                const double hi = std::min(ub, static_cast<double>(k + 1));
+            auto piece = [&](int k, double lo, double hi) {
                 const double m = dens * (hi - lo);
                 const double f = std::clamp(0.5 * (lo + hi) - k, 0.0, 1.0);
                 mass[k] += m * (1.0 - f);
                 mass[k + 1] += m * f;
-                lo = hi;
-                ++k;
+            };
+            const int k0 = std::min(static_cast<int>(ua), nv - 2);
+            const double e0 = std::min(ub, static_cast<double>(k0 + 1));
+            piece(k0, ua, e0);
+            if (!(ub > e0)) return;
+            // whole intervals k1 <= k < k2, then the piece [k2, ub]
+            const int k1 = k0 + 1;
+            const int k2 = std::clamp(static_cast<int>(ub), k1, nv - 2);
+            if (k2 > k1) {
+                const double half = 0.5 * dens;
+                halves[k1] += half;  // mass[k], k1 <= k < k2
+                halves[k2] -= half;
+                halves[k1 + 1] += half;  // mass[k + 1]
+                halves[k2 + 1] -= half;
             }
+            if (ub > k2) piece(k2, k2, ub);
         };
         for (const auto& c : cells) {
             const double a0 = std::min(c.shift_a, c.shift_b);
@@ -2253,16 +2268,27 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                 add_smear(um, ub, w * (1.0 - frac_lo));
             }
         }
-        const int nx = x_.n;
+        double run = 0;
+        for (int k = 0; k < nv; ++k) {
+            run += halves[k];
+            mass[k] = std::max(0.0, mass[k] + run);
+        }
+        // F_D on the lattice: every stride-th grid point, then 1 (F_D's last value is within
+        // 1e-15 of 1)
+        const int nx = stride > 0 ? (x_.n - 1 + stride - 1) / stride + 1 : 2;
+        std::vector<double> rd(nx);  // rd[j] = F_D(nx - 1 - j)
+        for (int j = 0; j < nx; ++j) {
+            const int g = j * stride;
+            rd[nx - 1 - j] = stride == 0 ? static_cast<double>(j) : g < x_.n ? FD[g] : 1.0;
+        }
         const int nt = nx + nv - 1;
-        t0 = x_.lo + v_lo;
+        t0 = d_lo + v_lo;
         std::vector<double> below(nv + 1, 0.0);  // below[k] = mass[0] + ... + mass[k - 1]
         for (int k = 0; k < nv; ++k) below[k + 1] = below[k] + mass[k];
-        std::vector<double> rd(FD.rbegin(), FD.rend());  // rd[j] = FD[nx - 1 - j]
         // F_D is 0 below ja and taken as 1 from jb on (it is within 1e-15 of 1 there)
         int ja = 0, jb = nx;
-        while (ja < nx && FD[ja] <= 0) ++ja;
-        while (jb > ja && FD[jb - 1] >= 1.0 - 1e-15) --jb;
+        while (ja < nx && rd[nx - 1 - ja] <= 0) ++ja;
+        while (jb > ja && rd[nx - jb] >= 1.0 - 1e-15) --jb;
         step_cdf.resize(nt);
         thread_local std::vector<int> lo, hi, off;
         thread_local std::vector<double> base;
@@ -2286,7 +2312,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     // 257-point grid linear interpolation is off by ~5e-5 of the step in the tail quantiles
     // of a smooth CDF, the cubic by < 2e-6 (tests: exact order statistics).
     std::vector<double> slope;  // dF / di at lattice points
-    if (lattice) {
+    {
         const int nt = static_cast<int>(step_cdf.size());
         slope.assign(nt, 0.0);
         for (int i = 0; i < nt; ++i) {
@@ -2307,36 +2333,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
                (-2 * f3 + 3 * f2) * step_cdf[i + 1] + (f3 - f2) * slope[i + 1];
     };
     auto cdf = [&](double t) {
-        if (lattice) {
-            const double u = (t - t0) / hl;
-            if (u <= 0) return step_cdf.front() * std::max(0.0, 1.0 + u);
-            const int nt = static_cast<int>(step_cdf.size());
-            if (u >= nt - 1) return 1.0;
-            const int i = static_cast<int>(u);
-            return std::clamp(hermite(i, u - i), step_cdf[i], step_cdf[i + 1]);
-        }
-        double f = 0;
-        for (const auto& c : cells) {
-            double fc = 0;
-            const double width = c.shift_b - c.shift_a;
-            // two uniform halves weighted to the cell's mean, as on the lattice
-            const double mid = 0.5 * (c.shift_a + c.shift_b);
-            const double f_lo = c.lo_share;
-            for (const auto& [y, wy] : c.tail) {
-                const double x = t - y;
-                if (width > 1e-12 * std::fabs(c.shift_a) + 1e-300) {
-                    const double g_mid = G(x - mid);
-                    fc += wy *
-                          (f_lo * (G(x - c.shift_a) - g_mid) +
-                           (1.0 - f_lo) * (g_mid - G(x - c.shift_b))) /
-                          (0.5 * width);
-                } else {
-                    fc += wy * interp(FD, x_, x - c.shift_a, 0.0, 1.0);
-                }
-            }
-            f += c.w * fc;
-        }
-        return std::clamp(f, 0.0, 1.0);
+        const double u = (t - t0) / hl;
+        if (u <= 0) return step_cdf.front() * std::max(0.0, 1.0 + u);
+        const int nt = static_cast<int>(step_cdf.size());
+        if (u >= nt - 1) return 1.0;
+        const int i = static_cast<int>(u);
+        return std::clamp(hermite(i, u - i), step_cdf[i], step_cdf[i + 1]);
     };
     // moments: step = shift(R) + D + tail(R), D independent of (R, tail)
     double m1 = 0, m2 = 0;
@@ -2365,85 +2367,20 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         for (double t : *query) cdf_out->push_back(cdf(t));
     }
 
-    // quantiles by bisection on the mixture CDF
-    double t_lo = 1e300, t_hi = -1e300;
-    for (const auto& c : cells) {
-        for (const auto& [y, wy] : c.tail) {
-            t_lo = std::min(t_lo, std::min(c.shift_a, c.shift_b) + y + x_.lo);
-            t_hi = std::max(t_hi, std::max(c.shift_a, c.shift_b) + y + x_.hi);
-        }
-    }
-    // Illinois (regula falsi with the stale end's value halved) from a bracket grown around the
-    // normal guess: ~10 CDF evaluations instead of ~40 bisection steps over [t_lo, t_hi]
-    const double guess_sd = out.std_s > 0 ? out.std_s : 1e-3 * (t_hi - t_lo);
+    // quantiles: the lattice CDF's monotone cubic inverted
     auto quantile = [&](double prob) {
-        if (lattice) {
-            // the lattice CDF is non-decreasing: invert its linear interpolant
-            const auto it = std::lower_bound(step_cdf.begin(), step_cdf.end(), prob);
-            if (it == step_cdf.begin()) return t0;
-            if (it == step_cdf.end()) return t0 + hl * static_cast<double>(step_cdf.size() - 1);
-            const auto i = static_cast<int>(it - step_cdf.begin()) - 1;
-            // the interpolant is monotone in the cell: bisection to 2^-40 of a lattice step
-            double a = 0, b = 1;
-            for (int k = 0; k < 40; ++k) {
-                const double mid = 0.5 * (a + b);
-                (hermite(i, mid) < prob ? a : b) = mid;
-            }
-            return t0 + hl * (static_cast<double>(i) + 0.5 * (a + b));
+        // the lattice CDF is non-decreasing: invert its linear interpolant
+        const auto it = std::lower_bound(step_cdf.begin(), step_cdf.end(), prob);
+        if (it == step_cdf.begin()) return t0;
+        if (it == step_cdf.end()) return t0 + hl * static_cast<double>(step_cdf.size() - 1);
+        const auto i = static_cast<int>(it - step_cdf.begin()) - 1;
+        // the interpolant is monotone in the cell: bisection to 2^-40 of a lattice step
+        double a = 0, b = 1;
+        for (int k = 0; k < 40; ++k) {
+            const double mid = 0.5 * (a + b);
+            (hermite(i, mid) < prob ? a : b) = mid;
         }
-        const double x0 = std::clamp(out.mean_s + guess_sd * normal_quantile(prob), t_lo, t_hi);
-        const double f0 = cdf(x0) - prob;
-        double a = x0, fa = f0, b = x0, fb = f0;
-        double step = guess_sd;
-        if (f0 < 0) {
-            for (;;) {
-                const double y = std::min(t_hi, b + step);
-                const double fy = cdf(y) - prob;
-                if (fy >= 0 || y >= t_hi) {
-                    b = y;
-                    fb = fy;
-                    break;
-                }
-                a = y;
-                fa = fy;
-                b = y;
-                step *= 2;
-            }
-            if (fb < 0) return t_hi;
-        } else {
-            for (;;) {
-                const double y = std::max(t_lo, a - step);
-                const double fy = cdf(y) - prob;
-                if (fy < 0 || y <= t_lo) {
-                    a = y;
-                    fa = fy;
-                    break;
-                }
-                b = y;
-                fb = fy;
-                a = y;
-                step *= 2;
-            }
-            if (fa >= 0) return t_lo;
-        }
-        int side = 0;
-        for (int i = 0; i < 200 && b - a > 1e-10 * std::fabs(b); ++i) {
-            double c = fb > fa ? (a * fb - b * fa) / (fb - fa) : 0.5 * (a + b);
-            if (!(c > a && c < b)) c = 0.5 * (a + b);
-            const double fc = cdf(c) - prob;
-            if (fc < 0) {
-                a = c;
-                fa = fc;
-                if (side == -1) fb *= 0.5;
-                side = -1;
-            } else {
-                b = c;
-                fb = fc;
-                if (side == 1) fa *= 0.5;
-                side = 1;
-            }
-        }
-        return 0.5 * (a + b);
+        return t0 + hl * (static_cast<double>(i) + 0.5 * (a + b));
     };
     out.p50_s = quantile(0.5);
     out.p90_s = quantile(0.9);
