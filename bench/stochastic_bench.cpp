@@ -42,9 +42,14 @@ void run(benchmark::State& state, Method method, int samples, bool heavy_tail) {
     state.counters["det_s"] = deterministic_step_time(p.profile);
 }
 
-void run_sweep(benchmark::State& state, Method method, int samples, int grid_points = 0) {
+void run_sweep(benchmark::State& state, Method method, int samples, int grid_points = 0,
+               bool persistent = true) {
     static const Sweep405B sweep;
-    const auto v = prism_paper(false);
+    auto v = prism_paper(false);
+    if (!persistent) {
+        v.persistent.spatial.cv = 0;
+        v.persistent.slow_probability = 0;
+    }
     EvaluationSpec eval;
     eval.method = method;
     eval.samples = samples;
@@ -68,6 +73,11 @@ void BM_Analytic405BSweep(benchmark::State& state) { run_sweep(state, Method::an
 void BM_Analytic405BSweepGrid(benchmark::State& state) {
     run_sweep(state, Method::analytic, 0, static_cast<int>(state.range(0)));
 }
+/// the sweep without persistent variability (no spatial spread, no slow nodes): the max over the
+/// replicas is narrow against the regime's spread, and the step's lattice takes a coarser step
+void BM_Analytic405BSweepNoPersistent(benchmark::State& state) {
+    run_sweep(state, Method::analytic, 0, 0, false);
+}
 void BM_MonteCarlo1000_405BSweep(benchmark::State& state) {
     run_sweep(state, Method::montecarlo, 1000);
 }
@@ -79,6 +89,7 @@ void BM_MonteCarlo1000_405B(benchmark::State& state) {
 BENCHMARK(BM_Analytic405B)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Analytic405BSweep)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Analytic405BSweepGrid)->Arg(129)->Arg(65)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_Analytic405BSweepNoPersistent)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_Analytic405BHeavyTail)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_MonteCarlo1000_405B)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_MonteCarlo1000_405BSweep)->Unit(benchmark::kMillisecond)->Iterations(26);
