@@ -2205,12 +2205,12 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         }
     }
     const double span = (v_hi - v_lo) / hl;
-    std::vector<double> step_cdf;  // at t_i = x_.lo + v_lo + i hl
+    std::vector<double> step_cdf;  // at t_i = t0 + i hl
     double t0 = 0;
     {
         const int nv = static_cast<int>(std::ceil(span)) + 2;
         std::vector<double> mass(nv, 0.0);
-        // in lattice units u = (t - v_lo) / h, all pieces lie in [0, span], span <= nv - 2
+        // in lattice units u = (t - v_lo) / hl, all pieces lie in [0, span], span <= nv - 2
         const double inv_hl = 1.0 / hl;
         auto add_atom = [&](double u, double w) {
             const int k = std::min(static_cast<int>(u), nv - 2);  // u >= 0: truncation = floor
@@ -2276,19 +2276,20 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
         // F_D on the lattice: every stride-th grid point, then 1 (F_D's last value is within
         // 1e-15 of 1)
         const int nx = stride > 0 ? (x_.n - 1 + stride - 1) / stride + 1 : 2;
-        std::vector<double> rd(nx);  // rd[j] = F_D(nx - 1 - j)
+        std::vector<double> fl(nx);  // F_D at d_lo + j hl
         for (int j = 0; j < nx; ++j) {
             const int g = j * stride;
-            rd[nx - 1 - j] = stride == 0 ? static_cast<double>(j) : g < x_.n ? FD[g] : 1.0;
+            fl[j] = stride == 0 ? static_cast<double>(j) : g < x_.n ? FD[g] : 1.0;
         }
         const int nt = nx + nv - 1;
         t0 = d_lo + v_lo;
         std::vector<double> below(nv + 1, 0.0);  // below[k] = mass[0] + ... + mass[k - 1]
         for (int k = 0; k < nv; ++k) below[k + 1] = below[k] + mass[k];
+        std::vector<double> rd(fl.rbegin(), fl.rend());  // rd[j] = fl[nx - 1 - j]
         // F_D is 0 below ja and taken as 1 from jb on (it is within 1e-15 of 1 there)
         int ja = 0, jb = nx;
-        while (ja < nx && rd[nx - 1 - ja] <= 0) ++ja;
-        while (jb > ja && rd[nx - jb] >= 1.0 - 1e-15) --jb;
+        while (ja < nx && fl[ja] <= 0) ++ja;
+        while (jb > ja && fl[jb - 1] >= 1.0 - 1e-15) --jb;
         step_cdf.resize(nt);
         thread_local std::vector<int> lo, hi, off;
         thread_local std::vector<double> base;
@@ -2301,7 +2302,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
             lo[i] = std::max(0, i - jb + 1);
             hi[i] = std::max(lo[i], std::min(nv - 1, i - ja) + 1);
             base[i] = below[std::clamp(lo[i], 0, nv)];
-            off[i] = nx - 1 - i;  // rd[off + k] = FD[i - k]
+            off[i] = nx - 1 - i;  // rd[off + k] = fl[i - k]
         }
         banded_dot(nt, lo.data(), hi.data(), off.data(), mass.data(), rd.data(), base.data(),
                    step_cdf.data());
@@ -2311,20 +2312,17 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     // Between lattice points the CDF is the monotone cubic (Fritsch-Carlson) interpolant: on a
     // 257-point grid linear interpolation is off by ~5e-5 of the step in the tail quantiles
     // of a smooth CDF, the cubic by < 2e-6 (tests: exact order statistics).
-    std::vector<double> slope;  // dF / di at lattice points
-    {
-        const int nt = static_cast<int>(step_cdf.size());
-        slope.assign(nt, 0.0);
-        for (int i = 0; i < nt; ++i) {
-            const double dl = i > 0 ? step_cdf[i] - step_cdf[i - 1] : -1.0;
-            const double dr = i + 1 < nt ? step_cdf[i + 1] - step_cdf[i] : -1.0;
-            if (dl < 0) {
-                slope[i] = std::max(0.0, dr);
-            } else if (dr < 0) {
-                slope[i] = dl;
-            } else {
-                slope[i] = dl > 0 && dr > 0 ? 2.0 / (1.0 / dl + 1.0 / dr) : 0.0;
-            }
+    const int nt = static_cast<int>(step_cdf.size());
+    std::vector<double> slope(nt, 0.0);  // dF / di at lattice points
+    for (int i = 0; i < nt; ++i) {
+        const double dl = i > 0 ? step_cdf[i] - step_cdf[i - 1] : -1.0;
+        const double dr = i + 1 < nt ? step_cdf[i + 1] - step_cdf[i] : -1.0;
+        if (dl < 0) {
+            slope[i] = std::max(0.0, dr);
+        } else if (dr < 0) {
+            slope[i] = dl;
+        } else {
+            slope[i] = dl > 0 && dr > 0 ? 2.0 / (1.0 / dl + 1.0 / dr) : 0.0;
         }
     }
     auto hermite = [&](int i, double f) {
@@ -2335,7 +2333,6 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     auto cdf = [&](double t) {
         const double u = (t - t0) / hl;
         if (u <= 0) return step_cdf.front() * std::max(0.0, 1.0 + u);
-        const int nt = static_cast<int>(step_cdf.size());
         if (u >= nt - 1) return 1.0;
         const int i = static_cast<int>(u);
         return std::clamp(hermite(i, u - i), step_cdf[i], step_cdf[i + 1]);
@@ -2369,7 +2366,7 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
 
     // quantiles: the lattice CDF's monotone cubic inverted
     auto quantile = [&](double prob) {
-        // the lattice CDF is non-decreasing: invert its linear interpolant
+        // the lattice CDF is non-decreasing: find the lattice cell, then invert the cubic there
         const auto it = std::lower_bound(step_cdf.begin(), step_cdf.end(), prob);
         if (it == step_cdf.begin()) return t0;
         if (it == step_cdf.end()) return t0 + hl * static_cast<double>(step_cdf.size() - 1);

@@ -96,10 +96,11 @@ double ks_distance(std::vector<double> samples, const std::vector<double>& analy
 }
 
 /// The analytic evaluator against 10,000 Monte Carlo samples of the test profile `s` (no cluster
-/// spec) under `placement`: KS distance and the analytic p50 / p95 / p99 over the Monte Carlo
-/// ones.
+/// spec) under `placement`: KS distance, the analytic p50 / p95 / p99 over the Monte Carlo ones,
+/// and the analytic CDF at the Monte Carlo p50 / p95 / p99 (samples p (n - 1) of the sorted n).
 struct VsMonteCarlo {
     double ks, p50, p95, p99;
+    double f50, f95, f99;
 };
 
 VsMonteCarlo against_monte_carlo(const ProfileShape& s, const VariabilitySpec& var,
@@ -110,9 +111,15 @@ VsMonteCarlo against_monte_carlo(const ProfileShape& s, const VariabilitySpec& v
     auto x = stochastic::monte_carlo_samples(profile, point, hw, {}, var, 10000, 42, 7);
     std::sort(x.begin(), x.end());
     const auto a = step_distribution(profile, point, hw, {}, var, EvaluationSpec{}, 42, 7);
-    auto mc = [&](double p) { return x[static_cast<size_t>(p * (x.size() - 1))]; };
-    return {ks_distance(x, stochastic::analytic_cdf(profile, point, hw, {}, var, x)),
-            a.p50_s / x[x.size() / 2], a.p95_s / mc(0.95), a.p99_s / mc(0.99)};
+    auto at = [&](double p) { return static_cast<size_t>(p * (x.size() - 1)); };
+    const auto f = stochastic::analytic_cdf(profile, point, hw, {}, var, x);
+    return {ks_distance(x, f),
+            a.p50_s / x[x.size() / 2],
+            a.p95_s / x[at(0.95)],
+            a.p99_s / x[at(0.99)],
+            f[at(0.5)],
+            f[at(0.95)],
+            f[at(0.99)]};
 }
 
 ProfileShape pipeline_shape(int tp, int pp, int dp, int microbatches) {
@@ -249,25 +256,17 @@ TEST(StepDistributionAccuracy, WithoutPersistentVariabilityTheRegimeSetsTheSprea
     auto var = testing::prism_like(0.0);
     var.persistent.spatial.cv = 0.0;
     var.comm_regime.cv = 0.3;
-    const auto hw = testing::test_hardware();
     for (const auto& [tp, pp, dp, mb] :
          {std::tuple{8, 1, 512, 2}, std::tuple{8, 8, 32, 16}, std::tuple{8, 4, 64, 8}}) {
-        const auto shape = pipeline_shape(tp, pp, dp, mb);
-        const auto profile = testing::make_profile(shape);
-        const DesignPoint point = testing::design_point(shape, PlacementKind::ordered);
-        auto x = stochastic::monte_carlo_samples(profile, point, hw, {}, var, 10000, 42, 7);
-        std::sort(x.begin(), x.end());
-        const auto f = stochastic::analytic_cdf(profile, point, hw, {}, var, x);
-        const double ks = ks_distance(x, f);
-        std::printf("no persistent, regime cv 0.3, tp%d pp%d dp%d: KS %.4f", tp, pp, dp, ks);
-        for (const double p : {0.5, 0.95, 0.99}) {
-            const auto i = static_cast<size_t>(p * (x.size() - 1));
-            std::printf("  F(mc p%g) %.4f", 100 * p, f[i]);
-            EXPECT_NEAR(f[i], p, 4.0 * std::sqrt(p * (1 - p) / x.size()))
+        const auto r = against_monte_carlo(pipeline_shape(tp, pp, dp, mb), var);
+        std::printf("no persistent, regime cv 0.3, tp%d pp%d dp%d: KS %.4f", tp, pp, dp, r.ks);
+        for (const auto& [p, f] : {std::pair{0.5, r.f50}, {0.95, r.f95}, {0.99, r.f99}}) {
+            std::printf("  F(mc p%g) %.4f", 100 * p, f);
+            EXPECT_NEAR(f, p, 4.0 * std::sqrt(p * (1 - p) / 10000.0))
                 << "p" << p << " pp" << pp << " dp" << dp;
         }
         std::printf("\n");
-        EXPECT_LE(ks, 0.02) << "pp" << pp << " dp" << dp;
+        EXPECT_LE(r.ks, 0.02) << "pp" << pp << " dp" << dp;
     }
 }
 
