@@ -68,7 +68,7 @@ std::vector<io::ColumnSpec> point_columns(const Experiment& e) {
 }
 
 ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
-                       io::ResultWriter writer, bool resumed, const std::string& path)
+                       io::ResultWriter writer, bool resumed)
     : experiment_(&experiment),
       space_(&space),
       writer_(std::move(writer)),
@@ -83,7 +83,7 @@ ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
     }
     if (!resumed) return;
     // Rebuild the state a resumed sweep needs from the committed rows of the file.
-    io::ResultReader reader(path);
+    io::ResultReader reader = writer_.committed();
     filtered_ = reader.filtered();
     rows_written_ = reader.rows();
     failures_ = reader.failures().size();

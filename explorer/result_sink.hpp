@@ -25,7 +25,7 @@ class ResultSink : public ResultConsumer {
     /// `writer` is fresh or resumed; on resume, the filtered counts and the Pareto archive are
     /// rebuilt from what the file already holds.
     ResultSink(const Experiment& experiment, const DesignSpace& space, io::ResultWriter writer,
-               bool resumed, const std::string& path);
+               bool resumed);
 
     void consume(ChunkResult&& chunk) override;
     void checkpoint(std::uint64_t next_index) override;

@@ -63,6 +63,14 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     h.space_size = space.size();
     h.histogram_bins =
         e.evaluation.histogram ? static_cast<std::size_t>(e.evaluation.histogram_bins) : 0;
+    if (!e.objectives.empty()) {
+        io::ParetoSpec front{"objectives", {}, {}};
+        for (const auto& o : e.objectives) {
+            front.objectives.push_back(o.metric);
+            front.senses.push_back(o.maximize ? "max" : "min");
+        }
+        h.pareto_sets.push_back(std::move(front));
+    }
     return h;
 }
 
@@ -280,9 +288,9 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
                 writer.emplace(io::ResultWriter::open_resume(
                     options.output_path, header, point_columns(experiment), evaluator.schema()));
             } else {
-                writer.emplace(io::ResultWriter::create(options.output_path, header,
-                                                        point_columns(experiment),
-                                                        evaluator.schema(), options.overwrite));
+                writer.emplace(io::ResultWriter::create(
+                    options.output_path, header, point_columns(experiment), evaluator.schema(),
+                    options.overwrite, io::chunk_rows_for(space.size())));
             }
         } catch (const Error& e) {
             std::cerr << "prism: error: " << e.what() << "\n";
@@ -301,13 +309,12 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
         return kExitOk;
     }
 
-    writer->set_max_commit_lag(options.max_commit_lag_s);
     install_master_signals();
     const std::uint64_t begin = writer->next_index();
     const bool resumed = options.resume;
     std::optional<ResultSink> sink;
     try {
-        sink.emplace(experiment, space, std::move(*writer), resumed, options.output_path);
+        sink.emplace(experiment, space, std::move(*writer), resumed);
     } catch (const Error& e) {
         std::cerr << "prism: error: " << e.what() << "\n";
         if (mpi.size() > 1) mpi.abort(kExitError);

@@ -1,7 +1,7 @@
 #pragma once
 
 // The HDF5 result file of a sweep: self-describing (readable with h5py and no knowledge of this
-// code), written incrementally and resumable. Layout (format "prism-results", version 1):
+// code), written incrementally and resumable. Layout (format "prism-results", version 2):
 //
 //   /                      attributes: format, format_version, program_version, model_version,
 //                          experiment_name, experiment_toml, experiment_sha256, seed, space_size,
@@ -13,42 +13,61 @@
 //   /metrics/<metric>      float64, one per MetricSchema entry; rows aligned with /points
 //   /reasons               vlen strings (interned reasons of infeasible/failed points)
 //   /failures/{index,message}   points whose evaluation threw
-//   /filtered/{reason,count}    points rejected before evaluation
+//   /filtered/{reason,count}    points rejected before evaluation, sorted by reason
 //   /pareto/<name>/index   uint64 sorted design-space indices; group attributes objectives, senses
 //   /histograms/{step_time [rows, bins] float32, step_time_lo_s, step_time_hi_s}   optional
 //
 // Every dataset of /points, /metrics and /histograms has attributes `unit` and `description`;
 // /points and /metrics have an attribute `columns` listing their columns in declaration order.
 // Growing datasets are 1-D (or [rows, bins]), chunked along rows, shuffle + deflate level 4.
-// Rows are committed by `flush` and `close`: a reader (and a resume) sees exactly
+// Rows are committed by `flush`, `set_status` and `close`: a reader (and a resume) sees exactly
 // `rows_committed` rows, and `next_index`, failures and filtered counts of the same moment.
+// Format 1 (before 2026-11) is read, not resumed.
 //
-// Crash safety (kill -9, node failure): HDF5 without SWMR is consistent on disk only after
-// H5Fflush, so (1) the metadata cache never evicts: dirty metadata reaches the disk only at a
-// flush; (2) a compressed chunk is written once, full, and never rewritten (a rewritten chunk
-// moves, and the on-disk index would point at the old place); a flush is therefore committed
-// once the rows it covers fill whole chunks, i.e. the committed state lags at most chunk_rows
-// rows behind, or, for slow sweeps, at most the max commit lag (60 s by default; then the
-// partial chunk is written, and later rewritten elsewhere); close() commits everything;
-// (3) file space is never reused within a session, so the flushed state stays valid while
-// chunks move; (4) small rewritten tables (/reasons, /failures, /filtered) are uncompressed,
-// so rewrites stay in place. Default library version bounds (superblock 2, no "latest"), so a
-// killed writer's file opens with h5py without h5clear.
+// One writer, many readers (HDF5's single-writer/multiple-reader mode, SWMR, file format 1.10):
+// - The writer claims the file before touching it: a lock file `X.h5.lock` held with flock(2)
+//   (detail/file_lock.hpp); a second writer gets FileInUseError.
+// - A new file is built complete under a temporary name and renamed to X.h5, then reopened in
+//   SWMR mode: X.h5 never exists half-made. Everything (groups, datasets, attributes, the
+//   declared Pareto sets) is created before SWMR starts; afterwards the writer only writes
+//   values and extends datasets, as SWMR requires.
+// - Readers open with SWMR read (ResultReader; h5py.File(X, "r", swmr=True)) while a sweep
+//   writes, or after its writer was killed; a cleanly closed file also opens plainly.
+//
+// Crash safety (kill -9, a full disk): a commit writes the rows and the new reasons and
+// failures and flushes (phase 1), then writes the counts that make them visible (filtered
+// counts, the `committed` attributes, rows_committed, next_index) and flushes again (phase 2).
+// Committed bytes never move or change: a chunk first written full is compressed and written
+// once; a chunk first written partly filled is stored raw (its filters skipped) and rewritten
+// in place, with its committed rows' bytes unchanged, as it fills. File space is never reused.
+// So every commit is cheap (flush intervals of seconds) and a writer killed at any moment, or
+// one whose disk filled up, leaves the state of its last commit; only the filtered counts can
+// be one commit ahead of next_index (a kill inside phase 2), which a resume detects (their sum
+// plus rows_committed equals next_index otherwise) and recounts. The string-valued status and
+// `updated` attributes change only when the status does.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "io/io_errors.hpp"
 #include "src/model/metrics.hpp"
 
 namespace prism::io {
 
 inline constexpr const char* kResultFormat = "prism-results";
-inline constexpr std::int64_t kResultFormatVersion = 1;
+inline constexpr std::int64_t kResultFormatVersion = 2;
+/// Files of format 1 are read (ResultReader, salvage) but not resumed.
+inline constexpr std::int64_t kOldestReadableFormatVersion = 1;
 inline constexpr std::size_t kDefaultChunkRows = 4096;
-inline constexpr double kDefaultMaxCommitLagSeconds = 60.0;
+
+/// Rows per chunk for a sweep of `space_size` points: a sixteenth of the space rounded up to a
+/// power of two, between 64 and kDefaultChunkRows. A commit stores the partly filled last chunk
+/// of every dataset raw at its full size, so small sweeps get small chunks.
+std::size_t chunk_rows_for(std::uint64_t space_size);
 
 /// A design-parameter column of /points.
 struct ColumnSpec {
@@ -61,6 +80,13 @@ struct ColumnSpec {
     std::vector<std::string> labels;  ///< enumeration only: value i is labels[i] (<= 256)
 };
 
+/// A Pareto set the file will hold: created (empty) with the file, filled by write_pareto.
+struct ParetoSpec {
+    std::string name;
+    std::vector<std::string> objectives;  ///< metric names
+    std::vector<std::string> senses;      ///< "min" or "max", one per objective
+};
+
 /// Root attributes of a result file. The fields above the line are set by the writer's caller;
 /// the others describe the state of a file (filled when opened, ignored by `create`).
 struct ResultHeader {
@@ -71,8 +97,9 @@ struct ResultHeader {
     std::string experiment_toml;    ///< full text of the experiment file
     std::string experiment_sha256;  ///< empty: computed from experiment_toml
     std::uint64_t seed = 0;
-    std::uint64_t space_size = 0;    ///< design points before filtering
-    std::size_t histogram_bins = 0;  ///< 0: no /histograms; else bins per step-time histogram
+    std::uint64_t space_size = 0;         ///< design points before filtering
+    std::size_t histogram_bins = 0;       ///< 0: no /histograms; else bins per step-time histogram
+    std::vector<ParetoSpec> pareto_sets;  ///< created with the file (SWMR creates nothing later)
     // ---- state of an existing file
     std::int64_t format_version = kResultFormatVersion;
     std::string status;            ///< "running" | "interrupted" | "complete" | "failed"
@@ -116,24 +143,41 @@ struct ParetoSet {
     std::vector<std::uint64_t> indices;   ///< design-space indices, sorted
 };
 
+/// Recounts the points filtered out below `next_index` (by decoding the design space): used
+/// by a resume when the file's filtered counts do not go with its next_index.
+using FilteredRecount =
+    std::function<std::map<std::string, std::uint64_t>(std::uint64_t next_index)>;
+
+class ResultReader;
+
 /// Writes a result file incrementally. Not thread-safe. Every failure is an IoError naming
-/// the file (and the dataset); invalid arguments are IoError too.
+/// the file (and the dataset); a failing system call (full disk, I/O error) a StorageError;
+/// invalid arguments are IoError too. After a StorageError the writer writes nothing more;
+/// the file keeps its last commit (header().rows_committed rows).
 class ResultWriter {
   public:
-    /// Creates `path` with the header (status "running"), the declared point columns and the
-    /// metrics. Refuses an existing file unless `overwrite`:
-    /// "PATH: file exists (use --overwrite to replace it)". `chunk_rows` rows per chunk (and
-    /// per write: at most that many rows are buffered).
+    /// Creates `path` with the header (status "running"), the declared point columns, metrics
+    /// and Pareto sets, then holds it open in SWMR mode. Claims it first (FileInUseError while
+    /// another writer holds it, before anything is touched). Refuses an existing file unless
+    /// `overwrite`: "PATH: file exists (use --overwrite to replace it)", and anything but a
+    /// regular file: "PATH: not a regular file". The file appears complete (built under a
+    /// temporary name, then renamed over `path`). `chunk_rows` rows per chunk.
     static ResultWriter create(const std::string& path, const ResultHeader& header,
                                const std::vector<ColumnSpec>& point_columns,
                                const MetricSchema& metric_schema, bool overwrite,
                                std::size_t chunk_rows = kDefaultChunkRows);
 
-    /// Opens an existing file to continue it. Checks format, format_version and
-    /// experiment_sha256 against `expected` (sha256 empty: computed from experiment_toml) and
-    /// drops rows, reasons and failures that were written but not committed (or whose index is
-    /// >= next_index). Sets the status to "running".
-    static ResultWriter open_resume(const std::string& path, const ResultHeader& expected);
+    /// Opens an existing file to continue it, after claiming it. Checks format, format_version
+    /// (format 1 files are refused with advice to `prism recover` them), experiment_sha256
+    /// against `expected` (sha256 empty: computed from experiment_toml; a file whose hash is
+    /// that of the TOML text, as older versions wrote, matches `expected.experiment_toml`'s),
+    /// model_version, and drops rows, reasons and failures that were written but not committed
+    /// (or whose index is >= next_index). When the filtered counts do not go with next_index
+    /// (a writer killed in the middle of a commit) and `recount` is given, next_index falls
+    /// back to just past the last committed row and the counts are recounted. Sets the status
+    /// to "running".
+    static ResultWriter open_resume(const std::string& path, const ResultHeader& expected,
+                                    const FilteredRecount& recount = {});
 
     /// As above, and also checks that the file's point columns (names, types, enumeration
     /// labels) and metric names equal this program's, before changing anything:
@@ -141,7 +185,8 @@ class ResultWriter {
     /// Use it when the caller fills batches by position from its own schema.
     static ResultWriter open_resume(const std::string& path, const ResultHeader& expected,
                                     const std::vector<ColumnSpec>& point_columns,
-                                    const MetricSchema& metric_schema);
+                                    const MetricSchema& metric_schema,
+                                    const FilteredRecount& recount = {});
 
     ResultWriter(ResultWriter&&) noexcept;
     ResultWriter& operator=(ResultWriter&&) noexcept;
@@ -150,60 +195,69 @@ class ResultWriter {
     /// Closes quietly (as `close`, errors swallowed). Does not change the status.
     ~ResultWriter();
 
-    /// Header as in the file (state fields current as of the last flush).
+    /// Header as in the file (state fields current as of the last commit).
     const ResultHeader& header() const;
     const std::vector<ColumnSpec>& point_columns() const;
     const MetricSchema& metric_schema() const;
-    /// Every design-space index below it has been processed: the committed value (see the
-    /// commit lag above), as in the file.
+    /// Every design-space index below it has been processed: the committed value, as in the
+    /// file.
     std::uint64_t next_index() const;
     /// Rows appended so far, committed or buffered.
     std::uint64_t rows() const;
+    /// The committed content of a resumed file, read through this writer's open file. HDF5
+    /// 1.10 misreads chunks that this process rewrote raw, so it is available only before the
+    /// first append: IoError "PATH: the committed rows can be read only before the first
+    /// append" after.
+    ResultReader committed() const;
 
     /// Buffers the rows; writes whole chunks to the file as the buffer fills (not committed
     /// until `flush`). Throws on inconsistent sizes, unknown enum values, non-increasing indices.
     void append(const RowBatch& batch);
     /// Records a point whose evaluation threw (committed with the next flush).
     void add_failure(std::uint64_t index, const std::string& message);
-    /// Records a checkpoint (next_index, rows, failures, filtered counts so far), writes the
-    /// buffered rows that fill whole chunks, commits the latest checkpoint whose rows are all in
-    /// the file (rows_committed, next_index, updated, failures, filtered) and flushes the file
-    /// to disk. Throws if next_index decreases or does not pass the last appended index.
+    /// Commits: writes every buffered row (a partly filled last chunk raw, in place), the new
+    /// reasons and failures, flushes, then writes the filtered counts, rows_committed and
+    /// next_index and flushes again. Throws if next_index decreases or does not pass the last
+    /// appended index.
     void flush(std::uint64_t next_index);
-    /// Replaces /filtered with these counts, written with the next flush (or close), so that
-    /// the counts in the file always go with its next_index.
+    /// The filtered counts that go with the next flush's next_index.
     void set_filtered(const std::map<std::string, std::uint64_t>& counts);
-    /// Writes (or replaces) /pareto/<name>; indices are stored sorted.
+    /// Writes (or replaces) the indices of /pareto/<name>, a set declared in the header at
+    /// creation with these objectives and senses; indices are stored sorted.
     void write_pareto(const std::string& name, const std::vector<std::string>& objectives,
                       const std::vector<std::string>& senses,
                       const std::vector<std::uint64_t>& indices);
-    /// Longest time a flush may stay uncommitted waiting for its chunks to fill (default
-    /// kDefaultMaxCommitLagSeconds; 0: every flush commits at once, at the cost of dead space
-    /// in the file for every rewritten partial chunk).
-    void set_max_commit_lag(double seconds);
     /// Commits all rows appended so far (with the last flush's next_index), then sets the
-    /// status attribute ("running", "interrupted", "complete", "failed") and flushes.
+    /// status attribute ("running", "interrupted", "complete", "failed") and `updated`.
     void set_status(const std::string& status);
-    /// Writes and commits everything, the last partial chunk too, with the next_index of the
-    /// last flush (call flush(next_index) first to record the final progress), and closes the
-    /// file. Throws IoError; later calls do nothing.
+    /// Commits everything with the next_index of the last flush (call flush(next_index) first
+    /// to record the final progress), closes the file and releases the claim. Throws IoError;
+    /// later calls do nothing.
     void close();
 
     class Impl;
 
   private:
     explicit ResultWriter(std::unique_ptr<Impl> impl);
+    static ResultWriter resume(const std::string& path, const ResultHeader& expected,
+                               const std::vector<ColumnSpec>* point_columns,
+                               const MetricSchema* metric_schema, const FilteredRecount& recount);
     std::unique_ptr<Impl> impl_;
 };
 
-/// Read-only view of a result file (committed rows only). HDF5 refuses to open a file for
-/// writing (`open_resume`) while the same process has it open read-only: destroy the reader
-/// first. Opening a reader while a writer of this process holds the file works.
+/// Read-only view of a result file (committed rows only), opened in SWMR read mode: it works
+/// while another process writes the file, and on the file of a killed writer. HDF5 refuses to
+/// open a file for writing (`open_resume`) while the same process has it open read-only:
+/// destroy the reader first; a process that writes a file reads it through
+/// ResultWriter::committed().
 class ResultReader {
   public:
     /// Opens `path`; IoError "PATH: cannot open: not an HDF5 file", "PATH: not a prism result
     /// file (no 'format' attribute)", ...
     explicit ResultReader(const std::string& path);
+    /// Over a file this process holds open (ResultWriter::committed): `open_file` is an HDF5
+    /// file identifier (hid_t), which the reader closes.
+    ResultReader(const std::string& path, std::int64_t open_file);
     ResultReader(ResultReader&&) noexcept;
     ResultReader& operator=(ResultReader&&) noexcept;
     ~ResultReader();
@@ -230,6 +284,9 @@ class ResultReader {
 
     std::vector<FailureRecord> failures() const;
     std::map<std::string, std::uint64_t> filtered() const;
+    /// False when the filtered counts do not go with next_index (their sum plus rows must
+    /// equal it): a writer was killed in the middle of a commit.
+    bool filtered_consistent() const;
     std::vector<std::string> pareto_names() const;
     ParetoSet pareto(const std::string& name) const;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Post-processing of PRISM result files (HDF5, format "prism-results" version 1).
+"""Post-processing of PRISM result files (HDF5, format "prism-results" versions 1 and 2).
 
 Run with /usr/bin/python3 (needs h5py, numpy; matplotlib for plots).
 
@@ -23,7 +23,7 @@ import h5py
 import numpy as np
 
 FORMAT = "prism-results"
-FORMAT_VERSION = 1
+FORMAT_VERSIONS = (1, 2)
 STATUS_LABELS = ("ok", "infeasible", "failed")
 
 
@@ -32,14 +32,19 @@ class ResultFileError(Exception):
 
 
 def _open(path):
+    # SWMR read works while a sweep writes the file and after its writer was killed; files of
+    # format 1 (not SWMR) open plainly.
     try:
-        f = h5py.File(path, "r")
-    except (OSError, FileNotFoundError) as e:
-        raise ResultFileError(f"{path}: cannot open: {e}") from None
+        f = h5py.File(path, "r", swmr=True)
+    except (OSError, FileNotFoundError):
+        try:
+            f = h5py.File(path, "r")
+        except (OSError, FileNotFoundError) as e:
+            raise ResultFileError(f"{path}: cannot open: {e}") from None
     if f.attrs.get("format") != FORMAT:
         f.close()
         raise ResultFileError(f"{path}: not a prism result file (no 'format' attribute)")
-    if int(f.attrs.get("format_version", -1)) != FORMAT_VERSION:
+    if int(f.attrs.get("format_version", -1)) not in FORMAT_VERSIONS:
         version = f.attrs.get("format_version")
         f.close()
         raise ResultFileError(f"{path}: unsupported format_version {version}")
@@ -136,7 +141,10 @@ def failures(path):
     """List of (index, message) of points whose evaluation threw."""
     with _open(path) as f:
         g = f["failures"]
-        n = int(g.attrs.get("committed", g["index"].shape[0]))
+        if "commit" in f.attrs:  # format 2: [next_index, rows, reasons, failures, filtered]
+            n = int(f.attrs["commit"][3])
+        else:
+            n = int(g.attrs.get("committed", g["index"].shape[0]))
         return list(zip(g["index"][:n].tolist(), g["message"].asstr()[:n]))
 
 
@@ -144,7 +152,7 @@ def filtered(path):
     """Reason -> count of points rejected before evaluation."""
     with _open(path) as f:
         g = f["filtered"]
-        return dict(zip(g["reason"].asstr()[:], g["count"][:].tolist()))
+        return {r: c for r, c in zip(g["reason"].asstr()[:], g["count"][:].tolist()) if c > 0}
 
 
 def step_time_quantiles(table):

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstring>
 #include <mutex>
 
+#include "io/io_errors.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::io::detail {
@@ -18,10 +21,73 @@ void reclaim_vlen(hid_t type, hid_t space, void* buffer) {
 #endif
 }
 
-herr_t innermost(unsigned n, const H5E_error2_t* err, void* client) {
-    // Walking upward visits the most specific record first; keep only that one.
-    auto* out = static_cast<std::string*>(client);
-    if (n == 0 && err != nullptr && err->desc != nullptr) *out = err->desc;
+/// What the library's error stack says, boiled down for a user: the operating system's error
+/// when a system call failed (its errno, from the record that names it), a truncated file's
+/// sizes, or the innermost record's text when it holds no library internals (pointers, flags,
+/// field names); else the innermost record's error class ("unable to open file").
+struct StackWalk {
+    LibraryError error;
+    bool first = true;
+};
+
+std::string lower_first(std::string text) {
+    if (!text.empty())
+        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+    return text;
+}
+
+/// The integer after `key` in `text` ("errno = 28" -> 28), or -1.
+long long number_after(const std::string& text, const std::string& key) {
+    const auto at = text.find(key);
+    if (at == std::string::npos) return -1;
+    std::size_t i = at + key.size();
+    if (i >= text.size() || std::isdigit(static_cast<unsigned char>(text[i])) == 0) return -1;
+    long long value = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) {
+        value = value * 10 + (text[i++] - '0');
+    }
+    return value;
+}
+
+bool is_clean(const std::string& text) {
+    for (const char* internal : {"0x", "->", "=", "\n", "o_flags", "addr", "sblock", "%"}) {
+        if (text.find(internal) != std::string::npos) return false;
+    }
+    return !text.empty();
+}
+
+herr_t walk_record(unsigned, const H5E_error2_t* err, void* client) {
+    // Walking upward visits the most specific record first.
+    auto* walk = static_cast<StackWalk*>(client);
+    if (err == nullptr || err->desc == nullptr) return 0;
+    const std::string desc = err->desc;
+    if (walk->error.error_number == 0) {
+        const long long number = number_after(desc, "errno = ");
+        if (number > 0) {
+            walk->error.error_number = static_cast<int>(number);
+            walk->error.text = lower_first(std::strerror(static_cast<int>(number)));
+            return 0;
+        }
+        if (desc.find("truncated file") != std::string::npos) {
+            const long long eof = number_after(desc, "eof = ");
+            const long long stored = number_after(desc, "stored_eof = ");
+            walk->error.text = "the file is truncated (" + std::to_string(eof) +
+                               " bytes; its superblock says " + std::to_string(stored) + ")";
+            walk->first = false;
+            return 0;
+        }
+    }
+    if (walk->first) {
+        walk->first = false;
+        if (is_clean(desc)) {
+            walk->error.text = lower_first(desc);
+        } else {
+            char text[256] = {};
+            if (H5Eget_msg(err->min_num, nullptr, text, sizeof text) > 0) {
+                walk->error.text = lower_first(text);
+            }
+        }
+    }
     return 0;
 }
 
@@ -133,17 +199,22 @@ void silence_errors() noexcept {
     std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
 }
 
-std::string last_error() {
-    std::string out;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, &innermost, &out);
-    return out;
+LibraryError library_error() {
+    StackWalk walk;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, &walk_record, &walk);
+    return walk.error;
 }
+
+std::string last_error() { return library_error().text; }
 
 void fail(const std::string& file, const std::string& object, const std::string& what) {
     std::string message = object.empty() ? file + ": " + what : file + ": " + object + ": " + what;
-    const std::string library = last_error();
-    if (!library.empty()) message += " (hdf5: " + library + ")";
+    const LibraryError library = library_error();
     H5Eclear2(H5E_DEFAULT);
+    if (!library.text.empty()) message += ": " + library.text;
+    if (library.error_number != 0) {
+        throw StorageError(message, file, library.error_number, library.text);
+    }
     throw IoError(message);
 }
 
@@ -303,6 +374,16 @@ void write_attribute(hid_t obj, const std::string& name, const std::vector<std::
           "cannot write attribute '" + name + "'");
 }
 
+void write_attribute(hid_t obj, const std::string& name, const std::vector<std::uint64_t>& values,
+                     const Where& where) {
+    const hsize_t n = values.size();
+    Handle space = space_handle(H5Screate_simple(1, &n, nullptr));
+    if (!space) fail_at(where, "cannot create a dataspace");
+    Handle attr = attribute_for_write(obj, name, H5T_STD_U64LE, space.get(), where);
+    check(H5Awrite(attr.get(), H5T_NATIVE_UINT64, values.data()), where,
+          "cannot write attribute '" + name + "'");
+}
+
 std::string read_string_attribute(hid_t obj, const std::string& name, const Where& where) {
     Handle attr = open_attribute(obj, name, where);
     Handle space = space_handle(H5Aget_space(attr.get()));
@@ -351,6 +432,25 @@ std::uint64_t read_u64_attribute(hid_t obj, const std::string& name, const Where
 
 std::int64_t read_i64_attribute(hid_t obj, const std::string& name, const Where& where) {
     return read_scalar_attribute<std::int64_t>(obj, name, H5T_NATIVE_INT64, where);
+}
+
+std::vector<std::uint64_t> read_u64s_attribute(hid_t obj, const std::string& name,
+                                               const Where& where) {
+    Handle attr = open_attribute(obj, name, where);
+    Handle type = type_handle(H5Aget_type(attr.get()));
+    Handle space = space_handle(H5Aget_space(attr.get()));
+    if (!type || !space) fail_at(where, "cannot read attribute '" + name + "'");
+    if (H5Tget_class(type.get()) != H5T_INTEGER) {
+        fail_at(where, "attribute '" + name + "' is not an integer array");
+    }
+    const hssize_t n = check(H5Sget_simple_extent_npoints(space.get()), where,
+                             "cannot read attribute '" + name + "'");
+    std::vector<std::uint64_t> values(static_cast<std::size_t>(n), 0);
+    if (n > 0) {
+        check(H5Aread(attr.get(), H5T_NATIVE_UINT64, values.data()), where,
+              "cannot read attribute '" + name + "'");
+    }
+    return values;
 }
 
 Handle create_growing(hid_t loc, const std::string& name, hid_t file_type, std::size_t chunk_rows,
@@ -435,12 +535,17 @@ void write_rows(hid_t dataset, hid_t mem_type, const void* data, std::uint64_t s
 }
 
 void read_rows(hid_t dataset, hid_t mem_type, void* out, std::uint64_t count, const Where& where) {
+    read_row_range(dataset, mem_type, out, 0, count, where);
+}
+
+void read_row_range(hid_t dataset, hid_t mem_type, void* out, std::uint64_t start,
+                    std::uint64_t count, const Where& where) {
     if (count == 0) return;
-    if (row_count(dataset, where) < count) {
+    if (row_count(dataset, where) < start + count) {
         fail_at(where, "has " + std::to_string(row_count(dataset, where)) + " rows, expected " +
-                           std::to_string(count));
+                           std::to_string(start + count));
     }
-    auto [file_space, mem_space] = select_rows(dataset, 0, count, where);
+    auto [file_space, mem_space] = select_rows(dataset, start, count, where);
     check(H5Dread(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, out), where,
           "cannot read " + std::to_string(count) + " rows");
 }

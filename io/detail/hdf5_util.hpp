@@ -1,8 +1,10 @@
 #pragma once
 
 // Thin, checked helpers over the HDF5 C API for the result store. Every failure throws
-// prism::IoError "FILE: OBJECT: what failed (hdf5: innermost library message)"; HDF5's own
-// printing to stderr is switched off by `silence_errors`, which every entry point calls.
+// prism::IoError "FILE: OBJECT: what failed: why" (why: the operating system's error, e.g. "no
+// space left on device", which makes it an io::StorageError; else the library's reason without
+// its internals); HDF5's own printing to stderr is switched off by `silence_errors`, which every
+// entry point calls.
 
 #include <cstdint>
 #include <string>
@@ -17,10 +19,18 @@ namespace prism::io::detail {
 /// Turns off HDF5's automatic error printing (once per process; idempotent).
 void silence_errors() noexcept;
 
-/// The most specific message on the current HDF5 error stack, or "" when it is empty.
+/// The current HDF5 error stack boiled down for a user: the operating system's error (with its
+/// errno) when a system call failed, else the most specific reason free of library internals.
+struct LibraryError {
+    std::string text;      ///< "" when the stack is empty
+    int error_number = 0;  ///< errno of a failed system call, 0 if none
+};
+LibraryError library_error();
+/// library_error().text
 std::string last_error();
 
-/// Throws IoError "file: object: what (hdf5: ...)"; `object` may be empty.
+/// Throws IoError "file: object: what: why" (StorageError when a system call failed); `object`
+/// may be empty. Clears the HDF5 error stack.
 [[noreturn]] void fail(const std::string& file, const std::string& object, const std::string& what);
 
 /// Where an operation happens, for error messages.
@@ -64,11 +74,15 @@ void write_attribute(hid_t obj, const std::string& name, std::uint64_t value, co
 void write_attribute(hid_t obj, const std::string& name, std::int64_t value, const Where& where);
 void write_attribute(hid_t obj, const std::string& name, const std::vector<std::string>& values,
                      const Where& where);
+void write_attribute(hid_t obj, const std::string& name, const std::vector<std::uint64_t>& values,
+                     const Where& where);
 std::string read_string_attribute(hid_t obj, const std::string& name, const Where& where);
 std::vector<std::string> read_strings_attribute(hid_t obj, const std::string& name,
                                                 const Where& where);
 std::uint64_t read_u64_attribute(hid_t obj, const std::string& name, const Where& where);
 std::int64_t read_i64_attribute(hid_t obj, const std::string& name, const Where& where);
+std::vector<std::uint64_t> read_u64s_attribute(hid_t obj, const std::string& name,
+                                               const Where& where);
 
 // Datasets that grow along their first dimension ------------------------------------------------
 
@@ -95,6 +109,9 @@ void write_rows(hid_t dataset, hid_t mem_type, const void* data, std::uint64_t s
                 std::uint64_t count, const Where& where);
 /// Reads the first `count` rows into `out` (count * row size elements of `mem_type`).
 void read_rows(hid_t dataset, hid_t mem_type, void* out, std::uint64_t count, const Where& where);
+/// Reads rows [start, start+count) into `out`.
+void read_row_range(hid_t dataset, hid_t mem_type, void* out, std::uint64_t start,
+                    std::uint64_t count, const Where& where);
 /// Variable-length string rows.
 void write_string_rows(hid_t dataset, const std::vector<std::string>& values, std::uint64_t start,
                        const Where& where);

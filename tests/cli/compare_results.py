@@ -38,7 +38,7 @@ def main(argv):
     a_path, b_path = argv[1], argv[2]
     ignore = set(argv[i + 1] for i, x in enumerate(argv) if x == "--ignore-attr")
     problems = []
-    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+    with h5py.File(a_path, "r", swmr=True) as a, h5py.File(b_path, "r", swmr=True) as b:
         for key in CONTENT_ATTRS:
             if key in ignore:
                 continue

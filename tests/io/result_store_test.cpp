@@ -19,6 +19,7 @@
 #include <hdf5.h>
 
 #include "src/common/error.hpp"
+#include "tests/io/result_test_data.hpp"
 
 namespace {
 
@@ -32,6 +33,7 @@ using prism::io::ResultHeader;
 using prism::io::ResultReader;
 using prism::io::ResultWriter;
 using prism::io::RowBatch;
+using namespace prism::io::test_data;  // NOLINT(google-build-using-namespace): the test data set
 
 #define EXPECT_THROW_MSG(statement, exception, message)                \
     do {                                                               \
@@ -60,86 +62,9 @@ class ResultStore : public ::testing::Test {
     fs::path dir_;
 };
 
-const char* const kToml = "name = \"unit\"\n[space]\ntp = [1, 2]\n";
-
-ResultHeader test_header() {
-    ResultHeader h;
-    h.program_version = "9.8.7";
-    h.experiment_name = "unit";
-    h.experiment_toml = kToml;
-    h.seed = 18446744073709551557ULL;  // largest 64-bit prime: every bit of the uint64 matters
-    h.space_size = 100;
-    return h;
-}
-
-std::vector<ColumnSpec> test_columns() {
-    return {{"tp", ColumnSpec::Type::int64, "1", "tensor-parallel degree", {}},
-            {"placement",
-             ColumnSpec::Type::enumeration,
-             "1",
-             "rank placement",
-             {"tp_inner", "dp_inner", "spread"}},
-            {"lr", ColumnSpec::Type::float64, "1", "learning rate", {}},
-            {"zero_stage", ColumnSpec::Type::int64, "1", "ZeRO stage", {}}};
-}
-
-MetricSchema test_metrics() {
-    return {{"step_time_p95_s", "s", "95th percentile of step time"},
-            {"tokens_per_s", "tokens/s", "throughput"}};
-}
-
-// The content of row r of the test data set, as a closed form of the design-space index: the
-// truth the read-back is compared with.
-std::uint64_t index_of(std::size_t r) { return 3 * r + 1; }
-PointStatus status_of(std::uint64_t i) {
-    return i % 7 == 0    ? PointStatus::infeasible
-           : i % 11 == 0 ? PointStatus::failed
-                         : PointStatus::ok;
-}
-std::string reason_of(std::uint64_t i) {
-    if (status_of(i) == PointStatus::infeasible) return "memory: " + std::to_string(i % 2) + " GiB";
-    if (status_of(i) == PointStatus::failed) return "boom " + std::to_string(i);
-    return "";
-}
-std::int64_t tp_of(std::uint64_t i) { return std::int64_t{1} << (i % 4); }
-std::int64_t placement_of(std::uint64_t i) { return static_cast<std::int64_t>(i % 3); }
-double lr_of(std::uint64_t i) { return 1e-4 * static_cast<double>(i) + 0.125; }
-std::int64_t zero_of(std::uint64_t i) { return -static_cast<std::int64_t>(i % 4); }
-double p95_of(std::uint64_t i) {
-    return status_of(i) == PointStatus::ok ? 0.5 + static_cast<double>(i) / 1024.0 : prism::kNaN;
-}
-double tokens_of(std::uint64_t i) { return 1e6 * static_cast<double>(i) + 0.25; }
-float bin_of(std::uint64_t i, std::size_t b) { return static_cast<float>(i) + 0.5F * b; }
-
-/// Rows [first, first+n) of the test data set; int columns in declaration order: tp,
-/// placement (label index), zero_stage.
-RowBatch batch_rows(std::size_t first, std::size_t n, std::size_t bins = 0) {
-    RowBatch b;
-    b.int_columns.resize(3);
-    b.float_columns.resize(1);
-    b.metrics.resize(2);
-    for (std::size_t r = first; r < first + n; ++r) {
-        const std::uint64_t i = index_of(r);
-        b.index.push_back(i);
-        b.status.push_back(status_of(i));
-        b.reason.push_back(reason_of(i));
-        b.int_columns[0].push_back(tp_of(i));
-        b.int_columns[1].push_back(placement_of(i));
-        b.int_columns[2].push_back(zero_of(i));
-        b.float_columns[0].push_back(lr_of(i));
-        b.metrics[0].push_back(p95_of(i));
-        b.metrics[1].push_back(tokens_of(i));
-        for (std::size_t k = 0; k < bins; ++k) b.histogram.push_back(bin_of(i, k));
-        if (bins > 0) {
-            b.histogram_lo_s.push_back(0.25 * static_cast<double>(i));
-            b.histogram_hi_s.push_back(0.25 * static_cast<double>(i) + 1.0);
-        }
-    }
-    return b;
-}
-
 /// Checks that the reader holds exactly rows [0, n) of the test data set.
 void expect_rows(const ResultReader& reader, std::size_t n) {
+    EXPECT_EQ(check_rows(reader, n), "");
     ASSERT_EQ(reader.rows(), n);
     const auto index = reader.index();
     const auto status = reader.status();
@@ -179,6 +104,14 @@ std::pair<int, std::string> run(const std::string& command, const fs::path& out_
     return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text.str()};
 }
 
+/// What a reader in another process sees of `file` (result_probe.cpp's line, no newline).
+std::string run_reader(const std::string& file) {
+    const fs::path out = fs::path(file).parent_path() / "probe.txt";
+    auto [rc, text] = run(std::string(PRISM_RESULT_PROBE) + " " + file, out);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return rc == 0 ? text : "probe exited " + std::to_string(rc) + ": " + text;
+}
+
 /// Why /usr/bin/python3 cannot check files, or "" when it can.
 std::string python_missing() {
     if (std::system("/usr/bin/python3 -c 'import h5py, numpy' > /dev/null 2>&1") != 0) {
@@ -216,7 +149,7 @@ TEST_F(ResultStore, WritesInSeveralAppendsAndReadsBackEveryValue) {
     const ResultReader reader(file);
 
     const ResultHeader& h = reader.header();
-    EXPECT_EQ(h.format_version, 1);
+    EXPECT_EQ(h.format_version, 2);
     EXPECT_EQ(h.program_version, "9.8.7");
     EXPECT_EQ(h.experiment_name, "unit");
     EXPECT_EQ(h.experiment_toml, kToml);
@@ -286,7 +219,7 @@ TEST_F(ResultStore, ResumeDropsRowsPastNextIndexAndContinues) {
     EXPECT_EQ(w.next_index(), index_of(6));
     EXPECT_EQ(w.rows(), 6U);
     EXPECT_EQ(w.header().status, "running");
-    EXPECT_EQ(ResultReader(file).rows(), 6U);
+    EXPECT_EQ(w.committed().rows(), 6U);
     w.append(batch_rows(6, 11));
     w.flush(index_of(17));
     w.close();
@@ -407,6 +340,8 @@ TEST_F(ResultStore, RefusesAnotherFormatOrFormatVersion) {
     write_complete_file(file);
     const std::string other = path("other.h5");
     write_complete_file(other);
+    const std::string old = path("old.h5");
+    write_complete_file(old);
     // Rewrite the attributes with the raw C API, as another program would have written them.
     auto set_attribute = [](const std::string& f, const char* name, hid_t type, const void* v) {
         const hid_t id = H5Fopen(f.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -418,17 +353,24 @@ TEST_F(ResultStore, RefusesAnotherFormatOrFormatVersion) {
         H5Sclose(space);
         H5Fclose(id);
     };
-    const std::int64_t version = 2;
+    const std::int64_t version = 3;
     set_attribute(file, "format_version", H5T_NATIVE_INT64, &version);
+    const std::int64_t old_version = 1;
+    set_attribute(old, "format_version", H5T_NATIVE_INT64, &old_version);
     const hid_t fixed = H5Tcopy(H5T_C_S1);
     H5Tset_size(fixed, 8);
     set_attribute(other, "format", fixed, "netcdf4\0");
     H5Tclose(fixed);
 
     EXPECT_THROW_MSG(ResultReader{file}, IoError,
-                     file + ": unsupported format_version 2 (this program reads 1)");
+                     file + ": unsupported format_version 3 (this program reads 1 to 2)");
     EXPECT_THROW_MSG(ResultWriter::open_resume(file, test_header()), IoError,
-                     file + ": unsupported format_version 2 (this program reads 1)");
+                     file + ": unsupported format_version 3 (this program reads 1 to 2)");
+    EXPECT_THROW_MSG(ResultWriter::open_resume(old, test_header()), IoError,
+                     old +
+                         ": made in result format 1 by an older prism, which cannot be "
+                         "continued; convert it with `prism recover " +
+                         old + " -o NEW.h5` and resume NEW.h5");
     EXPECT_THROW_MSG(ResultReader{other}, IoError,
                      other + ": not a prism result file (format 'netcdf4')");
 }
@@ -543,29 +485,37 @@ TEST_F(ResultStore, StoresHistogramsAlignedWithRows) {
                      file + ": append: histogram has 0 entries, expected 5");
 }
 
-TEST_F(ResultStore, ReplacesAParetoSetOfTheSameName) {
+TEST_F(ResultStore, WritesOnlyParetoSetsDeclaredAtCreationAndReplacesTheirIndices) {
     const std::string file = path("x.h5");
+    ResultHeader header = test_header();
+    header.pareto_sets.push_back({"front", {"tokens_per_s"}, {"max"}});
     {
-        ResultWriter w =
-            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false);
-        w.write_pareto("front", {"tokens_per_s"}, {"max"}, {9, 3});
-        w.write_pareto("front", {"step_time_p95_s"}, {"min"}, {5});
-        w.write_pareto("other", {"tokens_per_s"}, {"max"}, {});
-        EXPECT_THROW_MSG(w.write_pareto("bad", {"tokens_per_s"}, {"up"}, {}), IoError,
-                         file + ": /pareto/bad: sense 'up' is neither 'min' nor 'max'");
+        ResultWriter w = ResultWriter::create(file, header, test_columns(), test_metrics(), false);
+        w.write_pareto("front", {"tokens_per_s"}, {"max"}, {9, 3, 12});
+        w.write_pareto("front", {"tokens_per_s"}, {"max"}, {5});
+        EXPECT_THROW_MSG(w.write_pareto("other", {"tokens_per_s"}, {"max"}, {}), IoError,
+                         file + ": /pareto/other: not declared when the file was created");
+        EXPECT_THROW_MSG(w.write_pareto("front", {"tokens_per_s"}, {"min"}, {}), IoError,
+                         file +
+                             ": /pareto/front: objectives or senses differ from the declared "
+                             "ones");
     }
+    ResultHeader bad = test_header();
+    bad.pareto_sets.push_back({"bad", {"tokens_per_s"}, {"up"}});
 
     const ResultReader reader(file);
 
-    EXPECT_EQ(reader.pareto_names(), (std::vector<std::string>{"front", "other"}));
+    EXPECT_EQ(reader.pareto_names(), (std::vector<std::string>{"front", "time_vs_tokens"}));
     EXPECT_EQ(reader.pareto("front").indices, std::vector<std::uint64_t>{5});
-    EXPECT_EQ(reader.pareto("front").senses, std::vector<std::string>{"min"});
-    EXPECT_TRUE(reader.pareto("other").indices.empty());
+    EXPECT_EQ(reader.pareto("front").senses, std::vector<std::string>{"max"});
+    EXPECT_TRUE(reader.pareto("time_vs_tokens").indices.empty());
+    EXPECT_THROW_MSG(ResultWriter::create(path("y.h5"), bad, test_columns(), test_metrics(), false),
+                     IoError,
+                     path("y.h5") + ": /pareto/bad: sense 'up' is neither 'min' nor 'max'");
 }
 
-TEST_F(ResultStore, CommitsAFlushOnceItsRowsFillWholeChunks) {
-    // chunk_rows = 4: a flush after 3 rows waits until the 4th row completes the chunk, so
-    // that no compressed chunk holding committed rows is ever rewritten.
+TEST_F(ResultStore, EveryFlushCommitsItsRowsFailuresAndFilteredCounts) {
+    // chunk_rows = 4: a flush after 3 rows commits a partly filled chunk.
     const std::string file = path("x.h5");
     ResultWriter w =
         ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
@@ -574,52 +524,182 @@ TEST_F(ResultStore, CommitsAFlushOnceItsRowsFillWholeChunks) {
     w.add_failure(index_of(1), "boom");
     w.flush(index_of(3));
 
-    {
-        const ResultReader before(file);
-        EXPECT_EQ(before.rows(), 0U);
-        EXPECT_EQ(before.header().next_index, 0U);
-        EXPECT_TRUE(before.filtered().empty());
-        EXPECT_TRUE(before.failures().empty());
+    const auto after_first = run_reader(file);
+    if (python_missing().empty()) {
+        const std::string script =
+            std::string(PRISM_SOURCE_DIR) + "/tests/python/check_result_file.py";
+        const auto [rc, out] =
+            run("/usr/bin/python3 " + script + " " + file + " --rows 3 --status running",
+                dir_ / "h5py.txt");
+        EXPECT_EQ(rc, 0) << out;  // h5py reads it while the writer holds it
     }
-    w.append(batch_rows(3, 6));  // rows 0..7 reach the file: the flush after row 2 commits
-    w.set_filtered({{"too many gpus", 5}});
+    w.append(batch_rows(3, 6));
+    w.set_filtered({{"too many gpus", 5}, {"a tp that does not divide", 1}});
     w.flush(index_of(9));
-    {
-        const ResultReader committed(file);
-        expect_rows(committed, 3);
-        EXPECT_EQ(committed.header().next_index, index_of(3));
-        EXPECT_EQ(committed.filtered(),
-                  (std::map<std::string, std::uint64_t>{{"too many gpus", 2}}));
-        EXPECT_EQ(committed.failures().size(), 1U);
-    }
-    w.set_status("interrupted");  // a final status describes all rows: commits them
-    {
-        const ResultReader interrupted(file);
-        expect_rows(interrupted, 9);
-        EXPECT_EQ(interrupted.header().status, "interrupted");
-    }
+    const auto after_second = run_reader(file);
     w.close();
-    const ResultReader closed(file);
-    expect_rows(closed, 9);
-    EXPECT_EQ(closed.header().next_index, index_of(9));
-    EXPECT_EQ(closed.filtered(), (std::map<std::string, std::uint64_t>{{"too many gpus", 5}}));
+
+    EXPECT_EQ(after_first, "rows 3 next_index 10 filtered too many gpus=2 failures 1 ok");
+    EXPECT_EQ(after_second,
+              "rows 9 next_index 28 filtered a tp that does not divide=1,too many gpus=5 "
+              "failures 1 ok");
+    expect_rows(ResultReader(file), 9);
 }
 
-TEST_F(ResultStore, CommitsPartialChunksOnceTheCommitLagIsReached) {
+TEST_F(ResultStore, RewritesAPartlyFilledChunkInPlaceAsItFills) {
+    // A commit stores the last partly filled chunk raw (filters skipped) at its full size and
+    // rewrites it in place as rows arrive: the file does not grow with the number of commits.
     const std::string file = path("x.h5");
     ResultWriter w =
+        ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 64);
+    std::vector<std::uintmax_t> sizes;
+    for (std::size_t r = 0; r < 63; ++r) {
+        w.append(batch_rows(r, 1));
+        w.flush(index_of(r + 1));
+        sizes.push_back(fs::file_size(file));
+    }
+
+    // Row 2 brings the first reason ("memory: 1 GiB"): the string heap and /reasons' chunk.
+    EXPECT_EQ(sizes[62], sizes[2]) << "after 3 rows " << sizes[2];
+    EXPECT_EQ(run_reader(file), "rows 63 next_index 190 filtered  failures 0 ok");
+    w.append(batch_rows(63, 70));  // completes the raw chunk, then a compressed one
+    w.close();
+    expect_rows(ResultReader(file), 133);
+}
+
+TEST_F(ResultStore, RefusesASecondWriterBeforeTouchingTheFile) {
+    const std::string file = path("x.h5");
+    ResultWriter first =
         ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
-    w.set_max_commit_lag(0.0);
+    first.append(batch_rows(0, 5));
+    first.flush(index_of(5));
+    const std::string holder = "pid " + std::to_string(::getpid()) + " on host ";
 
-    w.append(batch_rows(0, 3));
-    w.flush(index_of(3));
+    for (const bool overwrite : {false, true}) {
+        try {
+            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), overwrite);
+            ADD_FAILURE() << "a second writer was let in";
+        } catch (const prism::io::FileInUseError& e) {
+            EXPECT_EQ(
+                std::string(e.what()).rfind(file + ": in use by another prism sweep (" + holder, 0),
+                0U)
+                << e.what();
+        } catch (const IoError& e) {
+            // without --overwrite the existing file is named first; both leave it alone
+            EXPECT_FALSE(overwrite) << e.what();
+            EXPECT_EQ(std::string(e.what()),
+                      file + ": file exists (use --overwrite to replace it)");
+        }
+    }
+    EXPECT_THROW((void)ResultWriter::open_resume(file, test_header()), prism::io::FileInUseError);
 
-    expect_rows(ResultReader(file), 3);
-    w.append(batch_rows(3, 2));  // rewrites the partial chunk of rows 0..2
-    w.flush(index_of(5));
-    expect_rows(ResultReader(file), 5);
-    EXPECT_EQ(ResultReader(file).header().next_index, index_of(5));
-    EXPECT_THROW_MSG(w.set_max_commit_lag(-1), IoError, file + ": max commit lag must be >= 0 s");
+    EXPECT_EQ(run_reader(file), "rows 5 next_index 16 filtered  failures 0 ok");
+    first.append(batch_rows(5, 4));
+    first.flush(index_of(9));
+    first.close();
+    EXPECT_FALSE(fs::exists(file + ".lock"));
+    expect_rows(ResultReader(file), 9);
+}
+
+TEST_F(ResultStore, TakesOverTheLockOfAKilledWriterAndItsTemporaryFile) {
+    const std::string file = path("killed.h5");
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ResultWriter w =
+            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
+        w.append(batch_rows(0, 6));
+        w.flush(index_of(6));
+        std::ofstream(path(".killed.h5.99999.tmp")) << "a half-built file of a killed writer";
+        std::raise(SIGKILL);
+    }
+    int wait_status = 0;
+    ASSERT_EQ(::waitpid(child, &wait_status, 0), child);
+    ASSERT_TRUE(fs::exists(file + ".lock"));  // stale: its holder is gone
+
+    ResultWriter w = ResultWriter::open_resume(file, test_header());
+    w.append(batch_rows(6, 3));
+    w.flush(index_of(9));
+    w.close();
+    ResultWriter::create(file, test_header(), test_columns(), test_metrics(), true).close();
+
+    EXPECT_FALSE(fs::exists(file + ".lock"));
+    EXPECT_FALSE(fs::exists(path(".killed.h5.99999.tmp")));
+    EXPECT_EQ(run_reader(file), "rows 0 next_index 0 filtered  failures 0 ok");
+}
+
+TEST_F(ResultStore, RefusesToReplaceSomethingThatIsNotARegularFile) {
+    fs::create_directories(path("dir.h5"));
+
+    EXPECT_THROW_MSG(
+        ResultWriter::create(path("dir.h5"), test_header(), test_columns(), test_metrics(), true),
+        IoError, path("dir.h5") + ": not a regular file (a result file must be one)");
+    EXPECT_THROW_MSG(
+        ResultWriter::create("/dev/null", test_header(), test_columns(), test_metrics(), true),
+        IoError, "/dev/null: not a regular file (a result file must be one)");
+    EXPECT_TRUE(fs::is_directory(path("dir.h5")));
+}
+
+TEST_F(ResultStore, ReportsATruncatedFileWithoutLibraryInternals) {
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+    const auto size = fs::file_size(file);
+    fs::resize_file(file, size / 2);
+
+    try {
+        ResultReader reader(file);
+        ADD_FAILURE() << "a truncated file opened";
+    } catch (const IoError& e) {
+        const std::string message = e.what();
+        EXPECT_EQ(message, file + ": cannot open: the file is truncated (" +
+                               std::to_string(size / 2) + " bytes; its superblock says " +
+                               std::to_string(size) + ")");
+        for (const char* internal : {"0x", "sblock", "=", "\n", "addr"}) {
+            EXPECT_EQ(message.find(internal), std::string::npos) << message;
+        }
+    }
+}
+
+TEST_F(ResultStore, ResumeRecountsFilteredCountsThatDoNotGoWithNextIndex) {
+    // A writer killed between writing the filtered counts and the commit record leaves counts
+    // one commit ahead: resume recounts them (here: a recount that knows the truth).
+    const std::string file = path("x.h5");
+    {
+        ResultWriter w =
+            ResultWriter::create(file, test_header(), test_columns(), test_metrics(), false, 4);
+        w.append(batch_rows(0, 4));
+        // rows 0..3 have indices 1, 4, 7, 10: indices 0, 2, 3, 5, 6, 8, 9 were filtered
+        w.set_filtered({{"filtered", 7}});
+        w.flush(index_of(3) + 1);
+        w.set_status("interrupted");
+    }
+    {
+        const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        const hid_t ds = H5Dopen2(f, "filtered/count", H5P_DEFAULT);
+        const std::uint64_t ahead = 9;
+        H5Dwrite(ds, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &ahead);
+        H5Dclose(ds);
+        H5Fclose(f);
+    }
+    EXPECT_FALSE(ResultReader(file).filtered_consistent());
+    std::vector<std::uint64_t> asked;
+    const prism::io::FilteredRecount recount = [&](std::uint64_t next_index) {
+        asked.push_back(next_index);
+        std::map<std::string, std::uint64_t> counts;
+        for (std::uint64_t i = 0; i < next_index; ++i) {
+            if (i % 3 != 1) ++counts["filtered"];
+        }
+        return counts;
+    };
+
+    ResultWriter w = ResultWriter::open_resume(file, test_header(), recount);
+    w.close();
+
+    EXPECT_EQ(asked, std::vector<std::uint64_t>{11});
+    const ResultReader reader(file);
+    EXPECT_EQ(reader.filtered(), (std::map<std::string, std::uint64_t>{{"filtered", 7}}));
+    EXPECT_TRUE(reader.filtered_consistent());
+    expect_rows(reader, 4);
 }
 
 TEST_F(ResultStore, IsReadableByH5pyWithNoKnowledgeOfTheFormat) {

@@ -23,13 +23,14 @@ ROOT_ATTRS = {
 
 
 def check(path, rows=None, status=None):
-    with h5py.File(path, "r") as f:
+    # SWMR read: works while a sweep writes the file and after its writer was killed.
+    with h5py.File(path, "r", swmr=True) as f:
         for name, kind in ROOT_ATTRS.items():
             assert name in f.attrs, f"missing root attribute {name!r}"
             assert isinstance(f.attrs[name], kind), (
                 f"root attribute {name!r} is {type(f.attrs[name]).__name__}")
         assert f.attrs["format"] == "prism-results", f.attrs["format"]
-        assert f.attrs["format_version"] == 1
+        assert f.attrs["format_version"] == 2
         assert f.attrs["status"] in ("running", "interrupted", "complete", "failed")
         assert len(f.attrs["experiment_sha256"]) == 64
         if status is not None:
