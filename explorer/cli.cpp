@@ -9,6 +9,7 @@
 #include "explorer/design_space.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
+#include "explorer/stop_signals.hpp"
 #include "explorer/sweep_command.hpp"
 #include "explorer/table.hpp"
 #include "io/experiment_loader.hpp"
@@ -156,10 +157,12 @@ int run_cli(int argc, char** argv) {
     sweep_cmd->add_option("--progress-interval", sweep.progress_interval_s,
                           "seconds between progress lines when not on a terminal");
     sweep_cmd->add_option("--flush-interval", sweep.flush_interval_s,
-                          "seconds between handing rows to the file");
-    sweep_cmd->add_option("--max-commit-lag", sweep.max_commit_lag_s,
-                          "seconds after which rows in a partly filled chunk are committed "
-                          "(default 60; full 4096-row chunks are committed at once)");
+                          "seconds between commits of rows to the file (default 2)");
+    double obsolete_commit_lag_s = 0;
+    sweep_cmd
+        ->add_option("--max-commit-lag", obsolete_commit_lag_s,
+                     "obsolete and ignored: every flush commits its rows")
+        ->group("");
     sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "no progress and no report at the end");
 
     std::string validate_path;
@@ -200,6 +203,7 @@ int run_cli(int argc, char** argv) {
                 throw ConfigError("sweep: --output is required (or use --dry-run)");
             }
             if (!time_limit.empty()) sweep.time_limit_s = parse_duration_s(time_limit);
+            install_stop_signals();  // before MPI starts: a signal at any moment stops cleanly
             MpiEnvironment mpi(&argc, &argv);
             return sweep_command(sweep, mpi);
         }

@@ -4,6 +4,7 @@
 // last [space] dimension varies fastest. Nothing is materialized.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,5 +53,9 @@ class DesignSpace {
     std::uint64_t per_stream_ = 1;
     std::uint64_t size_ = 1;
 };
+
+/// Points of [begin, end) rejected before evaluation, by reason (decodes every index).
+std::map<std::string, std::uint64_t> count_filtered(const DesignSpace& space, std::uint64_t begin,
+                                                    std::uint64_t end);
 
 }  // namespace prism::explorer

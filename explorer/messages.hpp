@@ -17,11 +17,13 @@
 namespace prism::explorer {
 
 enum class Tag : int {
-    ready = 1,   ///< worker -> master: give me work (first message)
+    ready = 1,   ///< worker -> master: give me work (first message; payload "pid P on host H")
     work = 2,    ///< master -> worker: WorkOrder
     result = 3,  ///< worker -> master: ChunkResult (also asks for more work)
     stop = 4,    ///< master -> worker: no more work, leave the loop
     fatal = 5,   ///< worker -> master: a std::string describing an error outside a point
+    exit = 6,    ///< master -> worker, after `stop` and after the file is closed: the job's exit
+                 ///< status (decimal text), so that every rank returns the same one
 };
 
 struct WorkOrder {

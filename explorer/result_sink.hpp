@@ -41,6 +41,10 @@ class ResultSink : public ResultConsumer {
     std::vector<std::uint64_t> finish(const std::string& status);
 
     std::uint64_t rows_written() const noexcept { return rows_written_; }
+    /// Rows the file holds for sure (its last commit).
+    std::uint64_t committed_rows() const { return writer_.header().rows_committed; }
+    /// Every index below it is in the file (committed): where the sweep starts.
+    std::uint64_t next_index() const { return writer_.next_index(); }
     std::uint64_t failures() const noexcept { return failures_; }
     const std::map<std::string, std::uint64_t>& filtered() const noexcept { return filtered_; }
 

@@ -4,24 +4,28 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
-#include <csignal>
+#include <exception>
 #include <filesystem>
 #include <iostream>
-#include <random>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "explorer/chunk_evaluator.hpp"
 #include "explorer/cli.hpp"
 #include "explorer/design_space.hpp"
+#include "explorer/dry_run.hpp"
 #include "explorer/progress.hpp"
 #include "explorer/report.hpp"
 #include "explorer/result_sink.hpp"
+#include "explorer/stop_signals.hpp"
 #include "explorer/sweep_engine.hpp"
+#include "io/experiment_fingerprint.hpp"
 #include "io/experiment_loader.hpp"
+#include "io/io_errors.hpp"
 #include "io/result_store.hpp"
 #include "src/common/error.hpp"
 #include "src/model/evaluate.hpp"
@@ -30,27 +34,27 @@ namespace prism::explorer {
 
 namespace {
 
-std::atomic<int> g_stop_signal{0};
-
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
-
-void install_master_signals() {
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGTERM, &action, nullptr);
-    sigaction(SIGINT, &action, nullptr);
-}
-
-/// Workers leave stopping to the master, which collects their chunks in flight first.
-void ignore_stop_signals() {
-    std::signal(SIGTERM, SIG_IGN);
-    std::signal(SIGINT, SIG_IGN);
-}
-
 int broadcast_int(int value) {
     PRISM_MPI_CHECK(MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD));
     return value;
+}
+
+void print_error(const std::string& message) { std::cerr << "prism: error: " << message << "\n"; }
+
+/// The one line for a failed write of the result file: the operating system's reason, what the
+/// file keeps, and how to go on.
+void print_write_error(const std::exception_ptr& error, const std::string& path,
+                       std::uint64_t rows_committed) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const io::StorageError& e) {
+        const bool full = e.error_number() == ENOSPC || e.error_number() == EDQUOT;
+        print_error(fmt::format("{}: {}; {} rows committed, continue with --resume{}", path,
+                                e.reason(), rows_committed, full ? " after freeing space" : ""));
+    } catch (const Error& e) {
+        print_error(
+            fmt::format("{}; {} rows committed, continue with --resume", e.what(), rows_committed));
+    }
 }
 
 io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
@@ -59,6 +63,7 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     h.model_version = kModelVersion;
     h.experiment_name = e.name;
     h.experiment_toml = e.text;
+    h.experiment_sha256 = io::experiment_fingerprint(e.text);
     h.seed = e.seed;
     h.space_size = space.size();
     h.histogram_bins =
@@ -74,96 +79,156 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     return h;
 }
 
-/// `--dry-run`: space size, what the filters keep, and an estimate of the run time from a
-/// short sample of evaluations.
-int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& evaluator,
-            int workers) {
-    const std::uint64_t n = space.size();
-    constexpr std::uint64_t kExact = 2'000'000;
-    const bool exact = n <= kExact;
-    const std::uint64_t probes = exact ? n : 200'000;
-    std::mt19937_64 rng(e.seed);
-    std::map<std::string, std::uint64_t> filtered;
-    std::vector<std::uint64_t> feasible_sample;
-    std::uint64_t kept = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (std::uint64_t k = 0; k < probes; ++k) {
-        const std::uint64_t index = exact ? k : rng() % n;
-        const auto d = space.decode(index);
-        if (d.filtered) {
-            ++filtered[*d.filtered];
-        } else {
-            ++kept;
-            if (feasible_sample.size() < 400) feasible_sample.push_back(index);
-        }
+/// What the command line asks of the output file, checked before anything is touched.
+void check_output(const SweepOptions& options) {
+    const std::string& path = options.output_path;
+    if (options.resume && options.overwrite) {
+        throw ConfigError("--resume and --overwrite exclude each other (--resume continues " +
+                          path + ", --overwrite replaces it)");
     }
-    const double filter_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double fraction = probes ? static_cast<double>(kept) / probes : 0;
-    const double kept_total = fraction * static_cast<double>(n);
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    const bool exists = std::filesystem::exists(status);
+    if (exists && !std::filesystem::is_regular_file(status)) {
+        throw ConfigError(path + ": not a regular file (a result file must be one)");
+    }
+    if (options.resume && !exists) {
+        throw ConfigError(path + ": cannot resume: the file does not exist");
+    }
+    if (exists && !options.resume && !options.overwrite) {
+        throw ConfigError(path +
+                          ": file exists (use --overwrite to replace it, or --resume to "
+                          "continue it)");
+    }
+}
 
-    // Time a sample spread over the space (evaluation cost varies across it).
-    std::vector<std::uint64_t> sample;
-    const std::size_t step = std::max<std::size_t>(1, feasible_sample.size() / 100);
-    for (std::size_t i = 0; i < feasible_sample.size(); i += step)
-        sample.push_back(feasible_sample[i]);
-    // Each sampled point twice: as the first of its stream index (the step-time distribution
-    // computed) and again from the step cache (the cost of the points sharing it).
-    std::size_t evaluated = 0;
-    double miss_s = 0, hit_s = 0;
-    for (auto index : sample) {
-        StepCache cache;
-        const DesignPoint p = space.decode(index).point;
-        const std::uint64_t stream = space.stream_index(index);
-        auto timed = [&] {  // seconds of one evaluation (a failing point counts its time too)
-            const auto t = std::chrono::steady_clock::now();
-            try {
-                evaluator.evaluate(p, index, stream, &cache);
-            } catch (const std::exception&) {
-            }
-            return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-        };
-        miss_s += timed();
-        hit_s += timed();
-        ++evaluated;
+/// Stage 1 (rank 0): the experiment and the command line.
+int load_inputs(const SweepOptions& options, Experiment& experiment) {
+    try {
+        experiment = io::load_experiment(options.experiment_path);
+        DesignSpace probe(experiment);  // an empty or too large space is bad input
+        if (!options.dry_run) check_output(options);
+    } catch (const ConfigError& e) {
+        print_error(e.what());
+        return kExitBadInput;
     }
-    const double per_point = evaluated ? miss_s / evaluated : 0;
-    const double per_hit = evaluated ? hit_s / evaluated : 0;
-    // points sharing one stream index: the distribution is computed for one of them
-    const double shared = static_cast<double>(space.points_per_stream());
-    const double per_point_sweep = per_hit + (per_point - per_hit) / shared;
-    const double filter_per_point = probes ? filter_s / probes : 0;
-    const double total_s =
-        (kept_total * per_point_sweep + static_cast<double>(n) * filter_per_point) /
-        std::max(1, workers);
-
-    std::cout << fmt::format("experiment     {}\n", e.name);
-    std::cout << fmt::format("space size     {} points ({} dimensions)\n", n,
-                             space.dimension_count());
-    if (exact) {
-        std::cout << fmt::format("to evaluate    {} points; filtered {}\n", kept, n - kept);
-    } else {
-        const double se = std::sqrt(fraction * (1 - fraction) / probes) * static_cast<double>(n);
-        std::cout << fmt::format(
-            "to evaluate    ~{:.0f} points (+-{:.0f}, from {} random probes); filtered ~{:.0f}\n",
-            kept_total, 2 * se, probes, static_cast<double>(n) - kept_total);
-    }
-    for (const auto& [reason, count] : filtered) {
-        std::cout << fmt::format(
-            "  filtered: {:<55} {}{}\n", reason, exact ? "" : "~",
-            exact ? count : static_cast<std::uint64_t>(static_cast<double>(count) / probes * n));
-    }
-    std::cout << fmt::format("evaluation     {:.3g} ms per point (sample of {})\n", per_point * 1e3,
-                             evaluated);
-    if (shared > 1) {
-        std::cout << fmt::format(
-            "shared steps   {:.0f} points per step-time distribution (learning_rate, "
-            "checkpoint_interval): {:.3g} ms per point in the sweep\n",
-            shared, per_point_sweep * 1e3);
-    }
-    std::cout << fmt::format("estimated run  {:.1f} s with {} worker{}\n", total_s, workers,
-                             workers == 1 ? "" : "s");
     return kExitOk;
+}
+
+/// Stage 2 (rank 0): creates or resumes the result file (claiming it first) and the sink that
+/// feeds it; on a resume, filtered counts that a killed writer left ahead of next_index are
+/// recounted from the design space.
+int open_results(const SweepOptions& options, const Experiment& experiment,
+                 const DesignSpace& space, const Evaluator& evaluator,
+                 std::optional<ResultSink>& sink) {
+    try {
+        const io::ResultHeader header = header_of(experiment, space);
+        std::optional<io::ResultWriter> writer;
+        if (options.resume) {
+            const io::FilteredRecount recount = [&](std::uint64_t next_index) {
+                return count_filtered(space, 0, next_index);
+            };
+            writer.emplace(io::ResultWriter::open_resume(options.output_path, header,
+                                                         point_columns(experiment),
+                                                         evaluator.schema(), recount));
+        } else {
+            writer.emplace(io::ResultWriter::create(
+                options.output_path, header, point_columns(experiment), evaluator.schema(),
+                options.overwrite, io::chunk_rows_for(space.size())));
+        }
+        sink.emplace(experiment, space, std::move(*writer), options.resume);
+    } catch (const io::FileInUseError& e) {
+        print_error(e.what());
+        return kExitBadInput;
+    } catch (const io::StorageError& e) {
+        print_error(e.what());
+        return kExitError;
+    } catch (const ConfigError& e) {
+        print_error(e.what());
+        return kExitBadInput;
+    } catch (const Error& e) {
+        print_error(e.what());
+        return dynamic_cast<const IoError*>(&e) && options.resume ? kExitBadInput : kExitError;
+    }
+    return kExitOk;
+}
+
+/// Stage 3 (rank 0): the engine, alone or as master, with progress.
+EngineReport run_engine(const SweepOptions& options, int ranks, const DesignSpace& space,
+                        const ChunkFunction& evaluate, ResultSink& sink, std::uint64_t begin) {
+    const bool terminal = !options.quiet && isatty(STDERR_FILENO) == 1;
+    const auto clock0 = std::chrono::steady_clock::now();
+    Progress progress(
+        space.size(), std::cerr, terminal,
+        [clock0] {
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count();
+        },
+        options.progress_interval_s);
+    progress.start_at(begin);  // rates count only this run's points
+
+    EngineOptions engine;
+    engine.begin = begin;
+    engine.end = space.size();
+    engine.time_limit_s = options.time_limit_s;
+    engine.flush_interval_s = options.flush_interval_s;
+    engine.stop_signal = &stop_signal();
+    if (!options.quiet) {
+        engine.progress = [&](std::uint64_t done) { progress.update(begin + done); };
+        engine.worker_ready = [](int rank, const std::string& where) {
+            std::cerr << fmt::format("prism: worker rank {} is {}\n", rank, where);
+        };
+    }
+    if (options.resume && begin > 0 && !options.quiet) {
+        std::cerr << fmt::format("resuming {} at index {} of {}\n", options.output_path, begin,
+                                 space.size());
+    }
+    EngineReport report =
+        ranks > 1 ? run_master(engine, ranks - 1, sink) : run_serial(engine, evaluate, sink);
+    if (!options.quiet) progress.finish();
+    return report;
+}
+
+/// Stage 4 (rank 0): what the run's outcome means for the user, the file and the exit status;
+/// finishes the file (Pareto front, filtered counts, status) unless a write failed.
+int conclude(const SweepOptions& options, const Experiment& experiment, const DesignSpace& space,
+             const EngineReport& report, ResultSink& sink) {
+    const std::string& path = options.output_path;
+    if (report.consumer_error) {
+        print_write_error(report.consumer_error, path, sink.committed_rows());
+        return kExitError;
+    }
+    int code = kExitOk;
+    std::string file_status = "complete";
+    if (report.outcome == EngineOutcome::aborted) {
+        const auto& [index, message] = *sink.abort_failure();
+        print_error(fmt::format("point {} ({}) failed and on_error = \"abort\": {}", index,
+                                describe_point(experiment, space.decode(index).point), message));
+        file_status = "failed";
+        code = kExitError;
+    } else if (report.outcome == EngineOutcome::worker_failed) {
+        print_error(report.worker_failure);
+        std::cerr << fmt::format(
+            "prism: stopped at index {} of {}; the file keeps every point committed before the "
+            "error; continue with --resume\n",
+            report.next_index, space.size());
+        file_status = "failed";
+        code = kExitError;
+    } else if (report.outcome == EngineOutcome::interrupted) {
+        file_status = "interrupted";
+        code = kExitInterrupted;
+        std::cerr << fmt::format("prism: {} at index {} of {}; continue with --resume\n",
+                                 report.stop_signal != 0
+                                     ? fmt::format("stopped by signal {}", report.stop_signal)
+                                     : std::string("stopped by --time-limit"),
+                                 report.next_index, space.size());
+    }
+    try {
+        sink.finish(file_status);
+    } catch (const Error&) {
+        print_write_error(std::current_exception(), path, sink.committed_rows());
+        return kExitError;
+    }
+    return code;
 }
 
 void print_summary(const EngineReport& report, const ResultSink& sink, std::uint64_t begin,
@@ -231,33 +296,12 @@ double parse_duration_s(const std::string& text) {
 
 int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     const bool master = mpi.rank() == 0;
-    const int workers = std::max(1, mpi.size() - 1);
+    const int ranks = mpi.size();
     Experiment experiment;
     std::string text;
-    int status = kExitOk;
-    if (master) {
-        try {
-            experiment = io::load_experiment(options.experiment_path);
-            text = experiment.text;
-            DesignSpace probe(experiment);  // an empty or too large space is bad input
-            if (!options.dry_run) {
-                const bool exists = std::filesystem::exists(options.output_path);
-                if (options.resume && !exists) {
-                    throw ConfigError(options.output_path +
-                                      ": cannot resume: the file does not exist");
-                }
-                if (exists && !options.resume && !options.overwrite) {
-                    throw ConfigError(options.output_path +
-                                      ": file exists (use --overwrite to replace it, or --resume "
-                                      "to continue it)");
-                }
-            }
-        } catch (const ConfigError& e) {
-            std::cerr << "prism: error: " << e.what() << "\n";
-            status = kExitBadInput;
-        }
-    }
-    if (mpi.size() > 1) {
+    int status = master ? load_inputs(options, experiment) : kExitOk;
+    if (master && status == kExitOk) text = experiment.text;
+    if (ranks > 1) {
         status = broadcast_int(status);
         if (status != kExitOk) return status;
         broadcast_string(text);
@@ -273,136 +317,32 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     const Evaluator evaluator(experiment);
     const ChunkEvaluator chunk_evaluator(space, evaluator);
     const ChunkFunction evaluate = [&](const WorkOrder& order) { return chunk_evaluator(order); };
-
     if (options.dry_run) {
-        if (!master) return kExitOk;
-        return dry_run(experiment, space, evaluator, workers);
+        return master ? dry_run(experiment, space, evaluator, std::max(1, ranks - 1)) : kExitOk;
     }
 
-    // The master opens the file before any work is handed out; workers learn whether it could.
-    std::optional<io::ResultWriter> writer;
-    if (master) {
-        try {
-            const io::ResultHeader header = header_of(experiment, space);
-            if (options.resume) {
-                writer.emplace(io::ResultWriter::open_resume(
-                    options.output_path, header, point_columns(experiment), evaluator.schema()));
-            } else {
-                writer.emplace(io::ResultWriter::create(
-                    options.output_path, header, point_columns(experiment), evaluator.schema(),
-                    options.overwrite, io::chunk_rows_for(space.size())));
-            }
-        } catch (const Error& e) {
-            std::cerr << "prism: error: " << e.what() << "\n";
-            status =
-                dynamic_cast<const IoError*>(&e) && options.resume ? kExitBadInput : kExitError;
-        }
-    }
-    if (mpi.size() > 1) {
+    // The master claims and opens the file before any work is handed out; workers learn
+    // whether it could, and later the job's exit status, which every rank returns.
+    std::optional<ResultSink> sink;
+    if (master) status = open_results(options, experiment, space, evaluator, sink);
+    if (ranks > 1) {
         status = broadcast_int(status);
         if (status != kExitOk) return status;
     } else if (status != kExitOk) {
         return status;
     }
-    if (!master) {
-        run_worker(evaluate);
-        return kExitOk;
-    }
+    if (!master) return run_worker(evaluate);
 
-    install_master_signals();
-    const std::uint64_t begin = writer->next_index();
-    const bool resumed = options.resume;
-    std::optional<ResultSink> sink;
-    try {
-        sink.emplace(experiment, space, std::move(*writer), resumed);
-    } catch (const Error& e) {
-        std::cerr << "prism: error: " << e.what() << "\n";
-        if (mpi.size() > 1) mpi.abort(kExitError);
-        return kExitError;
-    }
-
-    const bool terminal = !options.quiet && isatty(STDERR_FILENO) == 1;
-    const auto clock0 = std::chrono::steady_clock::now();
-    Progress progress(
-        space.size(), std::cerr, terminal,
-        [clock0] {
-            return std::chrono::duration<double>(std::chrono::steady_clock::now() - clock0).count();
-        },
-        options.progress_interval_s);
-    progress.start_at(begin);  // rates count only this run's points
-
-    EngineOptions engine;
-    engine.begin = begin;
-    engine.end = space.size();
-    engine.time_limit_s = options.time_limit_s;
-    engine.flush_interval_s = options.flush_interval_s;
-    engine.stop_signal = &g_stop_signal;
-    if (!options.quiet) {
-        engine.progress = [&](std::uint64_t done) { progress.update(begin + done); };
-    }
-
-    if (resumed && begin > 0 && !options.quiet) {
-        std::cerr << fmt::format("resuming {} at index {} of {}\n", options.output_path, begin,
-                                 space.size());
-    }
-    EngineReport report;
-    try {
-        report = mpi.size() > 1 ? run_master(engine, workers, *sink)
-                                : run_serial(engine, evaluate, *sink);
-    } catch (const Error& e) {
-        std::cerr << "prism: error: " << e.what() << "\n";
-        try {
-            sink->finish("failed");
-        } catch (const Error& e2) {
-            std::cerr << "prism: error: " << e2.what() << "\n";
-        }
-        std::cerr << "prism: the file keeps every point committed before the error; continue "
-                     "with --resume\n";
-        if (mpi.size() > 1) mpi.abort(kExitError);
-        return kExitError;
-    }
-    if (!options.quiet) progress.finish();
-
-    int code = kExitOk;
-    std::string file_status = "complete";
-    if (report.outcome == EngineOutcome::aborted) {
-        const auto& [index, message] = *sink->abort_failure();
-        std::cerr << fmt::format(
-            "prism: error: point {} ({}) failed and on_error = \"abort\": {}\n", index,
-            describe_point(experiment, space.decode(index).point), message);
-        file_status = "failed";
-        code = kExitError;
-    } else if (report.outcome == EngineOutcome::worker_failed) {
-        std::cerr << fmt::format("prism: error: {}\n", report.worker_failure);
-        std::cerr << fmt::format(
-            "prism: stopped at index {} of {}; the file keeps every point committed before the "
-            "error; continue with --resume\n",
-            report.next_index, space.size());
-        file_status = "failed";
-        code = kExitError;
-    } else if (report.outcome == EngineOutcome::interrupted) {
-        file_status = "interrupted";
-        code = kExitInterrupted;
-        std::cerr << fmt::format("prism: {} at index {} of {}; continue with --resume\n",
-                                 report.stop_signal != 0
-                                     ? fmt::format("stopped by signal {}", report.stop_signal)
-                                     : std::string("stopped by --time-limit"),
-                                 report.next_index, space.size());
-    }
-    std::vector<std::uint64_t> front;
-    try {
-        front = sink->finish(file_status);
-    } catch (const Error& e) {
-        std::cerr << "prism: error: " << e.what() << "\n";
-        if (report.workers_still_busy) mpi.abort(kExitError);
-        return kExitError;
-    }
+    const std::uint64_t begin = sink->next_index();
+    const EngineReport report = run_engine(options, ranks, space, evaluate, *sink, begin);
+    const int code = conclude(options, experiment, space, report, *sink);
     if (report.workers_still_busy) {
         std::cerr << "prism: workers did not finish their chunks in time; ending them\n";
         mpi.abort(code);
     }
-    if (!options.quiet) {
-        print_summary(report, *sink, begin, static_cast<std::uint64_t>(workers));
+    if (ranks > 1) send_exit_status(ranks - 1, code);
+    if (!options.quiet && !report.consumer_error) {
+        print_summary(report, *sink, begin, static_cast<std::uint64_t>(std::max(1, ranks - 1)));
         if (code == kExitOk) {
             ReportOptions ropt;
             ropt.top = 5;

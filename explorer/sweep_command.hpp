@@ -14,8 +14,7 @@ struct SweepOptions {
     bool dry_run = false;
     double time_limit_s = 0;         ///< 0 = none
     double progress_interval_s = 5;  ///< plain progress lines when not on a terminal
-    double flush_interval_s = 2;     ///< hand rows to the file at least this often
-    double max_commit_lag_s = 60;    ///< commit partly filled chunks after this long
+    double flush_interval_s = 2;     ///< commit rows to the file at least this often
     bool quiet = false;              ///< no progress, no front at the end
 };
 

@@ -1,6 +1,7 @@
 #include "explorer/sweep_engine.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -83,16 +84,20 @@ EngineReport run_serial(const EngineOptions& options, const ChunkFunction& evalu
     ChunkScheduler scheduler(options.begin, options.end, 1, options.scheduler);
     OrderedSink sink(options, consumer);
     EngineReport report;
-    while (true) {
-        if (watch.signal() != 0 || watch.time_up() || consumer.abort_requested()) break;
-        const auto chunk = scheduler.next();
-        if (!chunk) break;
-        const auto t0 = Clock::now();
-        ChunkResult result = evaluate(WorkOrder{chunk->id, chunk->begin, chunk->end});
-        scheduler.record(*chunk, seconds_since(t0));
-        sink.add(std::move(result));
+    try {
+        while (true) {
+            if (watch.signal() != 0 || watch.time_up() || consumer.abort_requested()) break;
+            const auto chunk = scheduler.next();
+            if (!chunk) break;
+            const auto t0 = Clock::now();
+            ChunkResult result = evaluate(WorkOrder{chunk->id, chunk->begin, chunk->end});
+            scheduler.record(*chunk, seconds_since(t0));
+            sink.add(std::move(result));
+        }
+        sink.checkpoint();
+    } catch (const Error&) {
+        report.consumer_error = std::current_exception();
     }
-    sink.checkpoint();
     report.next_index = sink.next_index();
     report.outcome = outcome_of(consumer, report.next_index, options.end);
     report.wall_s = seconds_since(watch.start);
@@ -112,6 +117,13 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
     bool stopping = false;
     Clock::time_point stop_time{};
     std::string fatal;
+    std::exception_ptr consumer_error;
+    auto stop = [&] {
+        if (stopping) return;
+        stopping = true;
+        stop_time = Clock::now();
+        scheduler.stop();
+    };
 
     auto assign = [&](int worker) {
         std::optional<Chunk> chunk;
@@ -131,9 +143,7 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
     std::chrono::microseconds sleep(20);
     while (active > 0) {
         if (!stopping && (watch.signal() != 0 || watch.time_up() || consumer.abort_requested())) {
-            stopping = true;
-            stop_time = Clock::now();
-            scheduler.stop();
+            stop();
         }
         if (stopping && in_flight > 0 && seconds_since(stop_time) > options.grace_s) break;
 
@@ -152,26 +162,38 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
             scheduler.record(Chunk{result.chunk_id, result.begin, result.end}, result.seconds);
             busy[message->source] = false;
             --in_flight;
-            sink.add(std::move(result));
+            if (!consumer_error) {
+                try {
+                    sink.add(std::move(result));
+                } catch (const Error&) {
+                    // The file cannot take results: collect the chunks in flight, drop them.
+                    consumer_error = std::current_exception();
+                    stop();
+                }
+            }
             assign(message->source);
         } else if (tag == Tag::ready) {
+            if (options.worker_ready) options.worker_ready(message->source, message->bytes);
             assign(message->source);
         } else if (tag == Tag::fatal) {
             fatal = "worker rank " + std::to_string(message->source) + ": " + message->bytes;
             busy[message->source] = false;
             --active;
-            if (!stopping) {
-                stopping = true;
-                stop_time = Clock::now();
-                scheduler.stop();
-            }
+            stop();
         } else {
             throw MpiError("master: unexpected message tag " + std::to_string(message->tag) +
                            " from rank " + std::to_string(message->source));
         }
     }
-    sink.checkpoint();
+    if (!consumer_error) {
+        try {
+            sink.checkpoint();
+        } catch (const Error&) {
+            consumer_error = std::current_exception();
+        }
+    }
     EngineReport report;
+    report.consumer_error = consumer_error;
     report.next_index = sink.next_index();
     report.workers_still_busy = active > 0;
     report.outcome = outcome_of(consumer, report.next_index, options.end);
@@ -185,14 +207,24 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
     return report;
 }
 
-void run_worker(const ChunkFunction& evaluate) {
+namespace {
+
+/// "pid P on host H"
+std::string this_process() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '?';
+    return "pid " + std::to_string(::getpid()) + " on host " + host;
+}
+
+/// The worker's loop; returns when told to stop or after reporting a fatal error.
+void work(const ChunkFunction& evaluate) {
     // Fault injection for tests: the worker of this rank fails outside any point (as a worker
     // whose environment breaks would), after its first work order.
     int rank = 0;
     PRISM_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     const char* fatal_env = std::getenv("PRISM_FAULT_INJECT_FATAL_RANK");
     const bool inject_fatal = fatal_env != nullptr && std::atoi(fatal_env) == rank;
-    send_bytes(0, static_cast<int>(Tag::ready), std::string());
+    send_bytes(0, static_cast<int>(Tag::ready), this_process());
     while (true) {
         Envelope message = receive_polling(0);
         const auto tag = static_cast<Tag>(message.tag);
@@ -216,6 +248,25 @@ void run_worker(const ChunkFunction& evaluate) {
             return;
         }
         send_bytes(0, static_cast<int>(Tag::result), bytes);
+    }
+}
+
+}  // namespace
+
+int run_worker(const ChunkFunction& evaluate) {
+    work(evaluate);
+    // The master sends the exit status once its file is closed.
+    while (true) {
+        const Envelope message = receive_polling(0);
+        if (static_cast<Tag>(message.tag) == Tag::exit) return std::stoi(message.bytes);
+        throw MpiError("worker: unexpected message tag " + std::to_string(message.tag) +
+                       " while waiting for the exit status");
+    }
+}
+
+void send_exit_status(int workers, int status) {
+    for (int worker = 1; worker <= workers; ++worker) {
+        send_bytes(worker, static_cast<int>(Tag::exit), std::to_string(status));
     }
 }
 

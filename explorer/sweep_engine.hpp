@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -37,6 +38,9 @@ struct EngineOptions {
     double grace_s = 5.0;           ///< after a stop, wait this long for chunks in flight
     const std::atomic<int>* stop_signal = nullptr;     ///< non-zero = stop (signal handler)
     std::function<void(std::uint64_t done)> progress;  ///< indices done since `begin`
+    /// A worker reported for duty: its rank and "pid P on host H" (MPICH names a rank it kills
+    /// by pid only).
+    std::function<void(int rank, const std::string& where)> worker_ready;
 };
 
 enum class EngineOutcome { complete, interrupted, aborted, worker_failed };
@@ -50,6 +54,10 @@ struct EngineReport {
     int stop_signal = 0;
     /// A worker failed outside any point ("worker rank 2: ..."); every worker has stopped.
     std::string worker_failure;
+    /// The consumer threw (the result file could not be written): no more work was handed
+    /// out, the chunks in flight were collected and dropped, and every worker has stopped
+    /// (unless workers_still_busy). Nothing was checkpointed after it.
+    std::exception_ptr consumer_error;
 };
 
 /// Everything in this process.
@@ -59,8 +67,14 @@ EngineReport run_serial(const EngineOptions& options, const ChunkFunction& evalu
 /// Rank 0 of an MPI job with `workers` >= 1 workers (ranks 1..workers).
 EngineReport run_master(const EngineOptions& options, int workers, ResultConsumer& consumer);
 
-/// Ranks >= 1: ask for work, evaluate, send results, until told to stop.
-void run_worker(const ChunkFunction& evaluate);
+/// Ranks >= 1: ask for work, evaluate, send results, until told to stop; then wait for the
+/// job's exit status from the master (send_exit_status) and return it.
+int run_worker(const ChunkFunction& evaluate);
+
+/// Rank 0, once the result file is closed: tells every worker (all have been sent `stop`) the
+/// exit status of the job, which they return, so that the launcher sees the same status from
+/// every rank (MPICH's mpirun keeps only some ranks' statuses after forwarding a signal).
+void send_exit_status(int workers, int status);
 
 /// CPU seconds used by this process so far.
 double process_cpu_seconds();

@@ -1,0 +1,19 @@
+#pragma once
+
+// The identity of an experiment for `--resume`: what it says, not how it is written.
+
+#include <string>
+#include <string_view>
+
+namespace prism::io {
+
+/// SHA-256 (hex) of the parsed experiment TOML in a canonical form: one line per value,
+/// `dotted.key = value` with keys sorted, floats at 17 significant digits, strings escaped,
+/// inline and standard tables alike. Comments, blank lines, key order and number spellings
+/// (1e11, 1.0e11) do not change it; any value does. Text that does not parse hashes as text.
+std::string experiment_fingerprint(std::string_view toml_text);
+
+/// The canonical form itself (for tests and for the record).
+std::string canonical_experiment(std::string_view toml_text);
+
+}  // namespace prism::io
