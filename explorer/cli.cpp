@@ -1,6 +1,7 @@
 #include "explorer/cli.hpp"
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -9,11 +10,13 @@
 #include "explorer/design_space.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
+#include "explorer/result_commands.hpp"
 #include "explorer/stop_signals.hpp"
 #include "explorer/sweep_command.hpp"
 #include "explorer/table.hpp"
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
@@ -22,57 +25,6 @@
 namespace prism::explorer {
 
 namespace {
-
-/// "tp=8,pp=2,recompute=full" -> the experiment's defaults with these values applied (a `gpus`
-/// value sets dp after tp, pp and cp are known, as in a sweep).
-DesignPoint parse_point(const Experiment& experiment, const std::string& text) {
-    Experiment scratch = experiment;
-    scratch.space.dimensions.clear();
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        if (item.empty()) continue;
-        const auto eq = item.find('=');
-        if (eq == std::string::npos) {
-            throw ConfigError("--point: '" + item + "' is not key=value");
-        }
-        const std::string key = item.substr(0, eq);
-        const std::string value = item.substr(eq + 1);
-        const DimensionInfo* info = find_dimension(key);
-        if (!info) {
-            std::string names;
-            for (const auto& d : design_dimensions()) names += (names.empty() ? "" : ", ") + d.name;
-            throw ConfigError("--point: unknown dimension '" + key + "' (one of: " + names + ")");
-        }
-        DimensionValue v;
-        v.type = info->type;
-        try {
-            switch (info->type) {
-                case DimensionValue::Type::integer:
-                    v.i = std::stoll(value);
-                    break;
-                case DimensionValue::Type::number:
-                    v.d = std::stod(value);
-                    break;
-                case DimensionValue::Type::boolean:
-                    if (value != "true" && value != "false") throw std::invalid_argument(value);
-                    v.b = value == "true";
-                    break;
-                case DimensionValue::Type::string:
-                    v.s = value;
-                    break;
-            }
-        } catch (const std::exception&) {
-            throw ConfigError("--point: " + key + ": '" + value + "' is not a valid value");
-        }
-        scratch.space.dimensions.push_back(Dimension{key, {v}});
-    }
-    bool not_divisible = false;
-    DesignPoint p = decode_point(
-        scratch, std::vector<std::size_t>(scratch.space.dimensions.size(), 0), &not_divisible);
-    if (not_divisible) throw ConfigError("--point: gpus is not a multiple of tp * pp * cp");
-    return p;
-}
 
 int validate_command(const std::string& path) {
     const Experiment e = io::load_experiment(path);
@@ -99,14 +51,20 @@ int validate_command(const std::string& path) {
     }
     std::cout << fmt::format("objectives  {}\n", objectives.empty() ? "(none)" : objectives);
     std::cout << fmt::format("metrics     {} per point\n", schema.size());
+    std::cout << fmt::format(
+        "work limits {} pipeline slots, {} GPUs, Monte Carlo samples x GPUs {}: points beyond "
+        "them are filtered\n",
+        io::kMaxPipelineSlots, io::kMaxGpus, io::kMaxMonteCarloWork);
     return kExitOk;
 }
 
 int eval_command(const std::string& path, const std::string& point_text) {
     const Experiment e = io::load_experiment(path);
-    const DesignPoint p = parse_point(e, point_text);
+    const DesignPoint p = io::parse_point_assignments(e, point_text);
     std::cout << fmt::format("point: {} ({} GPUs)\n", describe_point(e, p), p.gpus());
-    if (auto why = filter_reason(e, p)) {
+    std::optional<std::string> why = filter_reason(e, p);
+    if (!why) why = io::work_limit_reason(e, p);
+    if (why) {
         std::cout << fmt::format("filtered before evaluation: {}\n", *why);
         return kExitBadInput;
     }
@@ -124,16 +82,6 @@ int eval_command(const std::string& path, const std::string& point_text) {
                                {"unit", "", Align::left, 5}},
                               rows);
     return kExitOk;
-}
-
-/// For job scripts: whether a sweep must be resubmitted with --resume, independent of the exit
-/// status an MPI launcher returns after forwarding a signal.
-int status_command(const std::string& path) {
-    const io::ResultReader reader(path);
-    const auto& h = reader.header();
-    std::cout << fmt::format("{}: {} ({} of {} indices processed, {} rows)\n", path, h.status,
-                             h.next_index, h.space_size, reader.rows());
-    return h.status == "complete" ? kExitOk : kExitInterrupted;
 }
 
 }  // namespace
@@ -177,8 +125,17 @@ int run_cli(int argc, char** argv) {
 
     std::string status_path;
     auto* status_cmd = app.add_subcommand(
-        "status", "print a result file's status; exit 0 complete, 3 resumable, 1 unreadable");
+        "status", "print a result file's status; exit 0 complete, 3 resumable, 1 damaged");
     status_cmd->add_option("results", status_path, "result file (HDF5)")->required();
+
+    std::string recover_path;
+    std::string recover_output;
+    bool recover_overwrite = false;
+    auto* recover_cmd = app.add_subcommand(
+        "recover", "copy the committed rows of a damaged result file that read back whole");
+    recover_cmd->add_option("results", recover_path, "damaged result file (HDF5)")->required();
+    recover_cmd->add_option("-o,--output", recover_output, "new result file")->required();
+    recover_cmd->add_flag("--overwrite", recover_overwrite, "replace an existing output file");
 
     std::string report_path;
     ReportOptions report;
@@ -209,6 +166,7 @@ int run_cli(int argc, char** argv) {
         }
         if (*validate_cmd) return validate_command(validate_path);
         if (*status_cmd) return status_command(status_path);
+        if (*recover_cmd) return recover_command(recover_path, recover_output, recover_overwrite);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
         if (*report_cmd) {
             std::stringstream in(report_metrics);

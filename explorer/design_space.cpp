@@ -1,5 +1,6 @@
 #include "explorer/design_space.hpp"
 
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::explorer {
@@ -55,6 +56,7 @@ DesignSpace::Decoded DesignSpace::decode(std::uint64_t index) const {
         d.filtered = "gpus is not a multiple of tp * pp * cp";
     } else {
         d.filtered = filter_reason(*experiment_, d.point);
+        if (!d.filtered) d.filtered = io::work_limit_reason(*experiment_, d.point);
     }
     return d;
 }

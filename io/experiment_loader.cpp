@@ -14,10 +14,12 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "io/detail/experiment_checks.hpp"
 #include "io/detail/toml_reader.hpp"
 #include "io/detail/toml_variability.hpp"
 #include "io/presets.hpp"
 #include "io/units.hpp"
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/evaluate.hpp"
@@ -841,6 +843,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "objectives")) {
         parse_objectives(*t, experiment);
     }
+    detail::check_experiment(root, experiment);
     return experiment;
 }
 
@@ -856,12 +859,56 @@ prism::Experiment load_experiment(const std::filesystem::path& path) {
     if (!in) {
         throw ConfigError(fmt::format("{}: cannot open the experiment file", path.string()));
     }
-    std::ostringstream text;
-    text << in.rdbuf();
+    // Read with a limit: a device or a huge file (/dev/zero, a result file) stops at once.
+    std::string text(kMaxExperimentFileBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
     if (in.bad()) {
         throw ConfigError(fmt::format("{}: cannot read the experiment file", path.string()));
     }
-    return parse_experiment(text.str(), path.string());
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxExperimentFileBytes) {
+        throw ConfigError(
+            fmt::format("{}: larger than {} bytes: an experiment file is a page "
+                        "of settings (is it the right file?)",
+                        path.string(), kMaxExperimentFileBytes));
+    }
+    return parse_experiment(text, path.string());
+}
+
+prism::DesignPoint parse_point_assignments(const prism::Experiment& experiment,
+                                           std::string_view text) {
+    // One TOML line per item; a value that is not TOML by itself (30 min, full) is a string.
+    std::string lines;
+    std::stringstream in{std::string(text)};
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const auto eq = item.find('=');
+        if (eq == std::string::npos) {
+            throw ConfigError("--point: '" + item + "' is not key=value");
+        }
+        auto trim = [](std::string s) {
+            s.erase(0, s.find_first_not_of(" \t"));
+            s.erase(s.find_last_not_of(" \t") + 1);
+            return s;
+        };
+        const std::string key = trim(item.substr(0, eq));
+        std::string value = trim(item.substr(eq + 1));
+        try {
+            (void)toml::parse("v = " + value);
+        } catch (const toml::parse_error&) {
+            std::string quoted = "\"";
+            for (const char c : value) {
+                if (c == '"' || c == '\\') quoted += '\\';
+                quoted += c;
+            }
+            value = quoted + "\"";
+        }
+        lines += key + " = " + value + "\n";
+    }
+    const toml::table table = parse_toml(lines, "--point");
+    DesignPoint point = experiment.defaults;
+    apply_point_table(experiment, table, "point", point);
+    return point;
 }
 
 }  // namespace prism::io

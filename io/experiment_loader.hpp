@@ -23,4 +23,11 @@ prism::Experiment load_experiment(const std::filesystem::path& path);
 /// Experiment::file. Same errors as load_experiment.
 prism::Experiment parse_experiment(std::string_view text, const std::string& source_name);
 
+/// The design point of `eval --point`: "tp=8,pp=2,checkpoint_interval=30 min" applied to the
+/// experiment's defaults, each value read exactly as in the TOML file (units included; a
+/// value that is not TOML by itself is a string), `gpus` last (dp = gpus / (tp*pp*cp)).
+/// ConfigError "--point:2:25: point.checkpoint_interval: ..." (line = the item's position).
+prism::DesignPoint parse_point_assignments(const prism::Experiment& experiment,
+                                           std::string_view text);
+
 }  // namespace prism::io

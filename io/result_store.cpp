@@ -99,6 +99,10 @@ void build_file(const std::string& path, const ResultHeader& header,
 
 }  // namespace
 
+std::string result_file_writer(const std::string& path) {
+    return detail::FileLock::live_holder(path);
+}
+
 std::size_t chunk_rows_for(std::uint64_t space_size) {
     std::size_t rows = 64;
     while (rows < kDefaultChunkRows && rows * 16 < space_size) rows *= 2;

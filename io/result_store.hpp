@@ -143,6 +143,10 @@ struct ParetoSet {
     std::vector<std::uint64_t> indices;   ///< design-space indices, sorted
 };
 
+/// The live process of this host that holds `path` for writing ("pid P on host H since T"),
+/// or "" (none, or a holder on another host: informative only).
+std::string result_file_writer(const std::string& path);
+
 /// Recounts the points filtered out below `next_index` (by decoding the design space): used
 /// by a resume when the file's filtered counts do not go with its next_index.
 using FilteredRecount =

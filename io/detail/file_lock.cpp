@@ -101,6 +101,18 @@ bool same_file(int fd, const std::string& path, struct stat* out) {
 
 std::string FileLock::lock_path(const std::string& target) { return target + ".lock"; }
 
+std::string FileLock::live_holder(const std::string& target) {
+    const int fd = ::open(lock_path(target).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    const std::string holder = read_holder(fd);
+    ::close(fd);
+    const std::string host = " on host " + host_name() + " since ";
+    if (holder.rfind("pid ", 0) != 0 || holder.find(host) == std::string::npos) return "";
+    const long pid = std::strtol(holder.c_str() + 4, nullptr, 10);
+    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) return "";
+    return holder;
+}
+
 FileLock::FileLock(FileLock&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       path_(std::move(other.path_)),

@@ -38,6 +38,10 @@ class FileLock {
     /// "TARGET.lock"
     static std::string lock_path(const std::string& target);
 
+    /// The holder record of TARGET's lock file when it names a live process of this host
+    /// ("pid P on host H since T"), else "". Takes no lock (informative only).
+    static std::string live_holder(const std::string& target);
+
     /// Removes the lock file and drops the lock; does nothing when none is held.
     void release() noexcept;
     bool held() const noexcept { return fd_ >= 0; }

@@ -46,9 +46,18 @@ void invalid(const std::string& path, const std::string& what) {
 
 namespace {
 
-Handle read_access_plist(const Where& where) {
+/// SWMR readers read a metadata block again when its checksum fails (the writer may be
+/// rewriting it), sleeping 2^k ns before attempt k: HDF5's default of 100 attempts never ends
+/// on a block that is really damaged. 28 attempts wait at most ~0.27 s in all, far longer than
+/// a writer takes to write a block.
+constexpr unsigned kMetadataReadAttempts = 28;
+
+Handle read_access_plist(const Where& where, unsigned attempts) {
     Handle fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS));
     if (!fapl) fail(where.file, "", "cannot create file access properties");
+    if (H5Pset_metadata_read_attempts(fapl.get(), attempts) < 0) {
+        fail(where.file, "", "cannot set the metadata read attempts");
+    }
 #if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
     if (H5Pset_file_locking(fapl.get(), true, true) < 0) {
         fail(where.file, "", "cannot set file locking");
@@ -89,7 +98,7 @@ Handle open_result_file(const std::string& path, OpenMode mode) {
         if (!file) fail(path, "", "cannot open for writing");
         return file;
     }
-    Handle fapl = read_access_plist(where);
+    Handle fapl = read_access_plist(where, mode == OpenMode::salvage ? 1 : kMetadataReadAttempts);
     Handle file =
         file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.get()));
     if (file) return file;
@@ -108,7 +117,7 @@ Handle open_result_file(const std::string& path, OpenMode mode) {
 // Root attributes
 // ----------------------------------------------------------------------------------
 
-ResultHeader read_header(hid_t file, const std::string& path) {
+ResultHeader read_header(hid_t file, const std::string& path, bool tolerant) {
     const Where root{path, ""};
     if (!has_attribute(file, "format", root)) {
         invalid(path, "not a prism result file (no 'format' attribute)");
@@ -125,7 +134,15 @@ ResultHeader read_header(hid_t file, const std::string& path) {
                           " (this program reads " + std::to_string(kOldestReadableFormatVersion) +
                           " to " + std::to_string(kResultFormatVersion) + ")");
     }
-    h.program_version = read_string_attribute(file, "program_version", root);
+    auto descriptive = [&](const char* name) {
+        try {
+            return read_string_attribute(file, name, root);
+        } catch (const IoError&) {
+            if (!tolerant) throw;
+            return std::string();
+        }
+    };
+    h.program_version = descriptive("program_version");
     // files from before the attribute existed have none
     h.model_version = has_attribute(file, "model_version", root)
                           ? read_string_attribute(file, "model_version", root)
@@ -135,11 +152,11 @@ ResultHeader read_header(hid_t file, const std::string& path) {
     h.experiment_sha256 = read_string_attribute(file, "experiment_sha256", root);
     h.seed = read_u64_attribute(file, "seed", root);
     h.space_size = read_u64_attribute(file, "space_size", root);
-    h.status = read_string_attribute(file, "status", root);
+    h.status = descriptive("status");
     h.next_index = read_u64_attribute(file, "next_index", root);
     h.rows_committed = read_u64_attribute(file, "rows_committed", root);
-    h.created = read_string_attribute(file, "created", root);
-    h.updated = read_string_attribute(file, "updated", root);
+    h.created = descriptive("created");
+    h.updated = descriptive("updated");
     return h;
 }
 

@@ -36,6 +36,7 @@ bool valid_name(const std::string& name);
 
 enum class OpenMode {
     read,       ///< SWMR read (works while a writer writes, or after it was killed), else plain
+    salvage,    ///< as read, without reading a block again when its checksum fails
     write_swmr  ///< read-write in SWMR mode; clears the flags a killed writer left (lock held)
 };
 /// Opens a result file; IoError "PATH: cannot open: no such file", "...: not an HDF5 file",
@@ -46,8 +47,10 @@ Handle open_result_file(const std::string& path, OpenMode mode);
 /// needs), metadata written only at flushes.
 Handle writer_access_plist(const Where& where);
 
-/// Reads and checks the root attributes (format name; format_version 1 or 2).
-ResultHeader read_header(hid_t file, const std::string& path);
+/// Reads and checks the root attributes (format name; format_version 1 or 2). `tolerant`:
+/// the attributes that only describe (program_version, status, created, updated) become ""
+/// when they do not read back (a damaged file).
+ResultHeader read_header(hid_t file, const std::string& path, bool tolerant = false);
 
 /// What a commit made visible, stored in format 2 as one root attribute `commit` (u64[5]) so
 /// that a writer killed in the middle of a commit leaves either the old record or the new one;

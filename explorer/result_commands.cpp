@@ -1,0 +1,118 @@
+#include "explorer/result_commands.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "explorer/cli.hpp"
+#include "explorer/design_space.hpp"
+#include "io/experiment_loader.hpp"
+#include "io/result_salvage.hpp"
+#include "io/result_store.hpp"
+#include "src/common/error.hpp"
+
+namespace prism::explorer {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string way_forward(const std::string& path, const io::SalvagedResults& s) {
+    const bool nothing = s.problem.find("nothing readable") != std::string::npos ||
+                         (!s.header_read && s.problem.rfind("cut short: ", 0) != 0);
+    if (nothing) {
+        return "nothing can be saved: start again with `prism sweep EXPERIMENT.toml -o " + path +
+               " --overwrite`";
+    }
+    return "save the committed rows that read back whole with `prism recover " + path +
+           " -o NEW.h5`, then continue NEW.h5 with `prism sweep EXPERIMENT.toml -o NEW.h5 "
+           "--resume`";
+}
+
+/// Why the file stands as it does, for the status line.
+std::string writer_note(const std::string& path, const std::string& status) {
+    if (status != "running") return "";
+    const std::string holder = io::result_file_writer(path);
+    if (!holder.empty()) return "; being written by " + holder;
+    return "; its writer stopped without closing it: continue with --resume";
+}
+
+}  // namespace
+
+std::string damaged_file_message(const std::string& path) {
+    const io::SalvagedResults s =
+        io::salvage_result_file(path, io::SalvageMode::diagnose, std::string());
+    if (s.problem.empty() || s.problem == "no such file") return "";
+    return path + ": damaged: " + s.problem + "; " + way_forward(path, s);
+}
+
+int status_command(const std::string& path) {
+    try {
+        const io::ResultReader reader(path);
+        const auto& h = reader.header();
+        std::cout << fmt::format(
+            "{}: {} ({} of {} indices processed, {} rows{}{})\n", path, h.status, h.next_index,
+            h.space_size, reader.rows(),
+            reader.filtered_consistent() ? "" : "; filtered counts are recounted by --resume",
+            writer_note(path, h.status));
+        return h.status == "complete" ? kExitOk : kExitInterrupted;
+    } catch (const IoError& e) {
+        const std::string damaged = damaged_file_message(path);
+        std::cerr << "prism: error: " << (damaged.empty() ? std::string(e.what()) : damaged)
+                  << "\n";
+        return kExitError;
+    }
+}
+
+namespace {
+
+/// The filtered counts below `next_index`, recounted from the experiment the file was made
+/// from.
+std::map<std::string, std::uint64_t> recount(const io::SalvagedResults& s,
+                                             const std::string& path) {
+    const Experiment experiment =
+        io::parse_experiment(s.header.experiment_toml, path + " (experiment_toml)");
+    const DesignSpace space(experiment);
+    return count_filtered(space, 0, s.next_index);
+}
+
+}  // namespace
+
+int recover_command(const std::string& path, const std::string& output, bool overwrite) {
+    std::error_code ec;
+    if (fs::equivalent(path, output, ec)) {
+        throw ConfigError("recover: -o " + output +
+                          " is the damaged file itself; write the rows to another file");
+    }
+    const std::string scratch = fs::absolute(output).parent_path().string();
+    const io::SalvagedResults s = io::salvage_result_file(path, io::SalvageMode::recover, scratch);
+    if (!s.header_read || s.rows.size() == 0) {
+        std::cerr << fmt::format("prism: error: {}: {}; {}\n", path,
+                                 s.problem.empty() ? "no committed rows" : s.problem,
+                                 "nothing can be saved: start again with `prism sweep "
+                                 "EXPERIMENT.toml -o " +
+                                     path + " --overwrite`");
+        return kExitError;
+    }
+    const std::map<std::string, std::uint64_t> filtered =
+        s.filtered_exact ? s.filtered : recount(s, path);
+    io::ResultHeader header = s.header;
+    io::ResultWriter writer = io::ResultWriter::create(
+        output, header, s.columns, s.metrics, overwrite, io::chunk_rows_for(header.space_size));
+    writer.append(s.rows);
+    for (const auto& f : s.failures) writer.add_failure(f.index, f.message);
+    writer.set_filtered(filtered);
+    writer.flush(s.next_index);
+    writer.set_status("interrupted");
+    writer.close();
+    std::cout << fmt::format(
+        "{}: {} of {} committed rows of {} ({}), next index {} of {}; continue with `prism sweep "
+        "EXPERIMENT.toml -o {} --resume`\n",
+        output, s.rows.size(), s.rows_committed, path,
+        s.problem.empty() ? "it reads whole" : s.problem, s.next_index, header.space_size, output);
+    return kExitOk;
+}
+
+}  // namespace prism::explorer
