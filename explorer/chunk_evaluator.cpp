@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "io/result_store.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::explorer {
@@ -28,11 +29,11 @@ ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
     out.chunk_id = order.chunk_id;
     out.begin = order.begin;
     out.end = order.end;
-    std::map<std::string, std::uint64_t> filtered;
+    io::FilteredCounts filtered;  // in order of first appearance
     for (std::uint64_t index = order.begin; index < order.end; ++index) {
         const auto decoded = space_->decode(index);
         if (decoded.filtered) {
-            ++filtered[*decoded.filtered];
+            io::add_filtered(filtered, *decoded.filtered, 1);
             continue;
         }
         try {
@@ -54,7 +55,7 @@ ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
             out.rows.push_back(std::move(failed));
         }
     }
-    out.filtered.assign(filtered.begin(), filtered.end());
+    out.filtered = std::move(filtered);
     return out;
 }
 

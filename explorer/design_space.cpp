@@ -61,11 +61,11 @@ DesignSpace::Decoded DesignSpace::decode(std::uint64_t index) const {
     return d;
 }
 
-std::map<std::string, std::uint64_t> count_filtered(const DesignSpace& space, std::uint64_t begin,
-                                                    std::uint64_t end) {
-    std::map<std::string, std::uint64_t> counts;
+io::FilteredCounts count_filtered(const DesignSpace& space, std::uint64_t begin,
+                                  std::uint64_t end) {
+    io::FilteredCounts counts;
     for (std::uint64_t index = begin; index < end; ++index) {
-        if (auto why = space.decode(index).filtered) ++counts[*why];
+        if (auto why = space.decode(index).filtered) io::add_filtered(counts, *why, 1);
     }
     return counts;
 }

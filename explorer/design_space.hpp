@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "io/result_store.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/spec.hpp"
 
@@ -54,8 +55,8 @@ class DesignSpace {
     std::uint64_t size_ = 1;
 };
 
-/// Points of [begin, end) rejected before evaluation, by reason (decodes every index).
-std::map<std::string, std::uint64_t> count_filtered(const DesignSpace& space, std::uint64_t begin,
-                                                    std::uint64_t end);
+/// Points of [begin, end) rejected before evaluation, by reason in order of first appearance
+/// (decodes every index).
+io::FilteredCounts count_filtered(const DesignSpace& space, std::uint64_t begin, std::uint64_t end);
 
 }  // namespace prism::explorer

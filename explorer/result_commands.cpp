@@ -70,8 +70,7 @@ namespace {
 
 /// The filtered counts below `next_index`, recounted from the experiment the file was made
 /// from.
-std::map<std::string, std::uint64_t> recount(const io::SalvagedResults& s,
-                                             const std::string& path) {
+io::FilteredCounts recount(const io::SalvagedResults& s, const std::string& path) {
     const Experiment experiment =
         io::parse_experiment(s.header.experiment_toml, path + " (experiment_toml)");
     const DesignSpace space(experiment);
@@ -96,8 +95,7 @@ int recover_command(const std::string& path, const std::string& output, bool ove
                                      path + " --overwrite`");
         return kExitError;
     }
-    const std::map<std::string, std::uint64_t> filtered =
-        s.filtered_exact ? s.filtered : recount(s, path);
+    const io::FilteredCounts filtered = s.filtered_exact ? s.filtered : recount(s, path);
     io::ResultHeader header = s.header;
     io::ResultWriter writer = io::ResultWriter::create(
         output, header, s.columns, s.metrics, overwrite, io::chunk_rows_for(header.space_size));

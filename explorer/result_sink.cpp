@@ -84,7 +84,8 @@ ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
     if (!resumed) return;
     // Rebuild the state a resumed sweep needs from the committed rows of the file.
     io::ResultReader reader = writer_.committed();
-    filtered_ = reader.filtered();
+    for (const auto& [reason, count] : reader.filtered())
+        io::add_filtered(filtered_, reason, count);
     rows_written_ = reader.rows();
     failures_ = reader.failures().size();
     if (objective_metric_.empty()) return;
@@ -170,7 +171,6 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
 
 void ResultSink::consume(ChunkResult&& chunk) {
     if (abort_failure_) return;  // nothing after the failing point is recorded
-    for (const auto& [reason, count] : chunk.filtered) filtered_[reason] += count;
     if (experiment_->on_error == Experiment::OnError::abort) {
         const auto bad = std::find_if(chunk.rows.begin(), chunk.rows.end(), [](const auto& r) {
             return r.status == PointStatus::failed;
@@ -178,17 +178,17 @@ void ResultSink::consume(ChunkResult&& chunk) {
         if (bad != chunk.rows.end()) {
             abort_failure_.emplace(bad->index, bad->reason);
             // Keep the rows before the failure; the resumable prefix ends at the failing index.
-            // Filtered counts of this chunk past the failure are recounted on resume, so drop
-            // the whole chunk's counts and recount the part before the failure.
-            for (const auto& [reason, count] : chunk.filtered) filtered_[reason] -= count;
-            for (std::uint64_t i = chunk.begin; i < bad->index; ++i) {
-                if (auto why = space_->decode(i).filtered) ++filtered_[*why];
+            // Filtered counts of this chunk past the failure are recounted on resume: count
+            // only the part before the failure.
+            for (const auto& [reason, count] : count_filtered(*space_, chunk.begin, bad->index)) {
+                io::add_filtered(filtered_, reason, count);
             }
             chunk.rows.erase(bad, chunk.rows.end());
             append_rows(chunk.rows);
             return;
         }
     }
+    for (const auto& [reason, count] : chunk.filtered) io::add_filtered(filtered_, reason, count);
     append_rows(chunk.rows);
 }
 

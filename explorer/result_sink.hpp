@@ -46,7 +46,7 @@ class ResultSink : public ResultConsumer {
     /// Every index below it is in the file (committed): where the sweep starts.
     std::uint64_t next_index() const { return writer_.next_index(); }
     std::uint64_t failures() const noexcept { return failures_; }
-    const std::map<std::string, std::uint64_t>& filtered() const noexcept { return filtered_; }
+    const io::FilteredCounts& filtered() const noexcept { return filtered_; }
 
   private:
     void append_rows(const std::vector<PointResult>& rows);
@@ -58,7 +58,7 @@ class ResultSink : public ResultConsumer {
     std::vector<std::string> placement_labels_;
     std::vector<int> objective_metric_;  ///< schema index per objective
     ParetoArchive archive_;
-    std::map<std::string, std::uint64_t> filtered_;
+    io::FilteredCounts filtered_;  ///< reasons in order of first appearance
     std::optional<std::pair<std::uint64_t, std::string>> abort_failure_;
     std::uint64_t rows_written_ = 0;
     std::uint64_t failures_ = 0;

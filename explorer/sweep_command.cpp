@@ -20,6 +20,7 @@
 #include "explorer/dry_run.hpp"
 #include "explorer/progress.hpp"
 #include "explorer/report.hpp"
+#include "explorer/result_commands.hpp"
 #include "explorer/result_sink.hpp"
 #include "explorer/stop_signals.hpp"
 #include "explorer/sweep_engine.hpp"
@@ -95,6 +96,13 @@ void check_output(const SweepOptions& options) {
     if (options.resume && !exists) {
         throw ConfigError(path + ": cannot resume: the file does not exist");
     }
+    if (exists) {
+        try {
+            io::check_not_in_use(path);  // whatever is asked of it, a file in use is not touched
+        } catch (const io::FileInUseError& e) {
+            throw ConfigError(e.what());
+        }
+    }
     if (exists && !options.resume && !options.overwrite) {
         throw ConfigError(path +
                           ": file exists (use --overwrite to replace it, or --resume to "
@@ -146,9 +154,15 @@ int open_results(const SweepOptions& options, const Experiment& experiment,
     } catch (const ConfigError& e) {
         print_error(e.what());
         return kExitBadInput;
+    } catch (const IoError& e) {
+        // A file that cannot be continued: say what is wrong with it and what can be done.
+        const std::string damaged =
+            options.resume ? damaged_file_message(options.output_path) : std::string();
+        print_error(damaged.empty() ? std::string(e.what()) : damaged);
+        return options.resume ? kExitBadInput : kExitError;
     } catch (const Error& e) {
         print_error(e.what());
-        return dynamic_cast<const IoError*>(&e) && options.resume ? kExitBadInput : kExitError;
+        return kExitError;
     }
     return kExitOk;
 }

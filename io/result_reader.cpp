@@ -51,6 +51,7 @@ static_assert(std::is_same_v<hid_t, std::int64_t>, "hid_t is int64_t since HDF5 
 void ResultReader::Impl::load() {
     header = detail::read_header(file.get(), path);
     commit = detail::read_commit(file.get(), path, header.format_version);
+    if (header.format_version >= 2) detail::check_commit(path, commit, header.space_size);
     header.next_index = commit.next_index;
     header.rows_committed = commit.rows;
     layout = detail::read_layout(file.get(), path);

@@ -295,7 +295,7 @@ void read_tables(hid_t file, const std::string& path, const detail::CommitRecord
     try {
         std::uint64_t sum = 0;
         for (const auto& [reason, count] : detail::read_filtered_rows(file, path)) {
-            if (count > 0) s.filtered[reason] = count;
+            if (count > 0) s.filtered.emplace_back(reason, count);
             sum += count;
         }
         s.filtered_exact = s.rows.size() == commit.rows && sum == commit.filtered_sum &&

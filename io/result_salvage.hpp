@@ -28,7 +28,7 @@ struct SalvagedResults {
     /// committed row was saved, else the index of the first row lost.
     std::uint64_t next_index = 0;
     std::vector<FailureRecord> failures;  ///< below next_index
-    std::map<std::string, std::uint64_t> filtered;
+    FilteredCounts filtered;              ///< in file order
     /// `filtered` goes with next_index; when false they must be recounted below it.
     bool filtered_exact = false;
 };

@@ -2,6 +2,7 @@
 
 #include "io/result_store.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,6 +104,18 @@ std::string result_file_writer(const std::string& path) {
     return detail::FileLock::live_holder(path);
 }
 
+void add_filtered(FilteredCounts& counts, const std::string& reason, std::uint64_t count) {
+    for (auto& [r, c] : counts) {
+        if (r == reason) {
+            c += count;
+            return;
+        }
+    }
+    counts.emplace_back(reason, count);
+}
+
+void check_not_in_use(const std::string& path) { detail::FileLock::acquire(path).release(); }
+
 std::size_t chunk_rows_for(std::uint64_t space_size) {
     std::size_t rows = 64;
     while (rows < kDefaultChunkRows && rows * 16 < space_size) rows *= 2;
@@ -150,6 +163,7 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultHeader& h
     build_file(path, h, point_columns, metric_schema, chunk_rows);
 
     impl->file = detail::open_result_file(path, detail::OpenMode::write_swmr);
+    impl->reserve_fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     impl->make_types();
     impl->open_datasets();
     return ResultWriter(std::move(impl));
@@ -163,6 +177,7 @@ const std::vector<ColumnSpec>& ResultWriter::point_columns() const { return impl
 const MetricSchema& ResultWriter::metric_schema() const { return impl_->schema; }
 std::uint64_t ResultWriter::next_index() const { return impl_->header.next_index; }
 std::uint64_t ResultWriter::rows() const { return impl_->total_rows; }
+const std::string& ResultWriter::rebuilt() const { return impl_->rebuilt; }
 
 ResultReader ResultWriter::committed() const {
     const Impl& w = *impl_;
@@ -256,6 +271,7 @@ void ResultWriter::append(const RowBatch& batch) {
     w.buffer_batch(batch, slots);
     // Whole chunks go to the file at once (bounded memory), committed by the next flush.
     w.writing([&] {
+        w.reserve(w.bytes_needed(w.total_rows));
         w.write_rows([&](const detail::RowColumn& c) { return c.whole_chunks(w.total_rows); });
     });
 }
@@ -281,7 +297,7 @@ void ResultWriter::flush(std::uint64_t next_index) {
     w.commit(next_index);
 }
 
-void ResultWriter::set_filtered(const std::map<std::string, std::uint64_t>& counts) {
+void ResultWriter::set_filtered(const FilteredCounts& counts) {
     impl_->check_usable("set_filtered");
     impl_->filtered = counts;
 }

@@ -13,7 +13,8 @@
 //   /metrics/<metric>      float64, one per MetricSchema entry; rows aligned with /points
 //   /reasons               vlen strings (interned reasons of infeasible/failed points)
 //   /failures/{index,message}   points whose evaluation threw
-//   /filtered/{reason,count}    points rejected before evaluation, sorted by reason
+//   /filtered/{reason,count}    points rejected before evaluation, reasons in order of first
+//                               appearance in the design space
 //   /pareto/<name>/index   uint64 sorted design-space indices; group attributes objectives, senses
 //   /histograms/{step_time [rows, bins] float32, step_time_lo_s, step_time_hi_s}   optional
 //
@@ -51,6 +52,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/io_errors.hpp"
@@ -147,10 +149,20 @@ struct ParetoSet {
 /// or "" (none, or a holder on another host: informative only).
 std::string result_file_writer(const std::string& path);
 
+/// Throws FileInUseError when another writer holds `path` (anywhere the lock is seen), by
+/// claiming it and letting it go at once; touches the lock file only.
+void check_not_in_use(const std::string& path);
+
+/// Points rejected before evaluation, by reason, the reasons in the order they first
+/// appear in the design space (so that the file's /filtered is the same whatever the rank
+/// count, the commits and the resumes).
+using FilteredCounts = std::vector<std::pair<std::string, std::uint64_t>>;
+/// Adds `count` to `reason`'s entry, appending the reason when it is new.
+void add_filtered(FilteredCounts& counts, const std::string& reason, std::uint64_t count);
+
 /// Recounts the points filtered out below `next_index` (by decoding the design space): used
 /// by a resume when the file's filtered counts do not go with its next_index.
-using FilteredRecount =
-    std::function<std::map<std::string, std::uint64_t>(std::uint64_t next_index)>;
+using FilteredRecount = std::function<FilteredCounts(std::uint64_t next_index)>;
 
 class ResultReader;
 
@@ -178,8 +190,10 @@ class ResultWriter {
     /// model_version, and drops rows, reasons and failures that were written but not committed
     /// (or whose index is >= next_index). When the filtered counts do not go with next_index
     /// (a writer killed in the middle of a commit) and `recount` is given, next_index falls
-    /// back to just past the last committed row and the counts are recounted. Sets the status
-    /// to "running".
+    /// back to just past the last committed row and the counts are recounted. A file that
+    /// passes these checks but cannot be continued as it is (damaged) is replaced by one
+    /// rebuilt from its committed rows that read back whole (io/result_salvage.hpp; rebuilt()
+    /// says so). Sets the status to "running".
     static ResultWriter open_resume(const std::string& path, const ResultHeader& expected,
                                     const FilteredRecount& recount = {});
 
@@ -208,6 +222,10 @@ class ResultWriter {
     std::uint64_t next_index() const;
     /// Rows appended so far, committed or buffered.
     std::uint64_t rows() const;
+    /// After open_resume: "" when the file was continued as it was, else what was wrong with
+    /// it and from how many committed rows it was rebuilt (a file whose writer stopped on an
+    /// I/O error in the middle of a flush).
+    const std::string& rebuilt() const;
     /// The committed content of a resumed file, read through this writer's open file. HDF5
     /// 1.10 misreads chunks that this process rewrote raw, so it is available only before the
     /// first append: IoError "PATH: the committed rows can be read only before the first
@@ -224,8 +242,9 @@ class ResultWriter {
     /// next_index and flushes again. Throws if next_index decreases or does not pass the last
     /// appended index.
     void flush(std::uint64_t next_index);
-    /// The filtered counts that go with the next flush's next_index.
-    void set_filtered(const std::map<std::string, std::uint64_t>& counts);
+    /// The filtered counts that go with the next flush's next_index. Reasons new to the file
+    /// are appended to /filtered in this order; its rows are never rewritten (counts in place).
+    void set_filtered(const FilteredCounts& counts);
     /// Writes (or replaces) the indices of /pareto/<name>, a set declared in the header at
     /// creation with these objectives and senses; indices are stored sorted.
     void write_pareto(const std::string& name, const std::vector<std::string>& objectives,

@@ -43,6 +43,10 @@ class Handle {
 
     void reset() noexcept { close(); }
 
+    /// Forgets the identifier without closing it: for a file whose writes failed, whose close
+    /// would flush more (HDF5 flushes on close); the process's exit lets it go.
+    void abandon() noexcept { id_ = H5I_INVALID_HID; }
+
   private:
     hid_t id_ = H5I_INVALID_HID;
     Closer closer_ = nullptr;

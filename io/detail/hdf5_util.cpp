@@ -64,8 +64,10 @@ herr_t walk_record(unsigned, const H5E_error2_t* err, void* client) {
     if (walk->error.error_number == 0) {
         const long long number = number_after(desc, "errno = ");
         if (number > 0) {
+            // The operating system's error says it all, whatever else the stack holds.
             walk->error.error_number = static_cast<int>(number);
             walk->error.text = lower_first(std::strerror(static_cast<int>(number)));
+            walk->first = false;
             return 0;
         }
         if (desc.find("truncated file") != std::string::npos) {
@@ -77,7 +79,7 @@ herr_t walk_record(unsigned, const H5E_error2_t* err, void* client) {
             return 0;
         }
     }
-    if (walk->first) {
+    if (walk->first && walk->error.error_number == 0) {
         walk->first = false;
         if (is_clean(desc)) {
             walk->error.text = lower_first(desc);
@@ -191,6 +193,16 @@ std::vector<hsize_t> dims_of(hid_t dataset, const Where& where) {
           "cannot get the extent");
     return dims;
 }
+
+}  // namespace
+
+namespace {
+
+/// HDF5 closes what is still open when the process exits; a file whose close failed (a full
+/// disk) makes that close crash (HDF5 1.10.8, H5F__close_cb). The writer closes everything it
+/// can itself, and a file left open keeps its last commit, so the exit-time close is turned
+/// off before the library starts.
+[[maybe_unused]] const bool kNoCloseAtExit = H5dont_atexit() >= 0;
 
 }  // namespace
 

@@ -190,6 +190,18 @@ void write_commit(hid_t file, const std::string& path, const CommitRecord& recor
                     {path, ""});
 }
 
+void check_commit(const std::string& path, const CommitRecord& record, std::uint64_t space_size) {
+    if (record.rows <= record.next_index && record.next_index <= space_size &&
+        record.filtered_sum <= record.next_index - record.rows) {
+        return;
+    }
+    invalid(path, "damaged: its counts do not add up (rows_committed " +
+                      std::to_string(record.rows) + ", next_index " +
+                      std::to_string(record.next_index) + ", filtered " +
+                      std::to_string(record.filtered_sum) + ", space_size " +
+                      std::to_string(space_size) + ")");
+}
+
 std::vector<std::pair<std::string, std::uint64_t>> read_filtered_rows(hid_t file,
                                                                       const std::string& path) {
     Handle group = open_group(file, "filtered", {path, ""});

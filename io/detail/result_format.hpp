@@ -66,6 +66,10 @@ struct CommitRecord {
 /// attributes of /reasons and /failures (filtered_sum: that of /filtered/count).
 CommitRecord read_commit(hid_t file, const std::string& path, std::int64_t format_version);
 void write_commit(hid_t file, const std::string& path, const CommitRecord& record);
+/// Throws IoError "PATH: damaged: its counts do not add up (...)" unless rows <= next_index <=
+/// space_size and filtered_sum <= next_index - rows: counts read from a file are not trusted
+/// to size anything before they pass.
+void check_commit(const std::string& path, const CommitRecord& record, std::uint64_t space_size);
 /// The rows of /filtered, in file order (rows with count 0 included).
 std::vector<std::pair<std::string, std::uint64_t>> read_filtered_rows(hid_t file,
                                                                       const std::string& path);

@@ -4,8 +4,17 @@
 // (result_store.cpp) and its resuming side (result_resume.cpp). Commits follow the two-phase
 // protocol described in result_store.hpp.
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <exception>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <set>
@@ -23,6 +32,10 @@
 #include "io/result_store.hpp"
 
 namespace prism::io {
+
+namespace detail {
+struct ResumeState;  // result_resume.cpp
+}  // namespace detail
 
 using detail::Handle;
 using detail::invalid;
@@ -57,10 +70,11 @@ class ResultWriter::Impl {
     std::map<std::string, std::int32_t> reason_ids;
     std::vector<std::string> pending_reasons;
     std::vector<FailureRecord> pending_failures;
-    std::map<std::string, std::uint64_t> filtered;  // latest set_filtered
-    std::vector<std::string> filtered_order;        // reasons of /filtered, sorted
-    std::vector<std::uint64_t> filtered_counts;     // their counts in the file
-    detail::CommitRecord committed;                 // as in the file
+    FilteredCounts filtered;                     // latest set_filtered
+    std::vector<std::string> filtered_order;     // reasons of /filtered, in file order
+    std::vector<std::uint64_t> filtered_counts;  // their counts in the file
+    bool filtered_replace = false;               // a resume recounted them: rewrite /filtered
+    detail::CommitRecord committed;              // as in the file
 
     bool has_last = false;
     std::uint64_t last_index = 0;
@@ -68,6 +82,9 @@ class ResultWriter::Impl {
     bool appended = false;                // rows appended in this session
     bool closed = false;
     bool broken = false;  // a write failed: nothing more is written
+    int reserve_fd = -1;  // the file, for reserving space (fallocate) before writes
+    std::string rebuilt;  // what a resume found damaged and rebuilt ("" when nothing)
+    bool reserve_supported = true;
 
     Where at(const std::string& object) const { return Where{path, object}; }
 
@@ -243,25 +260,34 @@ class ResultWriter::Impl {
         }
     }
 
-    /// Phase 1 of a commit: when new filtered reasons appear, rewrites /filtered sorted, with
-    /// the counts of the last commit (0 for the new reasons), which still go with its
-    /// next_index.
-    void place_filtered_reasons() {
-        std::set<std::string> all(filtered_order.begin(), filtered_order.end());
-        bool added = false;
-        for (const auto& [reason, count] : filtered) added |= all.insert(reason).second;
-        if (!added && std::is_sorted(filtered_order.begin(), filtered_order.end())) return;
-        std::map<std::string, std::uint64_t> old;
-        for (std::size_t i = 0; i < filtered_order.size(); ++i) {
-            old[filtered_order[i]] = filtered_counts[i];
+    /// Phase 1 of a commit: appends the filtered reasons new to the file, with count 0 (the
+    /// counts of the last commit, which still go with its next_index). Strings once written
+    /// are never rewritten: a rewritten string moves in the global heap, and a writer stopped
+    /// half-way would leave committed rows pointing at nothing. A resume that recounted the
+    /// counts rewrites the table once, in the recount's order.
+    void append_filtered_reasons() {
+        std::size_t first_new = filtered_order.size();
+        const bool replace = filtered_replace;
+        if (replace) {
+            filtered_order.clear();
+            first_new = 0;
+            filtered_replace = false;
         }
-        filtered_order.assign(all.begin(), all.end());
-        filtered_counts.clear();
-        for (const auto& reason : filtered_order) filtered_counts.push_back(old[reason]);
+        for (const auto& [reason, count] : filtered) {
+            if (std::find(filtered_order.begin(), filtered_order.end(), reason) ==
+                filtered_order.end()) {
+                filtered_order.push_back(reason);
+            }
+        }
+        if (filtered_order.size() == first_new && !replace) return;
+        filtered_counts.resize(first_new);
+        filtered_counts.resize(filtered_order.size(), 0);
+        const std::vector<std::string> added(filtered_order.begin() + static_cast<long>(first_new),
+                                             filtered_order.end());
         detail::resize_rows(ds_filtered_reason.get(), filtered_order.size(),
                             at("/filtered/reason"));
         detail::resize_rows(ds_filtered_count.get(), filtered_order.size(), at("/filtered/count"));
-        detail::write_string_rows(ds_filtered_reason.get(), filtered_order, 0,
+        detail::write_string_rows(ds_filtered_reason.get(), added, first_new,
                                   at("/filtered/reason"));
         detail::write_rows(ds_filtered_count.get(), H5T_NATIVE_UINT64, filtered_counts.data(), 0,
                            filtered_counts.size(), at("/filtered/count"));
@@ -271,8 +297,11 @@ class ResultWriter::Impl {
     std::uint64_t write_filtered_counts() {
         std::vector<std::uint64_t> counts;
         for (const auto& reason : filtered_order) {
-            const auto it = filtered.find(reason);
-            counts.push_back(it == filtered.end() ? 0 : it->second);
+            std::uint64_t count = 0;
+            for (const auto& [r, c] : filtered) {
+                if (r == reason) count = c;
+            }
+            counts.push_back(count);
         }
         if (counts != filtered_counts) {
             detail::write_rows(ds_filtered_count.get(), H5T_NATIVE_UINT64, counts.data(), 0,
@@ -282,12 +311,31 @@ class ResultWriter::Impl {
         return std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
     }
 
+    /// Whether a commit at `next_index` would change the file.
+    bool commit_changes(std::uint64_t next_index) const {
+        if (next_index != committed.next_index || total_rows != committed.rows ||
+            !pending_reasons.empty() || !pending_failures.empty() || filtered_replace) {
+            return true;
+        }
+        std::uint64_t sum = 0;
+        for (const auto& [reason, count] : filtered) {
+            sum += count;
+            if (std::find(filtered_order.begin(), filtered_order.end(), reason) ==
+                filtered_order.end()) {
+                return true;
+            }
+        }
+        return sum != committed.filtered_sum;
+    }
+
     void commit(std::uint64_t next_index) {
+        if (!commit_changes(next_index)) return;
         writing([&] {
+            reserve(bytes_needed(total_rows));
             // Phase 1: everything the commit will point to.
             write_rows([&](const detail::RowColumn&) { return total_rows; });
             write_new_reasons_and_failures();
-            place_filtered_reasons();
+            append_filtered_reasons();
             flush_file();
             // Phase 2: what makes it visible.
             const std::uint64_t filtered_sum = write_filtered_counts();
@@ -312,27 +360,120 @@ class ResultWriter::Impl {
         });
     }
 
+    /// Claims the file's next `bytes` bytes past HDF5's end of allocated space before HDF5
+    /// writes them: fallocate(2) extends the file with real blocks, or, where the file system
+    /// cannot, ftruncate(2) extends it sparsely. Two reasons: (1) a full disk stops the writer
+    /// here, before a write fails half-way (HDF5 keeps flushing after a failed write); (2) the
+    /// file's size is then always past everything this writer may have allocated, so a resume
+    /// after a crash starts allocating past it (H5Fincrement_filesize), never over space that a
+    /// dead writer's metadata may still point to. HDF5 trims the file to its allocated end when
+    /// it closes it.
+    void reserve(std::uint64_t bytes) {
+        if (reserve_fd < 0 || bytes == 0) return;
+        haddr_t eoa = 0;
+        struct stat st {};
+        if (H5Fget_eoa(file.get(), &eoa) < 0 || ::fstat(reserve_fd, &st) != 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return;
+        }
+        const auto size = static_cast<std::uint64_t>(st.st_size);
+        const std::uint64_t target = eoa + bytes;
+        if (size >= target) return;
+        if (reserve_supported) {
+            if (::fallocate(reserve_fd, 0, static_cast<off_t>(size),
+                            static_cast<off_t>(target - size)) == 0) {
+                return;
+            }
+            const int error_number = errno;
+            if (error_number != EOPNOTSUPP && error_number != ENOSYS && error_number != EINVAL) {
+                reservation_failed(bytes, error_number);
+            }
+            reserve_supported = false;
+        }
+        if (::ftruncate(reserve_fd, static_cast<off_t>(target)) != 0) {
+            reservation_failed(bytes, errno);
+        }
+    }
+
+    [[noreturn]] void reservation_failed(std::uint64_t bytes, int error_number) {
+        broken = true;
+        std::string reason = std::strerror(error_number);
+        if (!reason.empty()) {
+            reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+        }
+        throw StorageError(path + ": cannot reserve " + std::to_string(bytes) +
+                               " bytes for the next rows: " + reason,
+                           path, error_number, reason);
+    }
+
+    /// Bytes the rows up to `rows` of every dataset may add to the file, with room for a raw
+    /// chunk and metadata per dataset and for the pending strings.
+    std::uint64_t bytes_needed(std::uint64_t rows) const {
+        std::uint64_t bytes = 64 * 1024;
+        for (const auto& c : row_columns) {
+            bytes += (rows - std::min(rows, c.file.rows())) * c.file.row_bytes() +
+                     c.file.chunk_rows() * c.file.row_bytes() + 1024;
+        }
+        for (const auto& r : pending_reasons) bytes += 2 * r.size() + 64;
+        for (const auto& f : pending_failures) bytes += 2 * f.message.size() + 64;
+        return bytes;
+    }
+
+    /// After a failed write: lets every handle go without closing (closing flushes), so that
+    /// the file keeps its last commit.
+    void abandon() noexcept {
+        for (auto& c : row_columns) c.file.abandon();
+        row_columns.clear();
+        for (Handle* h : {&ds_reasons, &ds_fail_index, &ds_fail_message, &ds_filtered_reason,
+                          &ds_filtered_count, &pareto, &file}) {
+            h->abandon();
+        }
+    }
+
     void close() {
         if (closed) return;
         closed = true;
         // Never invent progress: the filtered counts and failures go with the caller's last
         // next_index. Rows at or past it are kept but dropped (and redone) by a resume.
-        if (!broken) commit(latest_next_index);
+        std::exception_ptr error;
+        if (!broken) {
+            try {
+                commit(latest_next_index);
+            } catch (...) {
+                error = std::current_exception();
+            }
+        }
+        if (reserve_fd >= 0) ::close(reserve_fd);
+        reserve_fd = -1;
+        if (broken) {
+            abandon();
+            lock.release();
+            if (error) std::rethrow_exception(error);
+            return;
+        }
         row_columns.clear();
         for (Handle* h : {&ds_reasons, &ds_fail_index, &ds_fail_message, &ds_filtered_reason,
                           &ds_filtered_count, &pareto, &status_type}) {
             h->close();
         }
         enum_types.clear();
+        haddr_t eoa = 0;
+        const bool known_end = H5Fget_eoa(file.get(), &eoa) >= 0;
         const bool failed = file.close() < 0;
+        // The reservations past the allocated end (reserve) are given back.
+        if (!failed && known_end) {
+            std::error_code ec;
+            if (std::filesystem::file_size(path, ec) > eoa && !ec) {
+                std::filesystem::resize_file(path, eoa, ec);
+            }
+        }
         lock.release();
         if (failed && !broken) detail::fail(path, "", "cannot close");
     }
 
     // ---- resume ----------------------------------------------------------------------------
 
-    void trim_rows();
-    void load_tables();
+    void trim_to(const detail::ResumeState& state);
     void repair_filtered(const FilteredRecount& recount);
 };
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "io/detail/result_format.hpp"
+
 namespace prism::io::detail {
 
 static_assert(std::endian::native == std::endian::little,
@@ -21,6 +23,10 @@ RowColumn::RowColumn(Handle dataset, hid_t mem_type, std::size_t row_values, std
     const Where where{file_, object_};
     if (!mem_type_ || row_bytes_ == 0) fail(file_, object_, "cannot copy the memory type");
     chunk_rows_ = std::max<std::uint64_t>(1, detail::chunk_rows(dataset_.get(), where));
+    if (chunk_rows_ * row_bytes_ > (std::uint64_t{1} << 28)) {
+        invalid(file_, object_ + ": chunks of " + std::to_string(chunk_rows_) +
+                           " rows are implausible (more than 256 MiB)");
+    }
     Handle dcpl = plist_handle(H5Dget_create_plist(dataset_.get()));
     if (!dcpl) fail(file_, object_, "cannot get the creation properties");
     const int filters = H5Pget_nfilters(dcpl.get());

@@ -44,6 +44,9 @@ class RowColumn {
     /// Writes `count` rows (`count * row_bytes()` bytes, row-major) after the last row.
     void write(const unsigned char* data, std::uint64_t count);
 
+    /// Forgets the dataset without closing it (a file whose writes failed: see Handle::abandon).
+    void abandon() noexcept { dataset_.abandon(); }
+
     /// For a resume: the dataset holds exactly `rows` rows (trimmed by the caller); reads the
     /// rows of its partly filled last chunk back, so that its next write rewrites it whole.
     void resume_at(std::uint64_t rows);

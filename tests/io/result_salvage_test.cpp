@@ -90,7 +90,7 @@ TEST_F(ResultSalvage, ASoundFileSavesEveryRowAndItsCounts) {
     EXPECT_EQ(check_salvaged(s), "");
     EXPECT_EQ(s.next_index, index_of(kRows - 1) + 1);
     EXPECT_TRUE(s.filtered_exact);
-    EXPECT_EQ(s.filtered.at("filtered"), filtered_below(s.next_index));
+    EXPECT_EQ(s.filtered, (prism::io::FilteredCounts{{"filtered", filtered_below(s.next_index)}}));
     EXPECT_EQ(s.failures.size(),
               static_cast<std::size_t>(
                   std::count(s.rows.status.begin(), s.rows.status.end(), PointStatus::failed)));
@@ -131,7 +131,8 @@ TEST_F(ResultSalvage, AFileCutAtAnySizeSavesOnlyRowsThatAreExactlyRight) {
         }
         for (const auto& f : s.failures) EXPECT_LT(f.index, s.next_index);
         if (s.filtered_exact) {
-            EXPECT_EQ(s.filtered.at("filtered"), filtered_below(s.next_index));
+            EXPECT_EQ(s.filtered,
+                      (prism::io::FilteredCounts{{"filtered", filtered_below(s.next_index)}}));
         }
         (n == 0 ? nothing : n < kRows ? some : all)++;
         EXPECT_FALSE(fs::exists(path(".prism-salvage-" + std::to_string(::getpid()) + ".h5")));
