@@ -92,5 +92,64 @@ echo "garbage" > "$dir/garbage.h5"
 grep -q 'garbage\.h5: cannot open' "$dir/garbage.err" && [ "$rc" != 0 ] \
     && echo "ok   garbage: $(head -n 1 "$dir/garbage.err")" || { echo "FAIL garbage"; cat "$dir/garbage.err"; fails=$((fails + 1)); }
 
+# --resume with --overwrite contradict each other; a non-regular output is refused untouched.
+"$prism" sweep "$base" -o "$dir/exists.h5" --resume --overwrite >/dev/null 2>"$dir/both.err"; rc=$?
+[ "$rc" = 2 ] && grep -q -- '--resume and --overwrite exclude each other' "$dir/both.err" \
+    && echo "ok   resume_and_overwrite: $(head -n 1 "$dir/both.err")" \
+    || { echo "FAIL resume_and_overwrite: exit $rc"; cat "$dir/both.err"; fails=$((fails + 1)); }
+"$prism" sweep "$base" -o /dev/null --overwrite >/dev/null 2>"$dir/devnull.err"; rc=$?
+[ "$rc" = 2 ] && grep -q '^prism: error: /dev/null: not a regular file' "$dir/devnull.err" && [ -c /dev/null ] \
+    && echo "ok   dev_null: $(head -n 1 "$dir/devnull.err")" \
+    || { echo "FAIL dev_null: exit $rc"; cat "$dir/devnull.err"; fails=$((fails + 1)); }
+
+# A comment-only edit of the experiment does not block --resume (the hash is of the parsed
+# experiment); the file keeps the text it was made from.
+"$prism" sweep "$base" -o "$dir/comment.h5" --time-limit 0 -q >/dev/null 2>&1
+{ echo "# a comment added after the run started"; sed 's/^seed = 7/seed = 7   # the seed/' "$base"; } > "$dir/commented.toml"
+"$prism" sweep "$dir/commented.toml" -o "$dir/comment.h5" --resume -q >/dev/null 2>"$dir/comment.err"; rc=$?
+[ "$rc" = 0 ] && echo "ok   comment_only_edit_resumes" \
+    || { echo "FAIL comment_only_edit_resumes: exit $rc"; cat "$dir/comment.err"; fails=$((fails + 1)); }
+
+# validate refuses what sweep would (file:line:col and key), quickly.
+validate_refuses() {
+    local name=$1 regex=$2
+    "$prism" validate "$dir/$name.toml" >/dev/null 2>"$dir/$name.err"; local rc=$?
+    if [ "$rc" = 2 ] && grep -Eq -- "$regex" "$dir/$name.err"; then
+        echo "ok   $name: $(head -n 1 "$dir/$name.err")"
+    else
+        echo "FAIL $name: exit $rc"; cat "$dir/$name.err"; fails=$((fails + 1))
+    fi
+}
+mk big_tokens 's/^total_tokens = 1.0e11/total_tokens = 1.0e300/'
+validate_refuses big_tokens 'big_tokens\.toml:[0-9]+:[0-9]+: training\.total_tokens: .*more than 2\^53'
+mk filtered_baseline 's/^baseline = { tp = 1, pp = 1, gpus = 16 }/baseline = { tp = 1, pp = 1, gpus = 17 }/'
+validate_refuses filtered_baseline 'filtered_baseline\.toml:[0-9]+:[0-9]+: experiment\.baseline: global_batch is not a multiple'
+mk same_metric 's/^method = "analytic"/method = "analytic"\nslow_deltas = [0.05, 0.050001]/'
+validate_refuses same_metric "same_metric\.toml:[0-9]+:[0-9]+: evaluation\.slow_deltas: two values round to the same metric name 'p_slow_5pct'"
+mk samples 's/^method = "analytic"/method = "montecarlo"\nsamples = 2000000000/'
+validate_refuses samples 'samples\.toml:[0-9]+:[0-9]+: evaluation\.samples: 2000000000 is above the limit of 100000'
+mk bins 's/^method = "analytic"/method = "analytic"\nhistogram = true\nhistogram_bins = 100000000/'
+validate_refuses bins 'bins\.toml:[0-9]+:[0-9]+: evaluation\.histogram_bins: 100000000 is above the limit of 4096'
+start=$(date +%s%N)
+"$prism" validate /dev/zero >/dev/null 2>"$dir/zero.err"; rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$rc" = 2 ] && grep -q '/dev/zero: larger than 1048576 bytes' "$dir/zero.err" && [ "$ms" -lt 5000 ] \
+    && echo "ok   dev_zero: $(head -n 1 "$dir/zero.err") ($ms ms)" \
+    || { echo "FAIL dev_zero: exit $rc after $ms ms"; cat "$dir/zero.err"; fails=$((fails + 1)); }
+
+# eval --point reads values as the TOML does: a quantity with its unit; a bad unit is exit 2.
+"$prism" eval "$base" --point "tp=2,pp=1,gpus=16,checkpoint_interval=30 min" >"$dir/point.out" 2>&1; rc=$?
+[ "$rc" = 0 ] && grep -q 'ckpt=1800s' "$dir/point.out" \
+    && echo "ok   eval_point_units: $(head -n 1 "$dir/point.out")" \
+    || { echo "FAIL eval_point_units: exit $rc"; cat "$dir/point.out"; fails=$((fails + 1)); }
+"$prism" eval "$base" --point "tp=2,checkpoint_interval=30 mins" >/dev/null 2>"$dir/point.err"; rc=$?
+[ "$rc" = 2 ] && grep -q "^prism: error: --point:2:[0-9]*: point\.checkpoint_interval: unknown unit 'mins'" "$dir/point.err" \
+    && echo "ok   eval_point_bad_unit: $(head -n 1 "$dir/point.err")" \
+    || { echo "FAIL eval_point_bad_unit: exit $rc"; cat "$dir/point.err"; fails=$((fails + 1)); }
+"$prism" eval "$base" --point "tp=8,gpus=16,global_batch=100000000" >"$dir/work.err" 2>&1; rc=$?
+[ "$rc" = 2 ] && grep -q 'work limit: more than 262144 pipeline slots' "$dir/work.err" \
+    && echo "ok   eval_work_limit: $(grep 'work limit' "$dir/work.err")" \
+    || { echo "FAIL eval_work_limit: exit $rc"; cat "$dir/work.err"; fails=$((fails + 1)); }
+
 echo "$fails failed"
 [ "$fails" = 0 ]
