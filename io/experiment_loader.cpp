@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "io/detail/experiment_checks.hpp"
+#include "io/detail/point_text.hpp"
 #include "io/detail/toml_reader.hpp"
 #include "io/detail/toml_variability.hpp"
 #include "io/presets.hpp"
@@ -877,35 +878,7 @@ prism::Experiment load_experiment(const std::filesystem::path& path) {
 
 prism::DesignPoint parse_point_assignments(const prism::Experiment& experiment,
                                            std::string_view text) {
-    // One TOML line per item; a value that is not TOML by itself (30 min, full) is a string.
-    std::string lines;
-    std::stringstream in{std::string(text)};
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        const auto eq = item.find('=');
-        if (eq == std::string::npos) {
-            throw ConfigError("--point: '" + item + "' is not key=value");
-        }
-        auto trim = [](std::string s) {
-            s.erase(0, s.find_first_not_of(" \t"));
-            s.erase(s.find_last_not_of(" \t") + 1);
-            return s;
-        };
-        const std::string key = trim(item.substr(0, eq));
-        std::string value = trim(item.substr(eq + 1));
-        try {
-            (void)toml::parse("v = " + value);
-        } catch (const toml::parse_error&) {
-            std::string quoted = "\"";
-            for (const char c : value) {
-                if (c == '"' || c == '\\') quoted += '\\';
-                quoted += c;
-            }
-            value = quoted + "\"";
-        }
-        lines += key + " = " + value + "\n";
-    }
-    const toml::table table = parse_toml(lines, "--point");
+    const toml::table table = parse_toml(detail::point_assignments_as_toml(text), "--point");
     DesignPoint point = experiment.defaults;
     apply_point_table(experiment, table, "point", point);
     return point;
