@@ -89,8 +89,8 @@ void build_file(const std::string& path, const ResultHeader& header,
         if (file.close() < 0) detail::fail(path, "", "cannot create");
         if (std::rename(temporary.c_str(), path.c_str()) != 0) {
             const int error_number = errno;
-            throw StorageError(path + ": cannot create: " + std::strerror(error_number), path,
-                               error_number, std::strerror(error_number));
+            const std::string reason = detail::system_error_text(error_number);
+            throw StorageError(path + ": cannot create: " + reason, path, error_number, reason);
         }
     } catch (...) {
         std::remove(temporary.c_str());

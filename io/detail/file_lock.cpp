@@ -5,16 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <utility>
 
+#include "io/detail/hdf5_util.hpp"
+#include "io/detail/result_format.hpp"
 #include "io/io_errors.hpp"
 #include "src/common/error.hpp"
 
@@ -22,26 +22,10 @@ namespace prism::io::detail {
 
 namespace {
 
-std::string system_error(int error_number) {
-    std::string text = std::strerror(error_number);
-    if (!text.empty())
-        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-    return text;
-}
-
 std::string host_name() {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
     return name;
-}
-
-std::string now_utc() {
-    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return text;
 }
 
 /// flock(2) cannot work on this file system (as opposed to: the lock is held).
@@ -52,7 +36,7 @@ bool flock_unsupported(int error_number) {
 
 void write_holder(int fd) {
     const std::string record = "pid " + std::to_string(::getpid()) + " on host " + host_name() +
-                               " since " + now_utc() + "\n";
+                               " since " + now_iso8601() + "\n";
     if (::ftruncate(fd, 0) != 0) return;  // the record is informative only
     ssize_t ignored = ::pwrite(fd, record.data(), record.size(), 0);
     (void)ignored;
@@ -153,14 +137,14 @@ FileLock FileLock::acquire(const std::string& target) {
         const int fd = ::open(temporary.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) {
             if (errno == EEXIST) continue;
-            throw IoError(lock + ": cannot create the lock file: " + system_error(errno));
+            throw IoError(lock + ": cannot create the lock file: " + system_error_text(errno));
         }
         const bool locked = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
         const int lock_error = locked ? 0 : errno;
         if (!locked && !flock_unsupported(lock_error)) {
             ::close(fd);
             ::unlink(temporary.c_str());
-            throw IoError(lock + ": cannot lock: " + system_error(lock_error));
+            throw IoError(lock + ": cannot lock: " + system_error_text(lock_error));
         }
         write_holder(fd);
         if (::link(temporary.c_str(), lock.c_str()) == 0) {
@@ -173,14 +157,14 @@ FileLock FileLock::acquire(const std::string& target) {
         ::close(fd);
         ::unlink(temporary.c_str());
         if (link_error != EEXIST) {
-            throw IoError(lock + ": cannot create the lock file: " + system_error(link_error));
+            throw IoError(lock + ": cannot create the lock file: " + system_error_text(link_error));
         }
 
         // 2. The name exists: is its holder alive?
         const int existing = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
         if (existing < 0) {
             if (errno == ENOENT) continue;  // released meanwhile
-            throw IoError(lock + ": cannot open the lock file: " + system_error(errno));
+            throw IoError(lock + ": cannot open the lock file: " + system_error_text(errno));
         }
         if (::flock(existing, LOCK_EX | LOCK_NB) == 0) {
             // Its holder died: take it over, unless the name moved on meanwhile.
@@ -205,7 +189,7 @@ FileLock FileLock::acquire(const std::string& target) {
         }
         ::close(existing);
         if (held_error == EWOULDBLOCK) in_use(target, holder, false, lock);
-        throw IoError(lock + ": cannot lock: " + system_error(held_error));
+        throw IoError(lock + ": cannot lock: " + system_error_text(held_error));
     }
     throw IoError(lock + ": cannot claim the lock file (it keeps changing)");
 }

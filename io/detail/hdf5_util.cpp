@@ -211,6 +211,8 @@ void silence_errors() noexcept {
     std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
 }
 
+std::string system_error_text(int error_number) { return lower_first(std::strerror(error_number)); }
+
 LibraryError library_error() {
     StackWalk walk;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, &walk_record, &walk);

@@ -16,6 +16,9 @@
 
 namespace prism::io::detail {
 
+/// The operating system's text for `error_number`, lower-case ("no space left on device").
+std::string system_error_text(int error_number);
+
 /// Turns off HDF5's automatic error printing (once per process; idempotent).
 void silence_errors() noexcept;
 

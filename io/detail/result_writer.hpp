@@ -397,10 +397,7 @@ class ResultWriter::Impl {
 
     [[noreturn]] void reservation_failed(std::uint64_t bytes, int error_number) {
         broken = true;
-        std::string reason = std::strerror(error_number);
-        if (!reason.empty()) {
-            reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
-        }
+        const std::string reason = detail::system_error_text(error_number);
         throw StorageError(path + ": cannot reserve " + std::to_string(bytes) +
                                " bytes for the next rows: " + reason,
                            path, error_number, reason);

@@ -65,34 +65,6 @@ class ResultStore : public ::testing::Test {
 /// Checks that the reader holds exactly rows [0, n) of the test data set.
 void expect_rows(const ResultReader& reader, std::size_t n) {
     EXPECT_EQ(check_rows(reader, n), "");
-    ASSERT_EQ(reader.rows(), n);
-    const auto index = reader.index();
-    const auto status = reader.status();
-    const auto reasons = reader.row_reasons();
-    const auto tp = reader.int_column("tp");
-    const auto placement = reader.int_column("placement");
-    const auto zero = reader.int_column("zero_stage");
-    const auto lr = reader.float_column("lr");
-    const auto p95 = reader.metric("step_time_p95_s");
-    const auto tokens = reader.metric("tokens_per_s");
-    ASSERT_EQ(index.size(), n);
-    for (std::size_t r = 0; r < n; ++r) {
-        const std::uint64_t i = index_of(r);
-        SCOPED_TRACE("row " + std::to_string(r));
-        EXPECT_EQ(index[r], i);
-        EXPECT_EQ(status[r], status_of(i));
-        EXPECT_EQ(reasons[r], reason_of(i));
-        EXPECT_EQ(tp[r], tp_of(i));
-        EXPECT_EQ(placement[r], placement_of(i));
-        EXPECT_EQ(zero[r], zero_of(i));
-        EXPECT_EQ(lr[r], lr_of(i));
-        if (std::isnan(p95_of(i))) {
-            EXPECT_TRUE(std::isnan(p95[r]));
-        } else {
-            EXPECT_EQ(p95[r], p95_of(i));
-        }
-        EXPECT_EQ(tokens[r], tokens_of(i));
-    }
 }
 
 /// Runs a shell command; returns its exit status and its output (stdout + stderr).
