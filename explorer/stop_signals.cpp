@@ -23,6 +23,12 @@ void install_stop_signals() {
     sigaction(SIGINT, &action, nullptr);
 }
 
+void restore_stop_signals() {
+    std::signal(SIGTERM, SIG_DFL);
+    std::signal(SIGINT, SIG_DFL);
+    if (const int sig = g_stop_signal.load(); sig != 0) std::raise(sig);
+}
+
 void ignore_stop_signals() {
     std::signal(SIGTERM, SIG_IGN);
     std::signal(SIGINT, SIG_IGN);

@@ -12,6 +12,9 @@ namespace prism::explorer {
 
 /// Records the first SIGTERM or SIGINT from now on (stop_signal()).
 void install_stop_signals();
+/// Back to the default actions (a run with nothing to keep: --dry-run); a signal recorded so
+/// far is raised again.
+void restore_stop_signals();
 /// Ignores SIGTERM and SIGINT (workers).
 void ignore_stop_signals();
 /// The recorded signal number, 0 when none arrived.

@@ -681,6 +681,28 @@ TEST_F(ResultStore, ResumeRecountsFilteredCountsThatDoNotGoWithNextIndex) {
     expect_rows(reader, 4);
 }
 
+TEST_F(ResultStore, RefusesCountsThatDoNotAddUpBeforeSizingAnythingByThem) {
+    // A damaged (or hand-edited) commit record: rows past next_index, next_index past the
+    // space. Nothing is read or allocated by those counts.
+    const std::string file = path("x.h5");
+    write_complete_file(file);
+    {
+        const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        const hid_t attr = H5Aopen(f, "commit", H5P_DEFAULT);
+        const std::uint64_t record[5] = {60, std::uint64_t{1} << 62, 0, 0, 0};
+        H5Awrite(attr, H5T_NATIVE_UINT64, record);
+        H5Aclose(attr);
+        H5Fclose(f);
+    }
+    const std::string message =
+        file +
+        ": damaged: its counts do not add up (rows_committed 4611686018427387904, "
+        "next_index 60, filtered 0, space_size 100)";
+
+    EXPECT_THROW_MSG(ResultReader{file}, IoError, message);
+    EXPECT_EQ(run_reader(file), "error: " + message);
+}
+
 TEST_F(ResultStore, IsReadableByH5pyWithNoKnowledgeOfTheFormat) {
     if (const std::string why = python_missing(); !why.empty()) GTEST_SKIP() << why;
     const std::string file = path("x.h5");
