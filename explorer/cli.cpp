@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "explorer/design_space.hpp"
+#include "explorer/fit_lr_command.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
 #include "explorer/sweep_command.hpp"
@@ -187,6 +188,14 @@ int run_cli(int argc, char** argv) {
     report_cmd->add_flag("--desc", report.descending, "largest first");
     report_cmd->add_option("--metrics", report_metrics, "metrics to show, comma-separated");
 
+    FitLrOptions fit_lr;
+    auto* fit_lr_cmd = app.add_subcommand(
+        "fit-lr", "fit loss curves per learning rate and pick the lowest predicted loss");
+    fit_lr_cmd->add_option("curves", fit_lr.curves_path, "CSV: learning_rate,step,loss")
+        ->required();
+    fit_lr_cmd->add_option("--tau", fit_lr.tau_step, "step at which to compare the predictions")
+        ->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -206,6 +215,7 @@ int run_cli(int argc, char** argv) {
         if (*validate_cmd) return validate_command(validate_path);
         if (*status_cmd) return status_command(status_path);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
+        if (*fit_lr_cmd) return fit_lr_command(fit_lr, std::cout, std::cerr);
         if (*report_cmd) {
             std::stringstream in(report_metrics);
             std::string m;
