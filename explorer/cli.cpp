@@ -15,6 +15,7 @@
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
 #include "src/common/error.hpp"
+#include "src/cotune/cotune.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/model/evaluate.hpp"
@@ -99,6 +100,9 @@ int validate_command(const std::string& path) {
     }
     std::cout << fmt::format("objectives  {}\n", objectives.empty() ? "(none)" : objectives);
     std::cout << fmt::format("metrics     {} per point\n", schema.size());
+    if (e.cotune.enabled) {
+        std::cout << fmt::format("cotune      {}\n", cotune::make_model(e).describe());
+    }
     return kExitOk;
 }
 

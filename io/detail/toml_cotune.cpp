@@ -242,10 +242,7 @@ void parse_cotune(const toml::table& table, Experiment& experiment) {
     // What only the whole model can check (a target loss below the model's asymptote, a
     // DeepSeek rule without a budget), located at the key the message names.
     try {
-        const cotune::Model model(
-            spec, experiment.model,
-            static_cast<double>(experiment.training.global_batch_seqs) * experiment.model.seq,
-            experiment.training.total_tokens);
+        cotune::make_model(experiment);
     } catch (const ConfigError& e) {
         const toml::node* at = node_of_message(table, e.what());
         throw error_at(at != nullptr ? at->source() : table.source(), e.what());

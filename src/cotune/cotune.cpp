@@ -52,6 +52,11 @@ Model::Model(const CotuneSpec& spec, const ModelSpec& model, double default_refe
     }
 }
 
+Model make_model(const Experiment& e) {
+    return Model(e.cotune, e.model, static_cast<double>(e.training.global_batch_seqs) * e.model.seq,
+                 e.training.total_tokens);
+}
+
 std::vector<RampPhase> Model::ramp_for(double batch_tokens) const {
     std::vector<RampPhase> out;
     for (const BatchRampPhase& phase : spec_.batch_ramp) {
@@ -93,6 +98,46 @@ PointResult Model::evaluate(const PointInput& point) const {
     out.equivalent_steps = p.equivalent_steps * out.lr_penalty;
     out.reference_tokens = reference_batch_tokens_ * target + noise->integral(target);
     out.statistical_efficiency = out.reference_tokens / out.tokens;
+    return out;
+}
+
+std::string Model::describe() const {
+    std::string out = spec_.target_loss > 0
+                          ? fmt::format("target loss {:.4g}", spec_.target_loss)
+                          : fmt::format("target {:.4g} tokens", spec_.target_tokens);
+    out += fmt::format(" at the reference batch of {:.4g} tokens; ", reference_batch_tokens_);
+    out += kaplan_
+               ? fmt::format("B_noise = B_crit(L) along the loss path (N = {:.4g})", parameters_)
+               : fmt::format("B_noise {:.4g} tokens", spec_.b_noise_tokens);
+    switch (spec_.lr_rule) {
+        case LrRule::none:
+            out += "; no learning-rate rule";
+            break;
+        case LrRule::deepseek:
+            out +=
+                fmt::format("; lr deepseek: C = {:.4g} FLOPs, lr_opt {:.4g}, B_opt {:.4g} tokens",
+                            compute_flops_, deepseek_lr_opt(compute_flops_),
+                            deepseek_batch_opt_tokens(compute_flops_));
+            break;
+        case LrRule::table:
+            out += fmt::format("; lr table of {} rows", spec_.lr_table.size());
+            break;
+        default:
+            out += fmt::format("; lr {} ({:.4g} at the reference batch)",
+                               spec_.lr_rule == LrRule::fixed    ? "fixed"
+                               : spec_.lr_rule == LrRule::linear ? "linear"
+                                                                 : "sqrt",
+                               spec_.lr_reference);
+    }
+    if (spec_.lr_rule != LrRule::none && spec_.lr_penalty.shape != LrPenaltyShape::none) {
+        out += fmt::format(", off-optimum steps x (1 + {:.3g} |ln(lr/lr_opt)|{})",
+                           spec_.lr_penalty.coefficient,
+                           spec_.lr_penalty.shape == LrPenaltyShape::quadratic ? "^2" : "");
+    }
+    if (spec_.warmup_steps > 0) out += fmt::format("; warm-up {:.0f} steps", spec_.warmup_steps);
+    if (!spec_.batch_ramp.empty()) {
+        out += fmt::format("; batch ramp of {} phases", spec_.batch_ramp.size());
+    }
     return out;
 }
 

@@ -6,6 +6,7 @@
 // (src/model/detail/cotune_metrics.cpp).
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "src/cotune/efficiency.hpp"
@@ -57,6 +58,10 @@ class Model {
     /// Steps and tokens to the target. Throws ModelError on a batch or B_noise <= 0.
     PointResult evaluate(const PointInput& point) const;
 
+    /// One line for `prism validate`: target, noise model, learning-rate rule (DeepSeek: C,
+    /// lr_opt and B_opt), penalty, warm-up, ramp.
+    std::string describe() const;
+
   private:
     CotuneSpec spec_;
     double reference_batch_tokens_ = 0;
@@ -66,5 +71,9 @@ class Model {
     std::optional<NoiseProfile> kaplan_;
     double kaplan_target_progress_ = 0;
 };
+
+/// The study of `experiment`'s [cotune] table: M0 defaults to the training global batch and
+/// DeepSeek's token count to training.total_tokens. Throws ConfigError as Model does.
+Model make_model(const Experiment& experiment);
 
 }  // namespace prism::cotune
