@@ -7,28 +7,15 @@
 #include "io/experiment_loader.hpp"
 #include "src/common/error.hpp"
 #include "src/model/evaluate.hpp"
+#include "tests/io/loader_test_helpers.hpp"
 
 namespace {
 
 using prism::io::parse_experiment;
 
-// Lines 1-6; a test appends from line 7 on.
-const std::string kBase =
-    "[model]\n"
-    "preset = \"llama3-8b\"\n"
-    "[training]\n"
-    "global_batch = 512\n"
-    "[hardware.h100]\n"
-    "preset = \"h100-sxm\"\n";
+const std::string& kBase = prism::test::kBaseExperiment;
 
-std::string error_of(const std::string& text) {
-    try {
-        parse_experiment(text, "exp.toml");
-    } catch (const prism::ConfigError& e) {
-        return e.what();
-    }
-    return "no error";
-}
+std::string error_of(const std::string& text) { return prism::test::loader_error_of(text); }
 
 TEST(CotuneLoader, ReadsAConstantNoiseStudy) {
     const prism::Experiment e = parse_experiment(kBase +

@@ -8,29 +8,16 @@
 #include <gtest/gtest.h>
 
 #include "src/common/error.hpp"
+#include "tests/io/loader_test_helpers.hpp"
 
 namespace {
 
 using prism::io::load_experiment;
 using prism::io::parse_experiment;
 
-// Lines 1-6; a test appends from line 7 on.
-const std::string kBase =
-    "[model]\n"
-    "preset = \"llama3-8b\"\n"
-    "[training]\n"
-    "global_batch = 512\n"
-    "[hardware.h100]\n"
-    "preset = \"h100-sxm\"\n";
+const std::string& kBase = prism::test::kBaseExperiment;
 
-std::string error_of(const std::string& text) {
-    try {
-        parse_experiment(text, "exp.toml");
-    } catch (const prism::ConfigError& e) {
-        return e.what();
-    }
-    return "no error";
-}
+std::string error_of(const std::string& text) { return prism::test::loader_error_of(text); }
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "src/model/flops.hpp"
+#include "tests/src/model/model_test_helpers.hpp"
 
 namespace prism::cotune {
 namespace {
@@ -31,18 +31,12 @@ TEST(DeepSeekLaws, GiveWhatTheFormulasSayAtTwoBudgets) {
 TEST(DeepSeekLaws, FlopsPerTokenReduceToTheirFormulaForAStandardLayer) {
     // M = 72 n_layer d^2 + 6 n_layer d l_seq for multi-head attention and a 4d MLP (their
     // Eq. 2); the model's layer also counts biases and norms (13 d per layer).
-    ModelSpec m;
-    m.layers = 24;
-    m.hidden = 2048;
-    m.heads = 16;
-    m.kv_heads = 16;
-    m.ffn = 4 * 2048;
-    m.gated_mlp = false;
-    m.vocab = 50000;
-    m.seq = 4096;
-    const double paper = 72.0 * 24 * 2048.0 * 2048.0 + 6.0 * 24 * 2048.0 * 4096.0;
+    const ModelSpec m = test::small_experiment().model;  // 8 layers, d 1024, MHA, ffn 4d, seq 1024
+    ASSERT_EQ(m.ffn, 4 * m.hidden);
+    ASSERT_FALSE(m.gated_mlp);
+    const double paper = 72.0 * 8 * 1024.0 * 1024.0 + 6.0 * 8 * 1024.0 * 1024.0;
 
-    EXPECT_NEAR(deepseek_flops_per_token(m), paper + 6.0 * 24 * 13 * 2048.0, 1.0);
+    EXPECT_NEAR(deepseek_flops_per_token(m), paper + 6.0 * 8 * 13 * 1024.0, 1e-3);
 }
 
 TEST(LearningRateRules, FollowTheBatch) {
