@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "explorer/design_space.hpp"
+#include "explorer/fit_lr_command.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
 #include "explorer/sweep_command.hpp"
@@ -14,6 +15,7 @@
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
 #include "src/common/error.hpp"
+#include "src/cotune/cotune.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/model/evaluate.hpp"
@@ -98,6 +100,9 @@ int validate_command(const std::string& path) {
     }
     std::cout << fmt::format("objectives  {}\n", objectives.empty() ? "(none)" : objectives);
     std::cout << fmt::format("metrics     {} per point\n", schema.size());
+    if (e.cotune.enabled) {
+        std::cout << fmt::format("cotune      {}\n", cotune::make_model(e).describe());
+    }
     return kExitOk;
 }
 
@@ -187,6 +192,14 @@ int run_cli(int argc, char** argv) {
     report_cmd->add_flag("--desc", report.descending, "largest first");
     report_cmd->add_option("--metrics", report_metrics, "metrics to show, comma-separated");
 
+    FitLrOptions fit_lr;
+    auto* fit_lr_cmd = app.add_subcommand(
+        "fit-lr", "fit loss curves per learning rate and pick the lowest predicted loss");
+    fit_lr_cmd->add_option("curves", fit_lr.curves_path, "CSV: learning_rate,step,loss")
+        ->required();
+    fit_lr_cmd->add_option("--tau", fit_lr.tau_step, "step at which to compare the predictions")
+        ->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -206,6 +219,7 @@ int run_cli(int argc, char** argv) {
         if (*validate_cmd) return validate_command(validate_path);
         if (*status_cmd) return status_command(status_path);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
+        if (*fit_lr_cmd) return fit_lr_command(fit_lr, std::cout, std::cerr);
         if (*report_cmd) {
             std::stringstream in(report_metrics);
             std::string m;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "io/detail/toml_cotune.hpp"
 #include "io/detail/toml_reader.hpp"
 #include "io/detail/toml_variability.hpp"
 #include "io/presets.hpp"
@@ -45,8 +46,8 @@ using detail::in_file_order;
 using detail::join_key;
 
 const std::vector<std::string> kTopLevelKeys{
-    "experiment", "model",       "training",   "hardware",   "cluster",     "defaults",
-    "space",      "constraints", "objectives", "evaluation", "variability", "failures"};
+    "experiment",  "model",      "training",   "hardware",    "cluster",  "defaults", "space",
+    "constraints", "objectives", "evaluation", "variability", "failures", "cotune"};
 
 std::string lower_first(std::string text) {
     if (!text.empty())
@@ -816,6 +817,8 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
         }
     }
 
+    if (const toml::table* t = optional_table(root, "cotune")) detail::parse_cotune(*t, experiment);
+    detail::check_b_noise_dimension(root, experiment);
     if (const toml::table* t = optional_table(root, "constraints")) {
         parse_constraints(*t, experiment.constraints);
     }

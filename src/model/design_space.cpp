@@ -121,6 +121,7 @@ const std::vector<DimensionInfo>& design_dimensions() {
         {"global_batch", Type::integer, "global batch in sequences"},
         {"checkpoint_interval", Type::number, "checkpoint interval in seconds (or \"30 min\")"},
         {"learning_rate", Type::number, "peak learning rate"},
+        {"b_noise", Type::number, "gradient noise scale B_noise in tokens ([cotune])"},
     };
     return dims;
 }
@@ -271,6 +272,8 @@ void apply_dimension(const Experiment& experiment, const Dimension& dim, std::si
         point.checkpoint_interval_s = need_number(dim, v, true);
     } else if (n == "learning_rate") {
         point.learning_rate = need_number(dim, v, true);
+    } else if (n == "b_noise") {
+        point.b_noise_tokens = need_number(dim, v, true);
     } else {
         throw ConfigError("unknown design dimension '" + n + "'");
     }

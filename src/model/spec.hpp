@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "src/cotune/spec.hpp"
+
 namespace prism {
 
 /// Decoder-only transformer (DESIGN.md "Workload"). MoE is not modelled yet.
@@ -115,6 +117,7 @@ struct DesignPoint {
     std::int64_t global_batch_seqs = 0;  ///< 0 = TrainingSpec's
     double checkpoint_interval_s = 0;    ///< 0 = the [failures] policy
     double learning_rate = 0;            ///< 0 = not part of the study
+    double b_noise_tokens = 0;           ///< gradient noise scale ([cotune]); 0 = the study's
 
     std::int64_t gpus() const { return std::int64_t{tp} * pp * dp * cp; }
 };
@@ -274,6 +277,7 @@ struct Experiment {
     SpaceSpec space;
     Constraints constraints;
     std::vector<Objective> objectives;
+    CotuneSpec cotune;  ///< [cotune]: learning-rate / batch / throughput co-tuning
     enum class OnError { skip, abort } on_error = OnError::skip;
 };
 

@@ -8,29 +8,16 @@
 #include <gtest/gtest.h>
 
 #include "src/common/error.hpp"
+#include "tests/io/loader_test_helpers.hpp"
 
 namespace {
 
 using prism::io::load_experiment;
 using prism::io::parse_experiment;
 
-// Lines 1-6; a test appends from line 7 on.
-const std::string kBase =
-    "[model]\n"
-    "preset = \"llama3-8b\"\n"
-    "[training]\n"
-    "global_batch = 512\n"
-    "[hardware.h100]\n"
-    "preset = \"h100-sxm\"\n";
+const std::string& kBase = prism::test::kBaseExperiment;
 
-std::string error_of(const std::string& text) {
-    try {
-        parse_experiment(text, "exp.toml");
-    } catch (const prism::ConfigError& e) {
-        return e.what();
-    }
-    return "no error";
-}
+std::string error_of(const std::string& text) { return prism::test::loader_error_of(text); }
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -512,6 +499,30 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.failures.causes[1].per_node);
     EXPECT_DOUBLE_EQ(e.failures.causes[1].mtbf_s, 2000 * 3600.0);
     EXPECT_DOUBLE_EQ(e.failures.causes[1].weibull_shape, 0.8);
+
+    const prism::CotuneSpec& c = e.cotune;
+    EXPECT_TRUE(c.enabled);
+    EXPECT_DOUBLE_EQ(c.target_loss, 2.2);
+    EXPECT_EQ(c.target_tokens, 0.0);
+    EXPECT_DOUBLE_EQ(c.reference_batch_tokens, 4194304.0);
+    EXPECT_EQ(c.noise, prism::NoiseModel::kaplan);
+    EXPECT_DOUBLE_EQ(c.kaplan.b_star_tokens, 2.1e8);
+    EXPECT_DOUBLE_EQ(c.kaplan.alpha_b, 0.21);
+    EXPECT_DOUBLE_EQ(c.kaplan.n_c, 8.8e13);
+    EXPECT_DOUBLE_EQ(c.kaplan.alpha_n, 0.076);
+    EXPECT_DOUBLE_EQ(c.kaplan.s_c, 2100.0);
+    EXPECT_DOUBLE_EQ(c.kaplan.alpha_s, 0.76);
+    EXPECT_DOUBLE_EQ(c.kaplan.parameters, 6.4e10);
+    EXPECT_EQ(c.lr_rule, prism::LrRule::deepseek);
+    EXPECT_DOUBLE_EQ(c.compute_budget_flops, 1e24);
+    EXPECT_EQ(c.lr_penalty.shape, prism::LrPenaltyShape::linear);
+    EXPECT_DOUBLE_EQ(c.lr_penalty.coefficient, 0.05);
+    EXPECT_DOUBLE_EQ(c.warmup_steps, 2000.0);
+    ASSERT_EQ(c.batch_ramp.size(), 2u);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[0].batch_tokens, 1048576.0);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[0].until_tokens, 2.52e8);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[1].batch_tokens, 2097152.0);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[1].until_tokens, 2.87e12);
 }
 
 }  // namespace
