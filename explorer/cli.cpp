@@ -11,6 +11,7 @@
 #include "explorer/report.hpp"
 #include "explorer/sweep_command.hpp"
 #include "explorer/table.hpp"
+#include "explorer/trace_command.hpp"
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
 #include "src/common/error.hpp"
@@ -187,6 +188,9 @@ int run_cli(int argc, char** argv) {
     report_cmd->add_flag("--desc", report.descending, "largest first");
     report_cmd->add_option("--metrics", report_metrics, "metrics to show, comma-separated");
 
+    TraceCommand trace;
+    auto* trace_cmd = add_trace_command(app, trace);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -206,6 +210,7 @@ int run_cli(int argc, char** argv) {
         if (*validate_cmd) return validate_command(validate_path);
         if (*status_cmd) return status_command(status_path);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
+        if (*trace_cmd) return run_trace_command(trace);
         if (*report_cmd) {
             std::stringstream in(report_metrics);
             std::string m;
