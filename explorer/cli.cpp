@@ -9,6 +9,7 @@
 #include "explorer/design_space.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
+#include "explorer/steps_command.hpp"
 #include "explorer/sweep_command.hpp"
 #include "explorer/table.hpp"
 #include "explorer/trace_command.hpp"
@@ -190,6 +191,8 @@ int run_cli(int argc, char** argv) {
 
     TraceCommand trace;
     auto* trace_cmd = add_trace_command(app, trace);
+    StepsCommand steps;
+    auto* steps_cmd = add_steps_command(app, steps);
 
     try {
         app.parse(argc, argv);
@@ -211,6 +214,7 @@ int run_cli(int argc, char** argv) {
         if (*status_cmd) return status_command(status_path);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
         if (*trace_cmd) return run_trace_command(trace);
+        if (*steps_cmd) return run_steps_command(*steps_cmd, steps);
         if (*report_cmd) {
             std::stringstream in(report_metrics);
             std::string m;
