@@ -34,6 +34,10 @@ const char* family_name(DistKind kind) {
     }
 }
 
+std::string fs_name(const std::string& path) {
+    return std::filesystem::path(path).filename().string();
+}
+
 std::string file_list(const std::vector<io::KinetoTrace>& traces) {
     std::string out;
     for (const io::KinetoTrace& t : traces) {
@@ -100,6 +104,34 @@ void print_fit(const fit::TraceFit& fit, std::ostream& out) {
                          {"chosen", ""},
                          {"KS 5%", ""}},
                         rows, TableOptions{"  ", false, true, ""});
+}
+
+// Per job: the measured step-to-step spread against what the fitted variability predicts.
+void print_explained(const std::vector<fit::TracedJob>& jobs, const fit::TraceFit& fit,
+                     std::ostream& out) {
+    std::vector<std::vector<Cell>> rows;
+    for (const fit::TracedJob& job : jobs) {
+        const fit::StepVariation v = fit::explain_steps(job, fit);
+        if (v.steps < 2) continue;
+        rows.push_back({fs_name(job.name), static_cast<std::int64_t>(v.steps), v.step_mean_s * 1e3,
+                        v.step_sd_s * 1e3, v.kernel_mean_s * 1e3, v.kernel_sd_s * 1e3,
+                        v.compute_sd_s * 1e3, v.comm_sd_s * 1e3,
+                        v.compute_sd_s * v.compute_sd_s / (v.step_sd_s * v.step_sd_s),
+                        v.predicted_sd_s * v.predicted_sd_s / (v.step_sd_s * v.step_sd_s)});
+    }
+    out << "\nstep-to-step variation: measured, and predicted by the fitted variability with the "
+           "first rank's kernels in series\n"
+        << format_table({{"job", ""},
+                         {"steps", ""},
+                         {"step mean", "ms"},
+                         {"step sd", "ms"},
+                         {"kernel sum", "ms"},
+                         {"kernel sd", "ms"},
+                         {"compute sd", "ms"},
+                         {"comm sd", "ms"},
+                         {"compute / step var", ""},
+                         {"all / step var", ""}},
+                        rows);
 }
 
 std::vector<std::string> class_notes(const fit::ClassFit& c,
@@ -246,6 +278,7 @@ int run_trace_command(const TraceCommand& command) {
     const std::vector<fit::TracedJob> jobs = io::traced_jobs(traces);
     const fit::TraceFit fit = fit::fit_traces(jobs, options);
     print_fit(fit, std::cout);
+    print_explained(jobs, fit, std::cout);
     const io::VariabilityProfile profile = build_profile(command, fit, traces, jobs);
     std::cout << fmt::format(
         "\ncomm regime  {}\nspatial      {}\n",

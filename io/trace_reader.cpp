@@ -296,6 +296,7 @@ std::vector<fit::TracedJob> traced_jobs(const std::vector<KinetoTrace>& traces) 
         fit::TracedJob out;
         out.ranks = static_cast<int>(job.size());
         out.steps = static_cast<int>(job.front()->steps.size());
+        for (const TraceStep& s : job.front()->steps) out.step_time_s.push_back(s.duration_s);
         std::map<std::tuple<std::string, std::array<std::int32_t, 6>, int>, std::uint32_t> sites;
         for (std::size_t r = 0; r < job.size(); ++r) {
             const KinetoTrace& t = *job[r];

@@ -266,4 +266,47 @@ TraceFit fit_traces(const std::vector<TracedJob>& jobs, const TraceFitOptions& o
     return out;
 }
 
+StepVariation explain_steps(const TracedJob& job, const TraceFit& fit) {
+    StepVariation v;
+    v.steps = static_cast<int>(job.step_time_s.size());
+    if (v.steps < 2) return v;
+    const auto mean_sd = [](const std::vector<double>& x, double* mean, double* sd) {
+        const double n = static_cast<double>(x.size());
+        *mean = std::accumulate(x.begin(), x.end(), 0.0) / n;
+        double ss = 0;
+        for (double t : x) ss += (t - *mean) * (t - *mean);
+        *sd = std::sqrt(ss / (n - 1));
+    };
+    mean_sd(job.step_time_s, &v.step_mean_s, &v.step_sd_s);
+
+    std::array<double, kKernelClassCount> cv{};
+    for (const ClassFit& c : fit.classes) cv[static_cast<std::size_t>(c.cls)] = c.fit.best.cv;
+    std::map<std::uint32_t, std::vector<double>> sites;
+    std::map<std::uint32_t, KernelClass> site_class;
+    std::vector<double> kernel_time(static_cast<std::size_t>(v.steps), 0.0);
+    for (const KernelInvocation& k : job.kernels) {
+        if (k.rank != 0 || k.step >= v.steps) continue;
+        sites[k.site].push_back(k.duration_s);
+        site_class[k.site] = k.cls;
+        kernel_time[k.step] += k.duration_s;
+    }
+    mean_sd(kernel_time, &v.kernel_mean_s, &v.kernel_sd_s);
+    double compute_var = 0, comm_var = 0, comm_time = 0;
+    for (const auto& [site, durations] : sites) {
+        const double m = median_of(durations);
+        const double c = cv[static_cast<std::size_t>(site_class[site])];
+        // Each invocation of the site, per step on average.
+        const double per_step = static_cast<double>(durations.size()) / v.steps;
+        const bool comm = is_communication(site_class[site]);
+        (comm ? comm_var : compute_var) += per_step * m * m * c * c;
+        if (comm) comm_time += per_step * m;
+    }
+    const double r = fit.regime ? fit.regime->cv : 0.0;
+    comm_var += comm_time * comm_time * r * r;
+    v.compute_sd_s = std::sqrt(compute_var);
+    v.comm_sd_s = std::sqrt(comm_var);
+    v.predicted_sd_s = std::sqrt(compute_var + comm_var);
+    return v;
+}
+
 }  // namespace prism::fit

@@ -32,6 +32,7 @@ struct TracedJob {
     int steps = 0;
     double resolution_s = 0;  ///< the timer's resolution (1 us when durations are integers)
     std::vector<KernelInvocation> kernels;
+    std::vector<double> step_time_s;  ///< the first rank's profiler steps
 };
 
 struct TraceFitOptions {
@@ -66,6 +67,22 @@ struct TraceFit {
     std::optional<ComponentFit> spatial;  ///< only with 2 or more ranks of one job
     std::optional<ComponentFit> regime;   ///< only with communication kernels in 2+ steps
 };
+
+/// How much of a job's step-to-step variation the fitted variability explains: the fitted X
+/// per class applied to every kernel of the first rank at its site's median (independent draws)
+/// and the fitted R to its collectives, against the measured steps. Kernels on concurrent
+/// streams are summed as if in series, so this is the variation of the GPU's work, not a
+/// schedule.
+struct StepVariation {
+    int steps = 0;
+    double step_mean_s = 0, step_sd_s = 0;      ///< the profiler steps
+    double kernel_mean_s = 0, kernel_sd_s = 0;  ///< the summed kernel time per step, measured
+    double compute_sd_s = 0;    ///< predicted: the compute classes' fitted transient factors
+    double comm_sd_s = 0;       ///< predicted: the collectives' transient factors and regime
+    double predicted_sd_s = 0;  ///< both
+};
+
+StepVariation explain_steps(const TracedJob& job, const TraceFit& fit);
 
 /// Fits every class present in `jobs`. Communication kernels are divided by the fitted
 /// per-step regime before their transient fit (R and X are separate factors). Throws
