@@ -1,5 +1,6 @@
 #include "explorer/trace_command.hpp"
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,19 +20,11 @@ namespace prism::explorer {
 
 namespace {
 
+// DistKind's names, the mixture being the fit's slow mode.
 const char* family_name(DistKind kind) {
-    switch (kind) {
-        case DistKind::normal:
-            return "normal";
-        case DistKind::lognormal:
-            return "lognormal";
-        case DistKind::gamma:
-            return "gamma";
-        case DistKind::mixture:
-            return "slow mode";
-        default:
-            return "constant";
-    }
+    constexpr std::array<const char*, 6> kNames{"constant", "normal",    "lognormal",
+                                                "gamma",    "empirical", "slow mode"};
+    return kNames[static_cast<std::size_t>(kind)];
 }
 
 std::string fs_name(const std::string& path) {

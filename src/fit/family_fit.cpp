@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "src/common/error.hpp"
+#include "src/fit/detail/median.hpp"
 #include "src/fit/detail/mixture_fit.hpp"
 #include "src/fit/detail/special.hpp"
 #include "src/stochastic/distribution.hpp"
@@ -14,6 +15,8 @@
 namespace prism::fit {
 
 namespace {
+
+using detail::median_of;
 
 // One group's summary: its invocations and the statistics every family needs.
 struct Group {
@@ -25,12 +28,6 @@ struct Group {
     double sum_log_ratio = 0;   // sum ln(x / mean), <= 0
     double resolution_var = 0;  // relative variance of the timer's rounding, q^2 / (12 m^2)
 };
-
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::vector<Group> summarize(const std::vector<KernelGroup>& groups, double resolution_s) {
     std::vector<Group> out;

@@ -8,12 +8,15 @@
 #include <fmt/format.h>
 
 #include "src/common/error.hpp"
+#include "src/fit/detail/median.hpp"
 #include "src/fit/family_fit.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
 namespace prism::fit {
 
 namespace {
+
+using detail::median_of;
 
 EvaluationSpec analytic_evaluation() {
     EvaluationSpec e;
@@ -42,11 +45,6 @@ double quantile_sorted(const std::vector<double>& sorted, double p) {
     const auto lo = static_cast<std::size_t>(std::floor(h));
     const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
     return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return quantile_sorted(v, 0.5);
 }
 
 void check_runs(const std::vector<MeasuredSteps>& runs) {
@@ -216,24 +214,18 @@ StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
         fit.profile.push_back({p.transient_scale, p.regime_cv, ks});
         return ks;
     };
-    const auto fit_scale = [&] {
-        fit.parameters.transient_scale = minimize_log(
-            [&](double s) {
+    // One parameter by minimize_log over [lo, hi], the others at their current fit.
+    const auto fit_one = [&](double StepFitParameters::*field, double lo, double hi) {
+        fit.parameters.*field = minimize_log(
+            [&](double x) {
                 StepFitParameters p = fit.parameters;
-                p.transient_scale = s;
+                p.*field = x;
                 return objective(p);
             },
-            1e-3, 10.0, 21);
+            lo, hi, 21);
     };
-    const auto fit_regime = [&] {
-        fit.parameters.regime_cv = minimize_log(
-            [&](double r) {
-                StepFitParameters p = fit.parameters;
-                p.regime_cv = r;
-                return objective(p);
-            },
-            1e-5, 0.3, 21);
-    };
+    const auto fit_scale = [&] { fit_one(&StepFitParameters::transient_scale, 1e-3, 10.0); };
+    const auto fit_regime = [&] { fit_one(&StepFitParameters::regime_cv, 1e-5, 0.3); };
     if (target == StepFitTarget::transient) fit_scale();
     if (target == StepFitTarget::regime) fit_regime();
     if (target == StepFitTarget::both) {

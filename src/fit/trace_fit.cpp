@@ -8,10 +8,13 @@
 #include <fmt/format.h>
 
 #include "src/common/error.hpp"
+#include "src/fit/detail/median.hpp"
 
 namespace prism::fit {
 
 namespace {
+
+using detail::median_of;
 
 // The invocations of one site on one rank.
 struct SiteRank {
@@ -26,12 +29,6 @@ struct SiteRank {
 
 bool is_compute(KernelClass c) {
     return c == KernelClass::gemm || c == KernelClass::attention || c == KernelClass::elementwise;
-}
-
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Groups a job's invocations by (site, rank); keeps those with 2+ positive durations and a

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -88,6 +89,13 @@ inline std::string synthetic_trace_json(const SyntheticTrace& t) {
 {}
 ]}})",
         t.rank, t.world_size, events);
+}
+
+/// A path under the system's temporary directory, in `dir` (created).
+inline std::string scratch_path(const std::string& dir, const std::string& name) {
+    const std::filesystem::path d = std::filesystem::temp_directory_path() / dir;
+    std::filesystem::create_directories(d);
+    return (d / name).string();
 }
 
 inline void write_text(const std::string& path, const std::string& text) {

@@ -15,14 +15,11 @@
 namespace prism::io {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::SyntheticKernel;
 using testing::SyntheticTrace;
 
 std::string scratch(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / "prism_trace_fit_test";
-    fs::create_directories(dir);
-    return (dir / name).string();
+    return testing::scratch_path("prism_trace_fit_test", name);
 }
 
 std::vector<KinetoTrace> read_all(const std::vector<SyntheticTrace>& specs) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "src/fit/detail/median.hpp"
 #include "src/stochastic/distribution.hpp"
 
 namespace prism::fit::detail {
@@ -15,12 +16,6 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 double normal_density(double e, double mean, double sigma) {
     const double z = (e - mean) / sigma;
     return kInvSqrt2Pi / sigma * std::exp(-0.5 * z * z);
-}
-
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Weighted quantile of `v`.
