@@ -36,14 +36,25 @@
 #include <span>
 #include <unordered_map>
 
+#include "src/stochastic/detail/analytic/common.hpp"
+#include "src/stochastic/detail/analytic/group_law.hpp"
+#include "src/stochastic/detail/analytic/unit_patterns.hpp"
 #include "src/stochastic/detail/evaluators.hpp"
-#include "src/stochastic/detail/hash.hpp"
 #include "src/stochastic/detail/kernels.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
 namespace prism::stochastic::detail {
 
 namespace {
+
+using ssta::binomial_pmf;
+using ssta::Grid;
+using ssta::GroupLaw;
+using ssta::grow;
+using ssta::law_table;
+using ssta::log_spatial_cdf;
+using ssta::trim_law_cache;
+using ssta::unit_patterns;
 
 // probabilists' Gauss-Hermite, 8 nodes (physicists' nodes * sqrt 2, weights / sqrt pi)
 constexpr std::array<double, 8> kGhZ{-4.1445471861258945, -2.8024858612875416, -1.6365190424351083,
@@ -52,27 +63,6 @@ constexpr std::array<double, 8> kGhZ{-4.1445471861258945, -2.8024858612875416, -
 constexpr std::array<double, 8> kGhW{
     1.1261453837536784e-4, 9.635220120788266e-3, 0.11723990766175913,  0.3730122576790774,
     0.3730122576790774,    0.11723990766175913,  9.635220120788266e-3, 1.1261453837536784e-4};
-
-/// Thread-local scratch that only grows: resize() would zero-fill what a smaller point freed.
-template <class T>
-void grow(std::vector<T>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-}
-
-/// P(K = k) for K ~ Binomial(n, q), through log-gamma (n up to millions of units)
-double binomial_pmf(double n, int k, double q) {
-    if (k < 0 || k > n) return 0.0;
-    if (q <= 0 || q >= 1) return k == (q <= 0 ? 0.0 : n) ? 1.0 : 0.0;  // a certain count
-    return std::exp(std::lgamma(n + 1) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1) +
-                    k * std::log(q) + (n - k) * std::log1p(-q));
-}
-
-double log_spatial_cdf(const Distribution& S, double x) {
-    const double f = S.cdf(x);
-    if (f <= 0) return -1e300;
-    const double sf = S.sf(x);
-    return sf < 0.5 ? std::log1p(-sf) : std::log(f);
-}
 
 /// Slow units as a probability generating function: each of `units` units is slow with
 /// probability q, independently; a slow unit turns one of `patterns` (frequency, list of
@@ -87,271 +77,11 @@ struct UnitPgf {
     std::vector<std::pair<double, std::vector<std::pair<int, int>>>> patterns;
 };
 
-/// log of the CDF of a group factor: prod over units spanned of ((1-q) F(g)^c + q F(g/sf)^c)
-struct GroupLaw {
-    const StepModel* m = nullptr;
-    std::vector<std::pair<int, int>> unit_members;  ///< (members per unit, how many such units)
-    int slow_members = -1;  ///< >= 0: a fixed number of slow members (variability-aware)
-    double power = 1;       ///< max over `power` iid groups (lockstep)
-    /// lockstep: slow GPUs of the whole stage, besides the power (K slow units' members)
-    int lock_slow = 0;
-    /// lockstep: lock_units units each slow with probability q, each with lock_c members in
-    /// this stage (the stage's marginal of their PGF), besides the power
-    double lock_units = 0;
-    int lock_c = 0;
-    const struct LawTable* table = nullptr;  ///< tabulated log_cdf (see law_table)
-
-    inline double log_cdf(double g) const;
-
-    /// log CDF of the group factor: the law of max G (raw_log_cdf) through the effective
-    /// factor phi_k, k the slow members (lockstep: phi_0; every other law run() builds has a
-    /// fixed number of slow members)
-    double exact_log_cdf(double y) const {
-        const EffectiveFactor* e = m->effective.get();
-        if (e == nullptr) return raw_log_cdf(y);
-        return raw_log_cdf(e->inverse(m->lockstep ? 0 : std::max(slow_members, 0), y));
-    }
-
-    /// log CDF of the largest member factor max G
-    double raw_log_cdf(double g) const {
-        const auto& S = m->spatial;
-        const int n = m->group_gpus;
-        auto logf = [&](double x) {
-            const double f = S.cdf(x);
-            if (f <= 0) return -1e300;
-            const double s = S.sf(x);
-            return s < 0.5 ? std::log1p(-s) : std::log(f);
-        };
-        double total;
-        if (slow_members >= 0) {
-            total = (n - slow_members) * logf(g);
-            if (slow_members > 0) total += slow_members * logf(g / m->slow_factor);
-        } else if (m->slow_probability <= 0 || m->slow_factor == 1.0) {
-            total = n * logf(g);
-        } else {
-            const double q = m->slow_probability;
-            const double a = logf(g);
-            const double b = logf(g / m->slow_factor);
-            total = 0;
-            for (const auto& [c, count] : unit_members) {
-                const double la = std::log1p(-q) + c * a;
-                const double lb = std::log(q) + c * b;
-                const double hi = std::max(la, lb);
-                total += count * (hi + std::log(std::exp(la - hi) + std::exp(lb - hi)));
-            }
-        }
-        total = power * std::max(total, -1e300);
-        if (lock_slow > 0 && total > -1e300) {
-            const double b = logf(g / m->slow_factor);
-            total = b <= -1e300 ? -1e300 : total + lock_slow * (b - logf(g));
-        }
-        if (lock_units > 0 && lock_c > 0 && total > -1e300) {
-            const double b = logf(g / m->slow_factor);
-            const double r = b <= -1e300 ? 0.0 : std::exp(lock_c * (b - logf(g)));
-            const double q = m->slow_probability;
-            total += lock_units * std::log(std::max(1e-300, 1.0 - q + q * r));
-        }
-        return std::max(total, -1e300);
-    }
-};
-
-/// log CDF of a group law tabulated on a uniform g grid and interpolated linearly. The grid
-/// spans [lo, hi] with log CDF(lo) = -800 (CDF 0 in double) and log CDF(hi) = -1e-22 (the
-/// replica sf is needed down to ~1e-17), 4097 points: for a normal spatial factor with cv 0.03
-/// the step is 0.003-0.01 sd from groups of 1e5 GPUs down to single GPUs (the span is widest
-/// there, through the irrelevant far lower tail); the accuracy tests check the end result.
-struct LawTable {
-    static constexpr int kPoints = 4097;
-    double lo = 0, hi = 0, inv_h = 0;
-    std::vector<double> y;
-    /// moments of the law (see Analytic::moments_of_g), filled on first use
-    mutable bool has_moments = false;
-    mutable double mean = 1, var = 0;
-
-    double operator()(double g) const {
-        if (!(g > lo)) return -1e300;
-        if (g >= hi) return y.back();
-        const double t = (g - lo) * inv_h;
-        const int i = std::min(static_cast<int>(t), kPoints - 2);
-        const double f = t - i;
-        return y[i] + f * (y[i + 1] - y[i]);
-    }
-    /// out[j] = (*this)(g0 + dg * j) for j < n
-    void fill_affine(double g0, double dg, int n, double* out) const {
-        interp_affine(y.data(), kPoints, lo, hi, inv_h, g0, dg, n, out);
-    }
-};
-
-inline double GroupLaw::log_cdf(double g) const {
-    return table != nullptr ? (*table)(g) : exact_log_cdf(g);
-}
-
-struct LawEntry {
-    // the full key, compared on a hash hit (spatial: the spec's id; effective: its id, 0 none)
-    std::uint64_t spatial, effective;
-    double slow_factor, q, power;
-    int group_gpus, slow_members, lock_slow;
-    double lock_units;
-    int lock_c;
-    std::vector<std::pair<int, int>> unit_members;
-    LawTable table;
-};
-
-std::unordered_map<std::uint64_t, std::unique_ptr<LawEntry>>& law_cache() {
-    thread_local std::unordered_map<std::uint64_t, std::unique_ptr<LawEntry>> cache;
-    return cache;
-}
-
-/// Bounds the table cache; called between points only (tables are referenced during one).
-void trim_law_cache() {
-    if (law_cache().size() > 1024) law_cache().clear();
-}
-
-/// The table of `law`, built once per thread for each distinct law (spatial spec, group size,
-/// slow members or unit pattern, slow probability and factor, power) and reused across points:
-/// a sweep evaluates a handful of distinct laws millions of times.
-const LawTable* law_table(const GroupLaw& law) {
-    const StepModel& m = *law.m;
-    const std::uint64_t eff = m.effective ? m.effective->id() : 0;
-    std::uint64_t h = hash_mix(m.spatial_id, hash_bits(m.slow_factor));
-    h = hash_mix(h, eff);
-    h = hash_mix(h, hash_bits(m.slow_probability));
-    h = hash_mix(h, static_cast<std::uint64_t>(m.group_gpus));
-    h = hash_mix(h, static_cast<std::uint64_t>(law.slow_members + 1));
-    h = hash_mix(h, hash_bits(law.power));
-    h = hash_mix(h, static_cast<std::uint64_t>(law.lock_slow));
-    h = hash_mix(h, hash_bits(law.lock_units));
-    h = hash_mix(h, static_cast<std::uint64_t>(law.lock_c));
-    for (const auto& [c, k] : law.unit_members) {
-        h = hash_mix(h, static_cast<std::uint64_t>(c));
-        h = hash_mix(h, static_cast<std::uint64_t>(k));
-    }
-    auto& cache = law_cache();
-    auto it = cache.find(h);
-    if (it != cache.end()) {
-        const LawEntry& e = *it->second;
-        if (e.spatial == m.spatial_id && e.effective == eff && e.slow_factor == m.slow_factor &&
-            e.q == m.slow_probability && e.power == law.power && e.group_gpus == m.group_gpus &&
-            e.slow_members == law.slow_members && e.lock_slow == law.lock_slow &&
-            e.lock_units == law.lock_units && e.lock_c == law.lock_c &&
-            e.unit_members == law.unit_members) {
-            return &e.table;
-        }
-        return nullptr;  // a hash collision: evaluate exactly
-    }
-    auto e = std::make_unique<LawEntry>(LawEntry{m.spatial_id,
-                                                 eff,
-                                                 m.slow_factor,
-                                                 m.slow_probability,
-                                                 law.power,
-                                                 m.group_gpus,
-                                                 law.slow_members,
-                                                 law.lock_slow,
-                                                 law.lock_units,
-                                                 law.lock_c,
-                                                 law.unit_members,
-                                                 {}});
-    GroupLaw exact = law;
-    exact.table = nullptr;
-    const double sfmax = std::max(1.0, m.slow_probability > 0 ? m.slow_factor : 1.0);
-    double top = std::max(2.0, 2.0 * m.spatial.quantile_upper(1e-300) * sfmax);
-    for (int i = 0; i < 200 && exact.exact_log_cdf(top) < -1e-22; ++i) top *= 2;
-    auto solve = [&](double target) {
-        double a = 0, b = top;
-        for (int i = 0; i < 200; ++i) {
-            const double mid = 0.5 * (a + b);
-            if (!(mid > a && mid < b)) break;
-            (exact.exact_log_cdf(mid) < target ? a : b) = mid;
-        }
-        return b;
-    };
-    LawTable& t = e->table;
-    t.lo = solve(-800.0);
-    t.hi = solve(-1e-22);
-    if (!(t.hi > t.lo)) t.hi = t.lo + 1e-12 * std::max(1.0, t.lo);
-    const double hstep = (t.hi - t.lo) / (LawTable::kPoints - 1);
-    t.inv_h = 1.0 / hstep;
-    t.y.resize(LawTable::kPoints);
-    for (int i = 0; i < LawTable::kPoints; ++i) t.y[i] = exact.exact_log_cdf(t.lo + hstep * i);
-    const LawTable* out = &e->table;
-    cache.emplace(h, std::move(e));
-    return out;
-}
-
-/// What one slow unit (node or GPU) of the job does under an ordered layout, over the job's
-/// units with their frequencies: `replicas`, the per-stage slow members of each replica it
-/// touches; `lockstep`, the (stage, slow members) of each group it touches. A pure function
-/// of the layout, computed once per thread for each distinct layout (a sweep has a handful).
-struct UnitPatterns {
-    std::vector<std::pair<double, std::vector<std::vector<int>>>> replicas;
-    std::vector<std::pair<double, std::vector<std::pair<int, int>>>> lockstep;
-};
-
-const UnitPatterns& unit_patterns(const StepModel& m, const PersistentLayout& l) {
-    struct Entry {
-        std::vector<std::int64_t> key;
-        UnitPatterns patterns;
-    };
-    thread_local std::unordered_map<std::uint64_t, std::vector<Entry>> cache;
-    std::vector<std::int64_t> key{l.stages,    l.dp,       l.group_gpus,
-                                  l.unit_gpus, l.job_gpus, static_cast<std::int64_t>(l.kind)};
-    key.insert(key.end(), m.placement_key.begin(), m.placement_key.end());
-    std::uint64_t h = 0;
-    for (const auto k : key) h = hash_mix(h, static_cast<std::uint64_t>(k));
-    auto& bucket = cache[h];
-    for (const auto& e : bucket) {
-        if (e.key == key) return e.patterns;
-    }
-    if (cache.size() > 256) {
-        cache.clear();
-        return unit_patterns(m, l);
-    }
-    UnitPatterns out;
-    const int p = l.stages;
-    std::vector<std::int32_t> group_of(static_cast<size_t>(l.job_gpus));
-    for (size_t j = 0; j < l.gpu_of.size(); ++j) {
-        group_of[l.gpu_of[j]] = static_cast<std::int32_t>(j / l.group_gpus);
-    }
-    std::map<std::vector<std::vector<int>>, int> freq;
-    std::map<std::vector<std::pair<int, int>>, int> freq_lock;
-    for (std::int64_t u = 0; u < l.job_units; ++u) {
-        std::map<int, std::vector<int>> per_rep;
-        std::map<int, int> per_group;
-        for (std::int64_t k = u * l.unit_gpus;
-             k < std::min<std::int64_t>((u + 1) * l.unit_gpus, l.job_gpus); ++k) {
-            const int gi = group_of[k];
-            auto& sig = per_rep[gi % l.dp];
-            sig.resize(p, 0);
-            sig[gi / l.dp]++;
-            per_group[gi]++;
-        }
-        std::vector<std::vector<int>> pat;
-        for (auto& [r, sig] : per_rep) pat.push_back(sig);
-        std::sort(pat.begin(), pat.end());
-        freq[pat]++;
-        std::vector<std::pair<int, int>> lpat;
-        for (const auto& [gi, c] : per_group) lpat.push_back({gi / l.dp, c});
-        std::sort(lpat.begin(), lpat.end());
-        freq_lock[lpat]++;
-    }
-    const auto units = static_cast<double>(l.job_units);
-    for (const auto& [pat, c] : freq) out.replicas.push_back({c / units, pat});
-    for (const auto& [pat, c] : freq_lock) out.lockstep.push_back({c / units, pat});
-    bucket.push_back({key, std::move(out)});
-    return bucket.back().patterns;
-}
-
 /// The distribution of one replica type's Delta on the common x grid.
 struct ReplicaType {
     std::vector<const GroupLaw*> stage_law;  ///< per stage
     const UnitPgf* pgf = nullptr;            ///< lockstep: slow units act on W directly
     double extra_mean = 0;  ///< slow stages other than smax: their mean shift of the others' sum
-};
-
-struct Grid {
-    double lo = 0, hi = 0, h = 0;
-    int n = 0;
-    double at(int i) const { return lo + h * i; }
 };
 
 class Analytic {
@@ -529,42 +259,7 @@ void Analytic::makespans_at(const double* r, size_t lanes, double* end) const {
 }
 
 void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) const {
-    if (m_.persistent_deterministic) {
-        mean = 1;
-        var = 0;
-        return;
-    }
-    if (law.table != nullptr && law.table->has_moments) {
-        mean = law.table->mean;
-        var = law.table->var;
-        return;
-    }
-    // integrate over a g grid: E[g] = g_lo + int (1 - H), E[(g-g_lo)^2] = int 2 (g-g_lo)(1-H)
-    const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
-    const double sfmin = std::min(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
-    const double n = m_.group_gpus * law.power;
-    // (the effective factor is between c max G and max G)
-    const double lo = m_.spatial.max_quantile(1e-14, 1.0) * sfmin *
-                      (m_.effective ? m_.effective->lower_ratio() : 1.0);
-    const double hi = m_.spatial.max_quantile(1.0 - 1e-14, n) * sfmax;
-    constexpr int kN = 2000;
-    const double h = (hi - lo) / kN;
-    double m1 = 0, m2 = 0;
-    double prev = 1.0 - std::exp(law.log_cdf(lo));
-    for (int i = 1; i <= kN; ++i) {
-        const double g = lo + h * i;
-        const double cur = -std::expm1(law.log_cdf(g));
-        m1 += 0.5 * h * (prev + cur);
-        m2 += h * ((g - h - lo) * prev + (g - lo) * cur);
-        prev = cur;
-    }
-    mean = lo + m1;
-    var = std::max(0.0, m2 - m1 * m1);
-    if (law.table != nullptr) {
-        law.table->mean = mean;
-        law.table->var = var;
-        law.table->has_moments = true;
-    }
+    ssta::moments_of_g(m_, law, mean, var);
 }
 
 void Analytic::stage_row_at(const GroupLaw& law, int st, double w0, int n, double hw,
