@@ -38,6 +38,8 @@
 
 #include "src/stochastic/detail/analytic/common.hpp"
 #include "src/stochastic/detail/analytic/group_law.hpp"
+#include "src/stochastic/detail/analytic/replica_types.hpp"
+#include "src/stochastic/detail/analytic/stage_curves.hpp"
 #include "src/stochastic/detail/analytic/unit_patterns.hpp"
 #include "src/stochastic/detail/evaluators.hpp"
 #include "src/stochastic/detail/kernels.hpp"
@@ -53,8 +55,10 @@ using ssta::GroupLaw;
 using ssta::grow;
 using ssta::law_table;
 using ssta::log_spatial_cdf;
+using ssta::ReplicaType;
 using ssta::trim_law_cache;
 using ssta::unit_patterns;
+using ssta::UnitPgf;
 
 // probabilists' Gauss-Hermite, 8 nodes (physicists' nodes * sqrt 2, weights / sqrt pi)
 constexpr std::array<double, 8> kGhZ{-4.1445471861258945, -2.8024858612875416, -1.6365190424351083,
@@ -63,26 +67,6 @@ constexpr std::array<double, 8> kGhZ{-4.1445471861258945, -2.8024858612875416, -
 constexpr std::array<double, 8> kGhW{
     1.1261453837536784e-4, 9.635220120788266e-3, 0.11723990766175913,  0.3730122576790774,
     0.3730122576790774,    0.11723990766175913,  9.635220120788266e-3, 1.1261453837536784e-4};
-
-/// Slow units as a probability generating function: each of `units` units is slow with
-/// probability q, independently; a slow unit turns one of `patterns` (frequency, list of
-/// (stage, slow members)) slow. Random placement: each of its u GPUs joins the job with
-/// probability phi and lands in a uniformly random stage.
-struct UnitPgf {
-    double q = 0;
-    double units = 0;
-    bool random = false;
-    double phi = 1;
-    int unit_gpus = 1;
-    std::vector<std::pair<double, std::vector<std::pair<int, int>>>> patterns;
-};
-
-/// The distribution of one replica type's Delta on the common x grid.
-struct ReplicaType {
-    std::vector<const GroupLaw*> stage_law;  ///< per stage
-    const UnitPgf* pgf = nullptr;            ///< lockstep: slow units act on W directly
-    double extra_mean = 0;  ///< slow stages other than smax: their mean shift of the others' sum
-};
 
 class Analytic {
   public:
@@ -193,7 +177,6 @@ class Analytic {
     void y_sf(const ReplicaType& t, int kw, double hw, std::vector<double>& ysf) const;
     void cond_masses(const GroupLaw* ulaw, const double* ysf, double weight, int kw, double hw,
                      std::vector<double>& pj) const;
-    void moments_of_g(const GroupLaw& law, double& mean, double& var) const;
 
     const StepModel& m_;
     const PersistentLayout& l_;
@@ -256,10 +239,6 @@ void Analytic::makespans_at(const double* r, size_t lanes, double* end) const {
         start[k] = m_.dataloader.mean(1.0, r[k]);
     }
     m_.pipeline.makespan_affine_lanes(op_comp_, op_comm_, r, tr.data(), start.data(), lanes, end);
-}
-
-void Analytic::moments_of_g(const GroupLaw& law, double& mean, double& var) const {
-    ssta::moments_of_g(m_, law, mean, var);
 }
 
 void Analytic::stage_row_at(const GroupLaw& law, int st, double w0, int n, double hw,
@@ -635,570 +614,33 @@ void Analytic::run(const EvaluationSpec& eval, int clusters, StepDistribution& o
     r_bar_ = m_.regime.mean();
     other_patterns_.clear();
 
-    // group laws
-    GroupLaw healthy;
-    healthy.m = &m_;
-    healthy.power = m_.lockstep ? m_.dp : 1;
-    if (!m_.persistent_deterministic) {
-        if (l_.kind == PlacementKind::random) {
-            healthy.unit_members = {{1, m_.group_gpus}};
-        } else {
-            std::map<int, int> per_unit;
-            for (int j = 0; j < m_.group_gpus; ++j) per_unit[l_.gpu_of[j] / l_.unit_gpus]++;
-            std::map<int, int> hist;
-            for (const auto& [unit, c] : per_unit) hist[c]++;
-            for (const auto& [c, k] : hist) healthy.unit_members.push_back({c, k});
-        }
-    }
-    const bool slow_active =
-        !m_.persistent_deterministic && m_.slow_probability > 0 && m_.slow_factor != 1.0;
-    const bool aware = l_.kind == PlacementKind::variability_aware && slow_active;
-    const bool pgf_mode = slow_active && !aware;
-    GroupLaw clean = healthy;  // no slow member; slow units enter through types and the PGF
-    clean.slow_members = 0;
-    if (!m_.persistent_deterministic) clean.table = law_table(clean);
-    const GroupLaw& base_law = clean;
-
-    // The replica's makespan as a function of the group factors g (DESIGN.md section 3):
-    // T(g) = max over the schedule's paths P of (B_P + sum_s A_Ps c_s g_s), convex. Linearized
-    // at the reference g_ref (every stage at the typical factor):
-    //  * the critical path there passes stage s with content a_s (rest_, in units of c_s, the
-    //    stage's compute per microbatch); its value moves by sum_s a_s c_s (g_s - g_ref);
-    //  * a stage that is slowed enough makes the paths that dwell on it critical: phi_s(g) =
-    //    T(g_s = g, the others at g_ref) - T(g_ref) is convex and piecewise linear, its first
-    //    segment the critical path's (slope a_s c_s) and each later one a family of paths that
-    //    dwells longer on s. Those families pass the other stages as the critical path does
-    //    (fill and drain), except the stage the critical path dwells on, smax (the largest
-    //    a_s c_s, the last stage in 1F1B), which they pass briefly: its term is left at its
-    //    mean there. So
-    //      T = T(g_ref) + sum_{s != smax} a_s c_s (g_s - g_ref) + W,
-    //      W = max(phi_smax(g_smax), max_{s != smax} (phi_s^+(g_s) - a_s c_s (g_s - g_ref))),
-    //    phi_s^+ the max of phi_s's later segments (negative below the point where s becomes
-    //    critical). The sum is normal (moments of g); W's CDF is the product of the stages'
-    //    CDFs through the inverse of each term (g_of).
-    // The segments are found exactly on the schedule DAG by the sandwich method for convex
-    // functions: value and right slope at both ends of the relevant g range, then at the
-    // intersection of adjacent tangent lines until the function meets them there (a segment
-    // is confirmed) or the chord lies within `tol` of them; the stages go as lanes of one
-    // pass per round (FlatPipeline::makespan_stage_lanes).
-    double comp_sum = 0, comp_sq = 0, var_sum = 0;
-    rest_.assign(p, 1.0);
-    lines_.assign(p, {});
-    double eg = 1, vg = 0;
-    moments_of_g(base_law, eg, vg);
-    const double g_ref = std::max(eg, 1.01);
-    g_ref_ = g_ref;
-    int smax = p - 1;
-    double d_ref = 0;  // T(g_ref) - T(g = 1) at r_bar
-    std::vector<double> content(p, 0.0);
-    const auto& ops = m_.pipeline.ops();
-    thread_local std::vector<double> dur, comp, comm, xfer, fin, end;
-    grow(dur, ops.size());
-    grow(comp, ops.size());
-    grow(comm, ops.size());
-    xfer.assign(ops.size(), m_.p2p.mean(1.0, r_bar_));
-    const double dl0 = m_.dataloader.mean(1.0, r_bar_);
-    for (size_t i = 0; i < ops.size(); ++i) {
-        const int j = ops[i].stage * m_.chunks + ops[i].chunk;
-        const ChunkCost& k = ops[i].backward ? m_.bwd[j] : m_.fwd[j];
-        dur[i] = k.mean(g_ref, r_bar_);
-        comp[i] = k.comp_mean;
-        comm[i] = k.comm_mean;
-    }
-    op_comp_ = comp.data();
-    op_comm_ = comm.data();
-    {
-        // The contents of ONE critical path at g_ref (at least 1.01: at g = 1 several paths tie
-        // in interleaved schedules, and per-stage derivatives taken one stage at a time may
-        // come from different paths, whose sum overstates a common slowdown; 1.02 until the
-        // effective group factor lowered the typical factor to ~1.01-1.02, where 1.02 put the
-        // reference above the mean: 405B sweep's interleaved points KS 0.03-0.07 against
-        // 0.007-0.037 at 1.01)
-        grow(fin, ops.size());
-        const auto path = m_.pipeline.critical_path(dur.data(), xfer.data(), dl0, fin.data());
-        for (const auto i : path) content[ops[i].stage] += comp[i];
-        double best = -1;
-        for (int st = 0; st < p; ++st) {
-            const double c = m_.stage_comp_s[st];
-            rest_[st] = c > 0 ? content[st] / c : 0.0;
-            if (content[st] > best) {
-                best = content[st];
-                smax = st;
-            }
-        }
-    }
-    smax_ = smax;
-    for (int st = 0; st < p; ++st) {
-        comp_sum += m_.stage_comp_s[st];
-        comp_sq += m_.stage_comp_s[st] * m_.stage_comp_s[st];
-    }
-    for (int st = 0; st < p; ++st) {
-        var_sum +=
-            rest_[st] * (eg * eg * m_.stage_var_comp[st] + r_bar_ * r_bar_ * m_.stage_var_comm[st]);
-    }
-    mu_o_ = 0;
-    var_o_ = 0;
-    var_eps_ = var_sum + m_.dataloader.var(1.0, r_bar_) + 2.0 * (p - 1) * m_.p2p.var(1.0, r_bar_);
-    w_random_ =
-        !m_.persistent_deterministic &&
-        std::any_of(m_.stage_comp_s.begin(), m_.stage_comp_s.end(), [](double c) { return c > 0; });
-    beta_ = 0;
-    if (w_random_) {
-        for (int st = 0; st < p; ++st) {
-            if (st == smax) continue;
-            mu_o_ += rest_[st] * m_.stage_comp_s[st] * (eg - g_ref);
-            var_o_ += rest_[st] * rest_[st] * m_.stage_comp_s[st] * m_.stage_comp_s[st] * vg;
-        }
-        // the relevant range of g: up to the slowest group's 1 - 1e-15 quantile
-        const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
-        const double n_all = m_.group_gpus * (m_.lockstep ? m_.dp : 1);
-        const double ghi = m_.spatial.max_quantile(1 - 1e-15, n_all) * sfmax;
-        const double top = std::max(ghi - g_ref, 0.05);
-        const double eps = 1e-6 * top;
-        const double noise = std::sqrt(var_o_ + var_eps_);
-        struct Pt {
-            double d, phi, slope;
-        };
-        struct Interval {
-            int st;
-            Pt a, b;
-        };
-        std::vector<std::vector<Pt>> pts(p);
-        std::vector<Interval> open, next_open;
-        // (stage, delta), in stage order: the stages are visited in order, and the open
-        // intervals stay in it
-        std::vector<std::pair<int, double>> lanes;
-        thread_local std::vector<std::int32_t> first;
-        thread_local std::vector<double> delta, slope;
-        double t_ref = 0;
-        // one pass: lanes (stage, delta) plus, in the first, the reference lane
-        auto run_lanes = [&](bool with_ref) {
-            const int base = with_ref ? 1 : 0;
-            first.assign(p + 1, 0);
-            delta.assign(base, 0.0);
-            size_t li = 0;
-            for (int st = 0; st < p; ++st) {
-                first[st] = static_cast<std::int32_t>(delta.size());
-                for (; li < lanes.size() && lanes[li].first == st; ++li) {
-                    delta.push_back(lanes[li].second);
-                }
-            }
-            first[p] = static_cast<std::int32_t>(delta.size());
-            grow(end, delta.size());
-            grow(slope, delta.size());
-            m_.pipeline.makespan_stage_lanes(dur.data(), comp.data(), xfer.data(), dl0,
-                                             first.data(), delta.data(), end.data(), slope.data());
-            if (with_ref) t_ref = end[0];
-        };
-        // the first pass: per stage, the value and the slope at the top (the slope is the
-        // stage's content on the lane's critical path: a tangent there)
-        lanes.clear();
-        for (int st = 0; st < p; ++st) {
-            if (!(m_.stage_comp_s[st] > 0)) continue;
-            lanes.push_back({st, top});
-        }
-        run_lanes(true);
-        d_ref = t_ref - makespan_at(r_bar_);
-        // the tolerance: far below the noise and the grid step
-        const double tol = std::max(1e-2 * noise, 1e-10 * t_ref);
-        for (int st = 0, k = 1; st < p; ++st) {
-            if (!(m_.stage_comp_s[st] > 0)) continue;
-            const double f_top = end[k] - t_ref;
-            const double s_top = slope[k];
-            ++k;
-            // at 0 the critical path's line: a tangent (a lower bound of the right slope, equal
-            // to it unless other paths tie there, whose segment a probe then finds)
-            const Pt a{0.0, 0.0, rest_[st] * m_.stage_comp_s[st]};
-            const Pt b{top, f_top, s_top};
-            pts[st] = {a, b};
-            open.push_back({st, a, b});
-        }
-        // rounds: the intersection of the tangents of each open interval
-        // At most kRounds probing passes: on the accuracy matrix and the quickstart's points
-        // one gives the results of eight to the printed digits; the tangents left in an
-        // interval still open are a lower bound of the term, off by at most its chord gap.
-        constexpr int kRounds = 1;
-        for (int round = 0; round < kRounds && !open.empty(); ++round) {
-            lanes.clear();
-            std::vector<double> at;  // the intersection probed in each interval of `probe`
-            next_open.clear();
-            std::vector<Interval> probe;
-            for (const auto& iv : open) {
-                const Pt& a = iv.a;
-                const Pt& b = iv.b;
-                const double c = m_.stage_comp_s[iv.st];
-                if (!(b.slope - a.slope > 1e-9 * c)) continue;  // one segment
-                double x = (b.phi - b.slope * b.d - a.phi + a.slope * a.d) / (a.slope - b.slope);
-                x = std::clamp(x, a.d, b.d);
-                const double line = a.phi + a.slope * (x - a.d);
-                const double chord = a.phi + (b.phi - a.phi) * (x - a.d) / (b.d - a.d);
-                if (!(chord - line > tol) || b.d - a.d < 4 * eps) continue;
-                x = std::min(x, b.d - 2 * eps);
-                probe.push_back(iv);
-                at.push_back(x);
-                lanes.push_back({iv.st, x});
-            }
-            if (probe.empty()) break;
-            run_lanes(false);  // probe i's lane is i
-            for (size_t i = 0; i < probe.size(); ++i) {
-                const auto& iv = probe[i];
-                const double x = at[i];
-                const double fx = end[i] - t_ref;
-                const Pt px{x, fx, slope[i]};
-                const double line = std::max(iv.a.phi + iv.a.slope * (x - iv.a.d),
-                                             iv.b.phi + iv.b.slope * (x - iv.b.d));
-                // the two tangents are segments meeting at x
-                if (fx <= line + 0.1 * tol) continue;
-                pts[iv.st].push_back(px);
-                next_open.push_back({iv.st, iv.a, px});
-                next_open.push_back({iv.st, px, iv.b});
-            }
-            open.swap(next_open);
-        }
-        // each stage's term as the max of lines in d = g - g_ref (slope, intercept): smax all
-        // its tangents, the others their tangents steeper than the critical path's, less it
-        for (int st = 0; st < p; ++st) {
-            const double c = m_.stage_comp_s[st];
-            if (!(c > 0)) continue;
-            const double base = st == smax ? 0.0 : rest_[st] * c;
-            std::vector<std::pair<double, double>> ls;
-            for (const auto& pt : pts[st]) {
-                // slopes are path contents (sums of the ops' compute): a difference below 1e-4 c
-                // is taken as the same segment (it moves the term by < 1e-4 c over the range)
-                const double s = pt.slope - base;
-                if (!(s > 1e-4 * c)) continue;
-                ls.push_back({s, pt.phi - pt.slope * pt.d});
-            }
-            // one line per slope (within 1e-3 c; the highest), by increasing slope
-            std::sort(ls.begin(), ls.end());
-            std::vector<std::pair<double, double>> hull;
-            for (const auto& l : ls) {
-                if (!hull.empty() && l.first - hull.back().first <= 1e-3 * c) {
-                    hull.back().second = std::max(hull.back().second, l.second);
-                    continue;
-                }
-                hull.push_back(l);
-            }
-            auto& stage_lines = lines_[st];
-            for (const auto& l : hull) stage_lines.push_back({1.0 / l.first, l.second});
-        }
-        mu_o_ += d_ref;
-        if (p > 1) {
-            // beta_: smax's content on the path family of the stage whose term reaches highest at
-            // the job's typical largest factor d_typ (the families pass smax alike: once each
-            // way in 1F1B). A family's content on smax changes along its stage's curve: in
-            // interleaved schedules the path that dwells on a stage slowed by a few percent
-            // still passes smax in full, and only far up (tens of percent) briefly, so beta_ is
-            // taken where the step's largest factors are, not at the top of the range: the
-            // median of the largest spatial factor over the job's GPUs, or a slow group's where
-            // slow units are active (they set the step's tail)
-            const double d_typ = std::clamp(
-                std::max(m_.group_factor(0, m_.spatial.max_quantile(0.5, n_all * p * m_.replicas)),
-                         sfmax * eg) -
-                    g_ref,
-                eps, top);
-            int best = -1;
-            double best_v = -1e300;
-            for (int st = 0; st < p; ++st) {
-                if (st == smax || lines_[st].empty()) continue;
-                double at = -1e300;
-                for (const auto& [inv, b] : lines_[st]) at = std::max(at, d_typ / inv + b);
-                if (at > best_v) {
-                    best_v = at;
-                    best = st;
-                }
-            }
-            if (best >= 0) {
-                thread_local std::vector<double> dk;
-                grow(dk, ops.size());
-                for (size_t i = 0; i < ops.size(); ++i) {
-                    dk[i] = dur[i] + (ops[i].stage == best ? d_typ * comp[i] : 0.0);
-                }
-                grow(fin, ops.size());
-                const auto path =
-                    m_.pipeline.critical_path(dk.data(), xfer.data(), dl0, fin.data());
-                for (const auto i : path) beta_ += ops[i].stage == smax ? comp[i] : 0.0;
-            }
-        }
-    }
-    const double noise_sd = std::sqrt(var_o_ + var_eps_);
-    // replica types and scenarios (weight, counts per type)
-    std::deque<GroupLaw> laws;  // stable addresses
-    std::vector<ReplicaType> types;
-    struct Scenario {
-        double weight;
-        std::vector<std::pair<int, int>> counts;  // (type, replicas)
-    };
-    std::vector<Scenario> scenarios;
-    ReplicaType base_type;
-    base_type.stage_law.assign(p, &base_law);
-    types.push_back(base_type);
-    std::map<int, double> mean_g_cache;
-    auto mean_g = [&](int slow_members) {
-        auto it = mean_g_cache.find(slow_members);
-        if (it != mean_g_cache.end()) return it->second;
-        GroupLaw law = clean;
-        law.slow_members = slow_members;
-        law.table = law_table(law);
-        double mg = 1, vg2 = 0;
-        moments_of_g(law, mg, vg2);
-        mean_g_cache[slow_members] = mg;
-        return mg;
-    };
-    // the others' sum moves by a_s c_s (E[g_s] - E_healthy[g]) when stage s has another law
-    auto law_shift = [&](int st, const GroupLaw& law) {
-        double mg = 1, vg2 = 0;
-        moments_of_g(law, mg, vg2);
-        return rest_[st] * m_.stage_comp_s[st] * (mg - eg);
-    };
-    UnitPgf unit_pgf;
-    // non-lockstep PGF mode: patterns of replica types hit by one slow unit
-    std::vector<std::pair<double, std::vector<int>>> rep_patterns;
-    std::vector<int> one_slow_at_stage;  // random placement: type with 1 slow member at stage s
-    std::map<std::vector<int>, int> sig_type;
-    auto type_for_sig = [&](const std::vector<int>& sig) {
-        auto it = sig_type.find(sig);
-        if (it != sig_type.end()) return it->second;
-        ReplicaType t;
-        double sum = 0;
-        for (int st = 0; st < p; ++st) {
-            if (sig[st] == 0) {
-                t.stage_law.push_back(&base_law);
-            } else {
-                GroupLaw law = clean;
-                law.slow_members = sig[st];
-                law.table = law_table(law);
-                laws.push_back(law);
-                t.stage_law.push_back(&laws.back());
-                // a slow stage other than smax moves the others' sum by its mean (smax's law
-                // is in W)
-                if (st != smax) sum += rest_[st] * m_.stage_comp_s[st] * (mean_g(sig[st]) - eg);
-            }
-        }
-        t.extra_mean = sum;
-        types.push_back(t);
-        sig_type.emplace(sig, static_cast<int>(types.size()) - 1);
-        return static_cast<int>(types.size()) - 1;
-    };
-    if (pgf_mode) {
-        unit_pgf.q = m_.slow_probability;
-        unit_pgf.unit_gpus = l_.unit_gpus;
-        if (l_.kind == PlacementKind::random) {
-            unit_pgf.random = true;
-            unit_pgf.units = static_cast<double>(l_.machine_units);
-            unit_pgf.phi = static_cast<double>(l_.job_gpus) /
-                           static_cast<double>(l_.machine_units * l_.unit_gpus);
-        } else {
-            unit_pgf.units = static_cast<double>(l_.job_units);
-        }
-    }
-    const auto* lock_patterns =
-        pgf_mode && m_.lockstep && !unit_pgf.random ? &unit_patterns(m_, l_).lockstep : nullptr;
-    // patterns touching disjoint sets of stages (each stage in at most one)
-    std::vector<int> stage_pattern(p, -1);
-    bool disjoint = lock_patterns != nullptr && p > 1;
-    for (size_t f = 0; disjoint && f < lock_patterns->size(); ++f) {
-        for (const auto& [st, c] : (*lock_patterns)[f].second) {
-            if (stage_pattern[st] >= 0 && stage_pattern[st] != static_cast<int>(f))
-                disjoint = false;
-            stage_pattern[st] = static_cast<int>(f);
-        }
-    }
-    if (disjoint) {
-        // Lockstep pipeline whose slow-unit patterns touch disjoint sets of stages: a pattern's
-        // stages depend on each other only through its number K of slow units (Binomial(units
-        // f, q)); given K, stage s has K c_s slow GPUs. smax's pattern is taken per K (one type
-        // each, K >= 8 in bins about 20% wide at the bin's mean); the other patterns enter W's
-        // CDF through their joint PGF factors (other_pgf_log). Each type carries the others'
-        // mean shift (from each stage's marginal law), and the conditional form of w_masses
-        // applies.
-        const int fs = stage_pattern[smax];
-        std::vector<int> per_stage(p, 0);
-        for (const auto& pat : *lock_patterns) {
-            for (const auto& [st, c] : pat.second) per_stage[st] += c;
-        }
-        // the other patterns act through their joint factor (other_pgf_log) on clean stage
-        // laws; their stages' mean shifts from each stage's marginal law
-        ReplicaType base_k;
-        base_k.stage_law.assign(p, &base_law);
-        for (size_t f = 0; f < lock_patterns->size(); ++f) {
-            if (static_cast<int>(f) == fs) continue;
-            const double nf = unit_pgf.units * (*lock_patterns)[f].first;
-            other_patterns_.push_back({nf, (*lock_patterns)[f].second});
-            for (int st = 0; st < p; ++st) {
-                if (stage_pattern[st] != static_cast<int>(f) || st == smax) continue;
-                GroupLaw law = clean;
-                law.lock_units = nf;
-                law.lock_c = per_stage[st];
-                law.table = law_table(law);
-                base_k.extra_mean += law_shift(st, law);
-            }
-        }
-        types[0] = base_k;
-        const double n_units = fs >= 0 ? unit_pgf.units * (*lock_patterns)[fs].first : 0.0;
-        const double q = unit_pgf.q;
-        std::vector<std::pair<int, double>> pk;  // (K, probability), pk >= 1e-13
-        double cum = 0;
-        for (int k = 0; k <= n_units && cum < 1.0 - 1e-15; ++k) {
-            const double w = binomial_pmf(n_units, k, q);
-            cum += w;
-            if (w >= 1e-13) pk.push_back({k, w});
-        }
-        if (pk.empty()) pk.push_back({0, 1.0});
-        for (size_t i = 0; i < pk.size();) {
-            size_t j = i + 1;
-            double w = pk[i].second, wk = pk[i].second * pk[i].first;
-            if (pk[i].first >= 8) {
-                for (; j < pk.size() && pk[j].first <= 1.2 * pk[i].first; ++j) {
-                    w += pk[j].second;
-                    wk += pk[j].second * pk[j].first;
-                }
-            }
-            const int k = static_cast<int>(std::lround(wk / w));
-            int idx = 0;
-            if (k > 0) {
-                ReplicaType t = base_k;
-                for (int st = 0; st < p; ++st) {
-                    if (stage_pattern[st] != fs || per_stage[st] == 0) continue;
-                    GroupLaw law = clean;
-                    law.lock_slow = k * per_stage[st];
-                    law.table = law_table(law);
-                    laws.push_back(law);
-                    t.stage_law[st] = &laws.back();
-                    if (st != smax) t.extra_mean += law_shift(st, laws.back());
-                }
-                types.push_back(t);
-                idx = static_cast<int>(types.size()) - 1;
-            }
-            scenarios.push_back({w, {{idx, 1}}});
-            i = j;
-        }
-        double total = 0;
-        for (const auto& sc : scenarios) total += sc.weight;
-        for (auto& sc : scenarios) sc.weight /= total;
-    } else if (pgf_mode && m_.lockstep) {
-        if (lock_patterns != nullptr) unit_pgf.patterns = *lock_patterns;
-        types[0].pgf = &unit_pgf;
-        scenarios.push_back({1.0, {{0, 1}}});
-    } else if (pgf_mode) {
-        if (unit_pgf.random) {
-            for (int st = 0; st < p; ++st) {
-                std::vector<int> sig(p, 0);
-                sig[st] = 1;
-                one_slow_at_stage.push_back(type_for_sig(sig));
-            }
-        } else {
-            for (const auto& [f, pat] : unit_patterns(m_, l_).replicas) {
-                std::vector<int> idx;
-                for (const auto& sig : pat) idx.push_back(type_for_sig(sig));
-                rep_patterns.push_back({f, idx});
-            }
-        }
-        scenarios.push_back({1.0, {{0, m_.replicas}}});
-    } else if (!aware) {
-        scenarios.push_back({1.0, {{0, m_.replicas}}});
-    } else {
-        // slow units that must be used ~ max(0, Binomial(machine_units, q) - spare)
-        const double q = m_.slow_probability;
-        const auto units = static_cast<double>(l_.machine_units);
-        const std::int64_t spare = l_.machine_units - l_.job_units;
-        std::map<std::vector<int>, int> type_of;  // per-stage slow members -> type index
-        std::map<std::pair<int, double>, const GroupLaw*> law_of;  // (slow members, power)
-        double mass_zero = 0;
-        const int kmax = static_cast<int>(
-            std::min<double>(units, units * q + 12.0 * std::sqrt(units * q * (1 - q)) + 12.0));
-        for (int k = 0; k <= kmax; ++k) {
-            const double pk = binomial_pmf(units, k, q);
-            const std::int64_t e = std::max<std::int64_t>(0, k - spare);
-            if (e == 0) {
-                mass_zero += pk;
-                continue;
-            }
-            if (pk < 1e-12) continue;
-            // fill groups in preference order; only the replicas touched carry slow members
-            std::int64_t slow_gpus = e * l_.unit_gpus;
-            std::vector<std::vector<int>> per_rep(m_.dp);
-            std::vector<int> touched;
-            for (const auto gi : l_.preference) {
-                if (slow_gpus <= 0) break;
-                const int c = static_cast<int>(std::min<std::int64_t>(m_.group_gpus, slow_gpus));
-                auto& sig = per_rep[gi % m_.dp];
-                if (sig.empty()) {
-                    sig.assign(p, 0);
-                    touched.push_back(gi % m_.dp);
-                }
-                sig[gi / m_.dp] = c;
-                slow_gpus -= c;
-            }
-            for (auto& sig : per_rep) {
-                if (sig.empty() && m_.lockstep) sig.assign(p, 0);
-            }
-            auto law_for = [&](int slow_members, double power) -> const GroupLaw* {
-                const auto key = std::make_pair(slow_members, power);
-                auto found = law_of.find(key);
-                if (found != law_of.end()) return found->second;
-                GroupLaw law = healthy;
-                law.slow_members = slow_members;
-                law.power = power;
-                law.table = law_table(law);
-                laws.push_back(law);
-                law_of.emplace(key, &laws.back());
-                return &laws.back();
-            };
-            Scenario sc{pk, {}};
-            if (m_.lockstep) {
-                // one replica: each stage's law is the product over its dp groups
-                std::vector<int> key;
-                for (int s = 0; s < p; ++s) {
-                    for (int r = 0; r < m_.dp; ++r) key.push_back(per_rep[r][s]);
-                }
-                auto it = type_of.find(key);
-                if (it == type_of.end()) {
-                    // approximate the product by its dominant factor: the most-slow group
-                    ReplicaType t;
-                    for (int s = 0; s < p; ++s) {
-                        int worst = 0;
-                        for (int r = 0; r < m_.dp; ++r) worst = std::max(worst, per_rep[r][s]);
-                        t.stage_law.push_back(worst == 0 ? &base_law : law_for(worst, 1.0));
-                        if (worst > 0 && s != smax) {
-                            t.extra_mean += law_shift(s, *t.stage_law[s]);
-                        }
-                    }
-                    it = type_of.emplace(key, static_cast<int>(types.size())).first;
-                    types.push_back(t);
-                }
-                sc.counts.push_back({it->second, 1});
-            } else {
-                std::map<int, int> count;
-                count[0] = m_.dp - static_cast<int>(touched.size());
-                for (const int r : touched) {
-                    auto it = type_of.find(per_rep[r]);
-                    if (it == type_of.end()) {
-                        ReplicaType t;
-                        bool any = false;
-                        for (int s = 0; s < p; ++s) {
-                            const int c = per_rep[r][s];
-                            any = any || c > 0;
-                            t.stage_law.push_back(c == 0 ? &base_law : law_for(c, 1.0));
-                            if (c > 0 && s != smax) t.extra_mean += law_shift(s, *t.stage_law[s]);
-                        }
-                        const int idx = any ? static_cast<int>(types.size()) : 0;
-                        if (any) types.push_back(t);
-                        it = type_of.emplace(per_rep[r], idx).first;
-                    }
-                    count[it->second]++;
-                }
-                for (const auto& [t, c] : count) {
-                    if (c > 0) sc.counts.push_back({t, c});
-                }
-            }
-            scenarios.push_back(sc);
-        }
-        scenarios.push_back({mass_zero, {{0, m_.replicas}}});
-        double total = 0;
-        for (const auto& s : scenarios) total += s.weight;
-        for (auto& s : scenarios) s.weight /= total;
-    }
+    // group laws, stage curves, replica types and scenarios (analytic/)
+    ssta::GroupLaws group_laws;
+    ssta::group_laws(m_, l_, group_laws);
+    const bool pgf_mode = group_laws.pgf_mode;
+    const ssta::StageCurves curves = ssta::stage_curves(m_, group_laws.clean);
+    r_bar_ = curves.r_bar;
+    rest_ = curves.rest;
+    lines_ = curves.lines;
+    g_ref_ = curves.g_ref;
+    smax_ = curves.smax;
+    mu_o_ = curves.mu_o;
+    var_o_ = curves.var_o;
+    var_eps_ = curves.var_eps;
+    w_random_ = curves.w_random;
+    beta_ = curves.beta;
+    op_comp_ = curves.op_comp;
+    op_comm_ = curves.op_comm;
+    const double g_ref = g_ref_;
+    const int smax = smax_;
+    const double noise_sd = curves.noise_sd();
+    const ssta::ReplicaSet set(m_, l_, curves, group_laws);
+    const auto& types = set.types;
+    const auto& scenarios = set.scenarios;
+    const auto& unit_pgf = set.unit_pgf;
+    const auto& rep_patterns = set.rep_patterns;
+    const auto& one_slow_at_stage = set.one_slow_at_stage;
+    other_patterns_ = set.other_patterns;
     // W range over all types: from CDF_W = 1e-13 (base type) to sf_W = 1e-15 (slowest type)
     if (w_random_) {
         const double sfmax = std::max(1.0, m_.slow_probability > 0 ? m_.slow_factor : 1.0);
