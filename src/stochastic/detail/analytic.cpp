@@ -119,7 +119,7 @@ void analytic(const StepModel& model, const PersistentLayout& layout, const Eval
     ssta::replica_sfs(model, set, law, clusters, curves.noise_sd(), sfs);
     // 5. the max over the replicas, D
     const ssta::ReplicaMax max(model, set, x, sfs.linear_pgf);
-    const std::vector<double> FD = max.table(sfs.type, sfs.mix, sfs.mix_w);
+    const std::vector<double> FD = max.table(sfs.type, sfs.mix);
     double d_mean, d_var;
     ssta::grid_moments(FD, x, d_mean, d_var);
     // 6. the regime's cells and the sync / optimizer tail. A normal part of the tail with sd
@@ -141,7 +141,7 @@ void analytic(const StepModel& model, const PersistentLayout& layout, const Eval
     out.cluster_mean_s.assign(clusters, out.mean_s);
     out.cluster_var_s2.assign(clusters, out.std_s * out.std_s);
     if (clusters > 1) {
-        cluster_strata(max.table(sfs.type_pers, sfs.mix_pers, sfs.mix_w_pers), x, clusters, out);
+        cluster_strata(max.table(sfs.type_pers, sfs.mix_pers), x, clusters, out);
     }
 }
 

@@ -6,9 +6,9 @@
 // Two samplers of the same law:
 //  * dense (slowest_replica): every group factor drawn (draw_group_factors), one mean-duration
 //    DAG run per replica for its bound. Used for lockstep (FSDP), a single random term, one
-//    replica, random placement, and deterministic persistent factors;
-//  * sparse (slowest_sparse, ordered and variability-aware placement with persistent
-//    variability): the group factors are revealed lazily (LazyGroupFactors: slow units by
+//    replica, and deterministic persistent factors;
+//  * sparse (slowest_sparse, every placement with persistent variability): the group factors
+//    are revealed lazily (LazyGroupFactors: slow units by
 //    geometric skipping, healthy factors top-down by order statistics, each draw from its
 //    exact conditional law), and replicas none of whose factors is revealed share one bound
 //    M(tau 1) + b. Only the replicas holding slow or top factors are resolved (exact DAG, 8 at
@@ -778,12 +778,12 @@ class StepSampler {
 }  // namespace
 
 std::vector<double> monte_carlo(const StepModel& m, const PersistentLayout& layout, int samples,
-                                std::uint64_t seed, std::uint64_t point_index) {
+                                std::uint64_t seed, std::uint64_t point_index, McSampler sampler) {
     // every sample is a step on its own cluster realization: the marginal distribution
     StepSampler sample(m);
     std::vector<double> g, gk;
     std::vector<double> out(samples);
-    const bool sparse = StepSampler::sparse(m, layout);
+    const bool sparse = sampler == McSampler::automatic && StepSampler::sparse(m, layout);
     std::optional<LazyGroupFactors> lazy;
     if (sparse) lazy.emplace(m, layout);
     for (int k = 0; k < samples; ++k) {

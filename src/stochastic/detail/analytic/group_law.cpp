@@ -188,15 +188,12 @@ void group_laws(const StepModel& m, const PersistentLayout& l, GroupLaws& out) {
     healthy.m = &m;
     healthy.power = m.lockstep ? m.dp : 1;
     if (!m.persistent_deterministic) {
-        if (l.kind == PlacementKind::random) {
-            healthy.unit_members = {{1, m.group_gpus}};
-        } else {
-            std::map<int, int> per_unit;
-            for (int j = 0; j < m.group_gpus; ++j) per_unit[l.gpu_of[j] / l.unit_gpus]++;
-            std::map<int, int> hist;
-            for (const auto& [unit, c] : per_unit) hist[c]++;
-            for (const auto& [c, k] : hist) healthy.unit_members.push_back({c, k});
-        }
+        // node-random placement has ordered placement's unit pattern (persistent.hpp)
+        std::map<int, int> per_unit;
+        for (int j = 0; j < m.group_gpus; ++j) per_unit[l.gpu_of[j] / l.unit_gpus]++;
+        std::map<int, int> hist;
+        for (const auto& [unit, c] : per_unit) hist[c]++;
+        for (const auto& [c, k] : hist) healthy.unit_members.push_back({c, k});
     }
     out.slow_active = !m.persistent_deterministic && m.slow_probability > 0 && m.slow_factor != 1.0;
     out.aware = l.kind == PlacementKind::variability_aware && out.slow_active;

@@ -106,8 +106,8 @@ struct GroupLaws {
     bool pgf_mode = false;
 };
 
-/// The group laws of a point (DESIGN.md section 2): a group of an ordered layout spans its
-/// units as the layout says; under random placement each member is its own unit.
+/// The group laws of a point (DESIGN.md section 2): a group spans its units as the layout says
+/// (node-random placement: as the ordered one, persistent.hpp).
 void group_laws(const StepModel& m, const PersistentLayout& l, GroupLaws& out);
 
 }  // namespace prism::stochastic::detail::ssta

@@ -195,17 +195,10 @@ double ReplicaLaw::pgf_log_term(const UnitPgf& u, double w) const {
                (log_spatial_cdf(m_.spatial, g / m_.slow_factor) - log_spatial_cdf(m_.spatial, g));
     };
     double b = 0;
-    if (u.random) {
-        double b1 = 0;
-        for (int st = 0; st < m_.stages; ++st) b1 += std::exp(log_ratio(st, 1));
-        b1 /= m_.stages;
-        b = std::pow(1.0 - u.phi + u.phi * b1, u.unit_gpus);
-    } else {
-        for (const auto& [f, pat] : u.patterns) {
-            double l = 0;
-            for (const auto& [st, c] : pat) l += log_ratio(st, c);
-            b += f * std::exp(l);
-        }
+    for (const auto& [f, pat] : u.patterns) {
+        double l = 0;
+        for (const auto& [st, c] : pat) l += log_ratio(st, c);
+        b += f * std::exp(l);
     }
     return u.units * std::log(std::max(1e-300, 1.0 - u.q + u.q * b));
 }

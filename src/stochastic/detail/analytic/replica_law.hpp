@@ -124,14 +124,13 @@ class ReplicaLaw {
 };
 
 /// Each replica type's sf on the x grid, with the noise and (clusters > 1) without it: the
-/// persistent part alone, for the cluster strata. When a slow unit touches one replica (or,
-/// with random placement, one GPU joins one stage), the PGF is linear in the types' CDFs and
-/// their mixture takes one convolution (linear_pgf: `mix`, and for random placement `mix_w`,
-/// the mixture without the types' offsets); the types' sf are then the base type's only.
+/// persistent part alone, for the cluster strata. When a slow unit touches one replica, the
+/// PGF is linear in the types' CDFs and their mixture takes one convolution (linear_pgf: `mix`);
+/// the types' sf are then the base type's only.
 struct ReplicaSfs {
     bool linear_pgf = false;
     std::vector<std::vector<double>> type, type_pers;
-    std::vector<double> mix, mix_pers, mix_w, mix_w_pers;
+    std::vector<double> mix, mix_pers;
 };
 void replica_sfs(const StepModel& m, const ReplicaSet& set, const ReplicaLaw& law, int clusters,
                  double noise_sd, ReplicaSfs& out);

@@ -179,34 +179,20 @@ void ReplicaLaw::convolve_add(const std::vector<double>& pj, int kw, double extr
 void replica_sfs(const StepModel& m, const ReplicaSet& set, const ReplicaLaw& law, int clusters,
                  double noise_sd, ReplicaSfs& out) {
     const auto& types = set.types;
-    const int p = m.stages;
-    // When a slow unit touches one replica (or, with random placement, one GPU joins one
-    // stage), the PGF's A is linear in the types' CDFs: A = sum_t f_t F_t / F_h = (1 - sf_mix) /
-    // F_h with sf_mix the sf of the mixture of types, one convolution instead of one per type.
+    // When a slow unit touches one replica, the PGF's A is linear in the types' CDFs: A =
+    // sum_t f_t F_t / F_h = (1 - sf_mix) / F_h with sf_mix the sf of the mixture of types, one
+    // convolution instead of one per type.
     out.linear_pgf = set.pgf_mode && !m.lockstep &&
-                     (set.unit_pgf.random ||
-                      std::all_of(set.rep_patterns.begin(), set.rep_patterns.end(),
-                                  [](const auto& pat) { return pat.second.size() == 1; }));
+                     std::all_of(set.rep_patterns.begin(), set.rep_patterns.end(),
+                                 [](const auto& pat) { return pat.second.size() == 1; });
     out.type.assign(types.size(), {});
     out.type_pers.assign(types.size(), {});
     if (out.linear_pgf) {
         std::vector<std::pair<double, const ReplicaType*>> mix;
-        if (set.unit_pgf.random) {
-            for (const int t : set.one_slow_at_stage) mix.push_back({1.0 / p, &types[t]});
-        } else {
-            for (const auto& [f, idx] : set.rep_patterns) mix.push_back({f, &types[idx[0]]});
-        }
+        for (const auto& [f, idx] : set.rep_patterns) mix.push_back({f, &types[idx[0]]});
         const ReplicaLaw::MixtureMasses mm = law.mixture_masses(mix);
         out.mix = law.mixture_sf(mm, noise_sd);
         if (clusters > 1) out.mix_pers = law.mixture_sf(mm, 0.0);
-        if (set.unit_pgf.random) {
-            // the same mixture without the types' offsets: the stage terms of one slow GPU
-            // alone (random placement's count correction, replica_max.hpp)
-            ReplicaLaw::MixtureMasses w_only = mm;
-            for (auto& g : w_only.groups) g.first = 0.0;
-            out.mix_w = law.mixture_sf(w_only, noise_sd);
-            if (clusters > 1) out.mix_w_pers = law.mixture_sf(w_only, 0.0);
-        }
     }
     // each type's sf with and without the noise, from its masses once (in PGF mode the
     // scenario counts name the base type only)

@@ -19,18 +19,9 @@ ReplicaSet::ReplicaSet(const StepModel& m, const PersistentLayout& l, const Stag
     types.push_back(base_type);
     if (pgf_mode) {
         unit_pgf.q = m.slow_probability;
-        unit_pgf.unit_gpus = l.unit_gpus;
-        if (l.kind == PlacementKind::random) {
-            unit_pgf.random = true;
-            unit_pgf.units = static_cast<double>(l.machine_units);
-            unit_pgf.phi = static_cast<double>(l.job_gpus) /
-                           static_cast<double>(l.machine_units * l.unit_gpus);
-        } else {
-            unit_pgf.units = static_cast<double>(l.job_units);
-        }
+        unit_pgf.units = static_cast<double>(l.job_units);
     }
-    const auto* lock_patterns =
-        pgf_mode && m.lockstep && !unit_pgf.random ? &unit_patterns(m, l).lockstep : nullptr;
+    const auto* lock_patterns = pgf_mode && m.lockstep ? &unit_patterns(m, l).lockstep : nullptr;
     // patterns touching disjoint sets of stages (each stage in at most one)
     std::vector<int> stage_pattern(p, -1);
     bool disjoint = lock_patterns != nullptr && p > 1;
@@ -103,15 +94,6 @@ int ReplicaSet::type_for_sig(const std::vector<int>& sig) {
 }
 
 void ReplicaSet::unit_types() {
-    const int p = m_.stages;
-    if (unit_pgf.random) {
-        for (int st = 0; st < p; ++st) {
-            std::vector<int> sig(p, 0);
-            sig[st] = 1;
-            one_slow_at_stage.push_back(type_for_sig(sig));
-        }
-        return;
-    }
     for (const auto& [f, pat] : unit_patterns(m_, l_).replicas) {
         std::vector<int> idx;
         for (const auto& sig : pat) idx.push_back(type_for_sig(sig));

@@ -7,8 +7,10 @@
 // the mean shift its slow stages other than smax add to the linear part (stage_curves.hpp). A
 // scenario is a weighted assignment of the d replicas to types: the step's max over replicas
 // is then the scenarios' mixture of products of the types' CDFs. By placement:
-//  * ordered (and random) placement: each slow unit is slow independently with probability q,
-//    and touches the replicas its unit pattern says (unit_patterns.hpp); the slow units enter
+//  * ordered and random placement: each of the job's units is slow independently with
+//    probability q (random placement draws the job's nodes at random from the machine, ranks in
+//    order inside them: the same law, persistent.hpp), and a slow unit touches the replicas its
+//    unit pattern says (unit_patterns.hpp); the slow units enter
 //    through their probability generating function (PGF) over the replica types one unit makes
 //    (rep_patterns). Lockstep (FSDP/ZeRO-3) pipelines whose patterns touch disjoint stages
 //    enumerate the number of slow units of smax's pattern instead (binomial scenarios, counts
@@ -31,14 +33,10 @@ namespace prism::stochastic::detail::ssta {
 
 /// Slow units as a probability generating function: each of `units` units is slow with
 /// probability q, independently; a slow unit turns one of `patterns` (frequency, list of
-/// (stage, slow members)) slow. Random placement: each of its u GPUs joins the job with
-/// probability phi and lands in a uniformly random stage.
+/// (stage, slow members)) slow.
 struct UnitPgf {
     double q = 0;
     double units = 0;
-    bool random = false;
-    double phi = 1;
-    int unit_gpus = 1;
     std::vector<std::pair<double, std::vector<std::pair<int, int>>>> patterns;
 };
 
@@ -71,8 +69,6 @@ class ReplicaSet {
     UnitPgf unit_pgf;
     /// PGF mode without lockstep: the replica types one slow unit makes, with its frequency
     std::vector<std::pair<double, std::vector<int>>> rep_patterns;
-    /// random placement: the type with one slow member at stage s
-    std::vector<int> one_slow_at_stage;
     /// (units, pattern) of the lockstep slow-unit patterns other than smax's (disjoint form)
     std::vector<std::pair<double, std::vector<std::pair<int, int>>>> other_patterns;
 
@@ -83,7 +79,7 @@ class ReplicaSet {
     double law_shift(int st, const GroupLaw& law) const;
     /// the type with slow members sig[s] per stage (created on first use)
     int type_for_sig(const std::vector<int>& sig);
-    /// ordered or random placement without lockstep: the types one slow unit makes
+    /// PGF mode without lockstep: the types one slow unit makes
     void unit_types();
     /// lockstep with slow-unit patterns on disjoint stages: scenarios of smax's pattern's count
     void disjoint_lockstep_scenarios(
