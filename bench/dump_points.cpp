@@ -190,14 +190,9 @@ void accuracy_shapes(int mc) {
                             {8, 4, 16, 8, 1, false, 0.01, 1.5, aware, true, 0.1},
                             {4, 4, 32, 8, 1, false, 0.02, 1.5, aware, true, 0.1}};
     for (const auto& sh : shapes) {
-        testing::ProfileShape s;
-        s.tp = sh.tp;
-        s.stages = sh.pp;
-        s.dp = sh.dp;
-        s.microbatches = sh.mb;
+        auto s = testing::pipeline_shape(sh.tp, sh.pp, sh.dp, sh.mb, sh.fsdp);
         s.chunks = sh.v;
         s.layers_per_chunk = sh.v > 1 ? 2 : 4;
-        s.fsdp = sh.fsdp;
         auto var = testing::prism_like(sh.q);
         var.persistent.slow_factor = sh.factor;
         var.persistent.slow_per_node = sh.per_node;

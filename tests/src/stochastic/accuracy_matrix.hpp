@@ -25,12 +25,7 @@ inline std::vector<Case> matrix() {
     auto add = [&](std::string name, int tp, int pp, int dp, int mb, bool fsdp, double q,
                    int chunks = 1, PlacementKind pl = PlacementKind::ordered,
                    std::int64_t total = 0) {
-        ProfileShape s;
-        s.tp = tp;
-        s.stages = pp;
-        s.dp = dp;
-        s.microbatches = mb;
-        s.fsdp = fsdp;
+        ProfileShape s = pipeline_shape(tp, pp, dp, mb, fsdp);
         s.chunks = chunks;
         s.layers_per_chunk = chunks > 1 ? 2 : 4;
         c.push_back({std::move(name), s, q, pl, total});

@@ -16,6 +16,7 @@ namespace prism {
 namespace {
 
 using testing::matrix;
+using testing::pipeline_shape;
 using testing::ProfileShape;
 using testing::setup;
 
@@ -54,15 +55,6 @@ VsMonteCarlo against_monte_carlo(const ProfileShape& s, const VariabilitySpec& v
             f[at(0.5)],
             f[at(0.95)],
             f[at(0.99)]};
-}
-
-ProfileShape pipeline_shape(int tp, int pp, int dp, int microbatches) {
-    ProfileShape s;
-    s.tp = tp;
-    s.stages = pp;
-    s.dp = dp;
-    s.microbatches = microbatches;
-    return s;
 }
 
 TEST(StepDistributionAccuracy, AnalyticMatchesMonteCarloOnMatrix) {

@@ -15,10 +15,13 @@
 #include "src/stochastic/detail/persistent.hpp"
 #include "src/stochastic/distribution.hpp"
 #include "src/stochastic/random.hpp"
+#include "tests/src/stochastic/ks.hpp"
 #include "tests/src/stochastic/test_profiles.hpp"
 
 namespace prism {
 namespace {
+
+using testing::ks_two_sample;
 
 using stochastic::Stream;
 using stochastic::StreamKind;
@@ -33,22 +36,6 @@ double ks_distance(std::vector<double> x, const std::function<double(double)>& f
         const double fx = f(x[i]);
         d = std::max({d, std::fabs(fx - static_cast<double>(i) / n),
                       std::fabs(fx - static_cast<double>(i + 1) / n)});
-    }
-    return d;
-}
-
-/// Two-sample Kolmogorov-Smirnov distance.
-double ks_two_sample(std::vector<double> a, std::vector<double> b) {
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    size_t i = 0, j = 0;
-    double d = 0;
-    while (i < a.size() && j < b.size()) {
-        const double x = std::min(a[i], b[j]);
-        while (i < a.size() && a[i] <= x) ++i;
-        while (j < b.size() && b[j] <= x) ++j;
-        d = std::max(d, std::fabs(static_cast<double>(i) / static_cast<double>(a.size()) -
-                                  static_cast<double>(j) / static_cast<double>(b.size())));
     }
     return d;
 }

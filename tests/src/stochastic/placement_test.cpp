@@ -14,10 +14,13 @@
 #include "src/stochastic/detail/evaluators.hpp"
 #include "src/stochastic/detail/persistent.hpp"
 #include "src/stochastic/step_distribution.hpp"
+#include "tests/src/stochastic/ks.hpp"
 #include "tests/src/stochastic/test_profiles.hpp"
 
 namespace prism {
 namespace {
+
+using testing::ks_two_sample;
 
 namespace detail = stochastic::detail;
 
@@ -34,29 +37,7 @@ std::string name(const Shape& s) {
 }
 
 testing::ProfileShape profile_shape(const Shape& s) {
-    testing::ProfileShape p;
-    p.tp = s.tp;
-    p.stages = s.pp;
-    p.dp = s.dp;
-    p.microbatches = s.microbatches;
-    p.fsdp = s.fsdp;
-    return p;
-}
-
-/// Kolmogorov-Smirnov distance between the empirical CDFs of two samples.
-double ks_two_sample(std::vector<double> a, std::vector<double> b) {
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    size_t i = 0, j = 0;
-    double d = 0;
-    while (i < a.size() && j < b.size()) {
-        const double x = std::min(a[i], b[j]);
-        while (i < a.size() && a[i] <= x) ++i;
-        while (j < b.size() && b[j] <= x) ++j;
-        d = std::max(d, std::fabs(static_cast<double>(i) / static_cast<double>(a.size()) -
-                                  static_cast<double>(j) / static_cast<double>(b.size())));
-    }
-    return d;
+    return testing::pipeline_shape(s.tp, s.pp, s.dp, s.microbatches, s.fsdp);
 }
 
 /// The step's Monte Carlo samples of shape `s` under `kind` with 1% slow units (1.5x), on a
