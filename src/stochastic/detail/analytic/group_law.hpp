@@ -4,6 +4,9 @@
 // the largest member factor max G over the group's GPUs (spatial spread, slow members at
 // slow_factor) mapped through the effective factor phi_k (effective_factor.hpp). The analytic
 // evaluator reads these laws as log CDFs, tabulated once per thread for each distinct law.
+// Approximations: the group's factor given its largest member factor taken at its conditional
+// mean (phi_k; a lockstep stage uses phi_0 whatever its slow members); the table interpolated
+// linearly between 4097 points (the accuracy tests check the end result).
 
 #include <algorithm>
 #include <cmath>
