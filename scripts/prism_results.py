@@ -394,6 +394,7 @@ def main(argv=None):
                        help="[cotune] time to target against global batch per GPU count")
     p.add_argument("file")
     p.add_argument("--metric", default="time_to_target_p50_s")
+    p.add_argument("-o", "--output", required=True)
     p = sub.add_parser("qq", help="QQ plots per kernel class from `prism trace fit --qq`")
     p.add_argument("file")
     p.add_argument("-o", "--output", required=True)
