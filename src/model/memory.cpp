@@ -44,24 +44,28 @@ double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
     return replicated + a.sharded / t + (keep_scores ? a.scores / t : 0.0);
 }
 
-double inflight_microbatches(int pp, int v, int m) {
-    const double base = std::min(m, pp);
-    if (v <= 1 || pp <= 1) return base;
-    return base * (1.0 + double(pp - 1) / (double(pp) * v));
+double inflight_microbatches(int pp, int v, int m, int stage) {
+    if (v <= 1 || pp <= 1) return std::min(m, pp - stage);
+    const int total = m * v;
+    const int warmup = m == pp ? total : 2 * (pp - stage - 1) + (v - 1) * pp;
+    return double(std::min(total, warmup + 1)) / v;
 }
 
-MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
-                               int microbatches) {
+MemoryBreakdown memory_of_stage(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
+                                int microbatches, int stage, int layers) {
     MemoryBreakdown mem;
-    const double t = p.tp, d = p.dp;
-    const double layers_per_stage = double(m.layers) / p.pp;
-    const double params = (layers_per_stage * layer_params(m) + embedding_params(m)) / t;
-    mem.weights_bytes = kWeightBytesPerParam * params / (p.zero_stage >= 3 ? d : 1.0);
-    mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? d : 1.0);
-    mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? d : 1.0);
+    const double t = p.tp;
+    const double shards = double(p.dp) * p.cp;  // Megatron's data-parallel group with CP
+    const bool first = stage == 0;
+    const bool last = stage == p.pp - 1;
+    const double word_embeddings = (first ? 1 : 0) + (last && p.pp > 1 ? 1 : 0);
+    const double params = (layers * layer_params(m) + word_embeddings * embedding_params(m)) / t;
+    mem.weights_bytes = kWeightBytesPerParam * params / (p.zero_stage >= 3 ? shards : 1.0);
+    mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? shards : 1.0);
+    mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? shards : 1.0);
 
-    mem.activations_bytes = activation_bytes_per_layer(m, tr, p) * layers_per_stage *
-                            inflight_microbatches(p.pp, p.interleave, microbatches);
+    mem.activations_bytes = activation_bytes_per_layer(m, tr, p) * layers *
+                            inflight_microbatches(p.pp, p.interleave, microbatches, stage);
 
     double temporary = 0;
     if (p.recompute != Recompute::none) {
@@ -74,7 +78,7 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const
         temporary +=
             p.recompute == Recompute::full ? whole : whole - activation_bytes_per_layer(m, tr, sel);
     }
-    if (p.pp == 1) {
+    if (last) {
         // fp32 logits and their gradient (vocab-parallel over t)
         temporary += 2.0 * 4.0 * p.microbatch * double(m.seq) / p.cp * m.vocab / t;
     }
@@ -86,9 +90,14 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const
     return mem;
 }
 
+MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
+                               int microbatches) {
+    return memory_of_stage(m, tr, p, microbatches, 0, m.layers / p.pp);
+}
+
 double model_state_bytes_average(const ModelSpec& m, const DesignPoint& p) {
     const double params = total_params(m) / (double(p.tp) * p.pp);
-    const double d = p.dp;
+    const double d = double(p.dp) * p.cp;
     return kWeightBytesPerParam * params / (p.zero_stage >= 3 ? d : 1.0) +
            kGradBytesPerParam * params / (p.zero_stage >= 2 ? d : 1.0) +
            kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? d : 1.0);

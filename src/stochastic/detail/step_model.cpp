@@ -206,7 +206,8 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
         for (int c = 0; c < v; ++c) {
             const bool first = s == 0 && c == 0;
             const bool last = s == p - 1 && c == v - 1;
-            if (!first && !last) {
+            const int layers = profile.chunk_layers(s);  // differs on an uneven split
+            if (!first && !last && layers == profile.layers_per_chunk) {
                 m.fwd[s * v + c] = layers_f.cost;
                 m.bwd[s * v + c] = layers_b.cost;
                 fwd_single[s * v + c] = layers_f.single;
@@ -215,10 +216,10 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
             }
             Accumulator f, b;
             if (s == 0 && c == 0) add_segments(f, profile.embedding_forward, 1);
-            add_segments(f, profile.layer_forward, profile.layers_per_chunk);
+            add_segments(f, profile.layer_forward, layers);
             if (s == p - 1 && c == v - 1) add_segments(f, profile.head_forward, 1);
             if (s == p - 1 && c == v - 1) add_segments(b, profile.head_backward, 1);
-            add_segments(b, profile.layer_backward, profile.layers_per_chunk);
+            add_segments(b, profile.layer_backward, layers);
             if (s == 0 && c == 0) add_segments(b, profile.embedding_backward, 1);
             m.fwd[s * v + c] = f.cost;
             m.bwd[s * v + c] = b.cost;
