@@ -28,7 +28,8 @@ struct Shape {
     std::int64_t batch = 0;
     int microbatches = 0;
     int chunks = 1;
-    std::vector<int> stage_layers;
+    std::vector<int> chunk_layers;  ///< p v entries (pipeline_split.hpp)
+    std::vector<int> stage_layers;  ///< p entries: the chunks' layers summed per stage
 };
 
 Shape check_point(const Experiment& e, const DesignPoint& p) {
@@ -55,7 +56,11 @@ Shape check_point(const Experiment& e, const DesignPoint& p) {
     }
     s.microbatches = int(s.batch / per_replica);
     s.chunks = std::max(1, p.interleave);
-    s.stage_layers = stage_layers(m, e.training, p.pp, s.chunks);
+    s.chunk_layers = chunk_layers(m, e.training, p.pp, s.chunks);
+    s.stage_layers.assign(std::size_t(p.pp), 0);
+    for (std::size_t i = 0; i < s.chunk_layers.size(); ++i) {
+        s.stage_layers[i / std::size_t(s.chunks)] += s.chunk_layers[i];
+    }
     return s;
 }
 
@@ -187,8 +192,8 @@ StepProfile assemble_profile(const Context& c, const Shape& s, LayerPasses& laye
     prof.stages = p.pp;
     prof.chunks = s.chunks;
     prof.microbatches = s.microbatches;
-    prof.layers_per_chunk = s.stage_layers[std::size_t(p.pp / 2)] / s.chunks;
-    if (!is_even_split(s.stage_layers)) prof.stage_layers = s.stage_layers;
+    prof.layers_per_chunk = s.chunk_layers[s.chunk_layers.size() / 2];
+    if (!is_even_split(s.chunk_layers)) prof.uneven_chunk_layers = s.chunk_layers;
     prof.dp = p.dp;
     prof.tp = p.tp;
     prof.cp = p.cp;
@@ -220,7 +225,9 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
         busy[st] *= prof.microbatches;
     }
     const int s = int(std::max_element(busy.begin(), busy.end()) - busy.begin());
-    const double passes = double(prof.chunk_layers(s)) * v * prof.microbatches;
+    double layers = 0;
+    for (int k = 0; k < v; ++k) layers += prof.chunk_layers(s, k);
+    const double passes = layers * prof.microbatches;
     const PassBuilder& f = l.forward;
     const PassBuilder& b = l.backward;
     bd.stage = s;
@@ -345,7 +352,8 @@ std::string format_breakdown(const DeterministicResult& r) {
     row("memory: temporary", b.memory.temporary_bytes / gib, "GiB");
     row("memory: total", b.memory.total_bytes() / gib, "GiB");
     for (std::size_t st = 0; stages > 1 && st < b.stage_memory.size(); ++st) {
-        const int layers = r.profile.chunk_layers(int(st)) * r.profile.chunks;
+        int layers = 0;
+        for (int k = 0; k < r.profile.chunks; ++k) layers += r.profile.chunk_layers(int(st), k);
         row(fmt::format("  stage {} total, {} layers", st, layers),
             b.stage_memory[st].total_bytes() / gib, "GiB");
     }

@@ -10,9 +10,9 @@ namespace prism {
 
 namespace {
 
-/// The split before the divisibility checks; empty when the counts cannot add up.
-std::vector<int> raw_split(const ModelSpec& m, const TrainingSpec& tr, int pp,
-                           std::string* problem) {
+/// Layers of every stage before they are split over chunks; empty when they cannot add up.
+std::vector<int> stage_totals(const ModelSpec& m, const TrainingSpec& tr, int pp,
+                              std::string* problem) {
     const int layers = m.layers;
     if (!tr.layers_per_stage.empty()) {
         if (int(tr.layers_per_stage.size()) != pp) {
@@ -26,19 +26,6 @@ std::vector<int> raw_split(const ModelSpec& m, const TrainingSpec& tr, int pp,
             return {};
         }
         return tr.layers_per_stage;
-    }
-    const int slots_first = tr.account_for_embedding_in_pipeline_split ? 1 : 0;
-    const int slots_last = tr.account_for_loss_in_pipeline_split ? 1 : 0;
-    if (pp > 1 && slots_first + slots_last > 0) {
-        const int slots = layers + slots_first + slots_last;
-        if (slots % pp != 0) {
-            *problem = "pp does not divide layers plus the embedding and loss slots";
-            return {};
-        }
-        std::vector<int> split(pp, slots / pp);
-        split.front() -= slots_first;
-        split.back() -= slots_last;
-        return split;
     }
     const bool uneven = pp > 1 && (tr.first_stage_layers > 0 || tr.last_stage_layers > 0);
     if (!uneven) {
@@ -64,31 +51,65 @@ std::vector<int> raw_split(const ModelSpec& m, const TrainingSpec& tr, int pp,
     return split;
 }
 
+/// The chunk split, or empty with `problem` set.
+std::vector<int> split_chunks(const ModelSpec& m, const TrainingSpec& tr, int pp, int v,
+                              std::string* problem) {
+    const int embedding_slot = tr.account_for_embedding_in_pipeline_split ? 1 : 0;
+    const int loss_slot = tr.account_for_loss_in_pipeline_split ? 1 : 0;
+    if (pp > 1 && embedding_slot + loss_slot > 0) {
+        // Megatron-Core: the slots count as layers of the first / last virtual stage
+        const int slots = m.layers + embedding_slot + loss_slot;
+        if (slots % (pp * v) != 0) {
+            *problem = "pp * interleave does not divide layers plus the embedding and loss slots";
+            return {};
+        }
+        std::vector<int> split(std::size_t(pp) * v, slots / (pp * v));
+        split.front() -= embedding_slot;
+        split.back() -= loss_slot;
+        return split;
+    }
+    const std::vector<int> totals = stage_totals(m, tr, pp, problem);
+    if (totals.empty()) return {};
+    std::vector<int> split;
+    for (int layers : totals) {
+        if (layers % v != 0) {
+            *problem = is_even_split(totals) ? "pp * interleave does not divide layers"
+                                             : "interleave does not divide a stage's layers";
+            return {};
+        }
+        split.insert(split.end(), std::size_t(v), layers / v);
+    }
+    return split;
+}
+
 }  // namespace
 
 std::optional<std::string> stage_split_problem(const ModelSpec& m, const TrainingSpec& tr, int pp,
                                                int interleave) {
     std::string problem;
-    const std::vector<int> split = raw_split(m, tr, pp, &problem);
+    const std::vector<int> split = split_chunks(m, tr, pp, std::max(1, interleave), &problem);
     if (split.empty()) return problem;
-    const int v = std::max(1, interleave);
-    for (int layers : split) {
-        if (layers < 1) return "a pipeline stage has no layers";
-        if (layers % v != 0) {
-            return is_even_split(split) ? "pp * interleave does not divide layers"
-                                        : "interleave does not divide a stage's layers";
-        }
+    if (*std::min_element(split.begin(), split.end()) < 1) {
+        return "a pipeline stage or model chunk has no layers";
     }
     return std::nullopt;
 }
 
-std::vector<int> stage_layers(const ModelSpec& m, const TrainingSpec& tr, int pp, int interleave) {
+std::vector<int> chunk_layers(const ModelSpec& m, const TrainingSpec& tr, int pp, int interleave) {
     if (const auto problem = stage_split_problem(m, tr, pp, interleave)) {
         throw ModelError(*problem + " (layers " + std::to_string(m.layers) + ", pp " +
                          std::to_string(pp) + ", interleave " + std::to_string(interleave) + ")");
     }
     std::string unused;
-    return raw_split(m, tr, pp, &unused);
+    return split_chunks(m, tr, pp, std::max(1, interleave), &unused);
+}
+
+std::vector<int> stage_layers(const ModelSpec& m, const TrainingSpec& tr, int pp, int interleave) {
+    const int v = std::max(1, interleave);
+    const std::vector<int> chunks = chunk_layers(m, tr, pp, v);
+    std::vector<int> stages(std::size_t(pp), 0);
+    for (std::size_t i = 0; i < chunks.size(); ++i) stages[i / std::size_t(v)] += chunks[i];
+    return stages;
 }
 
 bool is_even_split(const std::vector<int>& layers) {

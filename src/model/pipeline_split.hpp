@@ -1,15 +1,15 @@
 #pragma once
 
 // How the transformer layers are split over pipeline stages (DESIGN.md section 1, "p | L (or
-// uneven split stated)"). Even by default (L / p per stage); uneven as Megatron-Core's
+// uneven split stated)"). Even by default (L / (p v) per model chunk); uneven as Megatron-Core's
 // --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split (the
-// embedding and the loss each take one layer's slot on the first / last stage, L + 2 slots
-// split evenly), --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (the
-// first and last stage given, the others sharing the rest evenly), or an explicit list per
-// stage. Llama 3 405B trained 126 layers on 16 stages with one layer fewer on the first and the
-// last stage, whose embedding and output layer take that slot (Dubey et al. 2024, arXiv
-// 2407.21783, section 3.3.2).
-// With interleaving (v > 1) each stage's layers are split evenly over its v model chunks.
+// embedding and the loss each take one layer's slot in the first / last virtual stage, L + 2
+// slots split evenly over the p v virtual stages), --decoder-first-pipeline-num-layers /
+// --decoder-last-pipeline-num-layers (the first and last stage given, the others sharing the
+// rest evenly), or an explicit list per stage. Llama 3 405B trained 126 layers on 16 stages with
+// one layer fewer on the first and the last stage, whose embedding and output layer take that
+// slot (Dubey et al. 2024, arXiv 2407.21783, section 3.3.2). Except for the slots, a stage's
+// layers are split evenly over its v model chunks.
 
 #include <optional>
 #include <string>
@@ -24,12 +24,17 @@ namespace prism {
 std::optional<std::string> stage_split_problem(const ModelSpec& model, const TrainingSpec& training,
                                                int pp, int interleave);
 
-/// Layers of every stage (pp entries, summing to model.layers). Throws ModelError with the
-/// reason of stage_split_problem when the split is impossible.
+/// Layers of every model chunk: pp * interleave entries, chunk c of stage s at s * interleave +
+/// c, summing to model.layers. Throws ModelError with the reason of stage_split_problem when the
+/// split is impossible.
+std::vector<int> chunk_layers(const ModelSpec& model, const TrainingSpec& training, int pp,
+                              int interleave);
+
+/// Layers of every stage (pp entries): chunk_layers summed over each stage's chunks.
 std::vector<int> stage_layers(const ModelSpec& model, const TrainingSpec& training, int pp,
                               int interleave);
 
-/// Whether the split is the plain even one (every stage L / pp layers).
+/// Whether every entry is the same (the plain even split).
 bool is_even_split(const std::vector<int>& layers);
 
 }  // namespace prism

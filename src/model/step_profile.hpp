@@ -55,9 +55,9 @@ struct StepProfile {
     int chunks = 1;            ///< v (virtual stages per rank)
     int microbatches = 1;      ///< m per replica per step
     int layers_per_chunk = 1;  ///< L / (p v) of an even split
-    /// Layers of each stage (p entries) when the split is uneven; empty = layers_per_chunk * v
-    /// on every stage. A stage's layers are split evenly over its chunks.
-    std::vector<int> stage_layers;
+    /// Layers of every model chunk (p v entries, chunk c of stage s at s v + c) when the split
+    /// is uneven (pipeline_split.hpp); empty = layers_per_chunk everywhere.
+    std::vector<int> uneven_chunk_layers;
     int dp = 1;  ///< replicas
     int tp = 1;
     int cp = 1;
@@ -75,10 +75,11 @@ struct StepProfile {
     SegmentList optimizer;
     SegmentList dataloader;  ///< before the first forward (usually tiny)
 
-    /// Layers of one chunk on `stage`.
-    int chunk_layers(int stage) const {
-        return stage_layers.empty() ? layers_per_chunk
-                                    : stage_layers[static_cast<std::size_t>(stage)] / chunks;
+    /// Layers of model chunk `chunk` on `stage`.
+    int chunk_layers(int stage, int chunk) const {
+        return uneven_chunk_layers.empty()
+                   ? layers_per_chunk
+                   : uneven_chunk_layers[static_cast<std::size_t>(stage * chunks + chunk)];
     }
 
     /// Deterministic durations of one chunk's forward / backward on `stage`, chunk `chunk`.

@@ -206,7 +206,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
         for (int c = 0; c < v; ++c) {
             const bool first = s == 0 && c == 0;
             const bool last = s == p - 1 && c == v - 1;
-            const int layers = profile.chunk_layers(s);  // differs on an uneven split
+            const int layers = profile.chunk_layers(s, c);  // differs on an uneven split
             if (!first && !last && layers == profile.layers_per_chunk) {
                 m.fwd[s * v + c] = layers_f.cost;
                 m.bwd[s * v + c] = layers_b.cost;

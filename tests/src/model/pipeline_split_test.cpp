@@ -25,6 +25,12 @@ prism::ModelSpec layers(int n) {
     return m;
 }
 
+std::vector<int> chunk_layers_or_empty(const prism::ModelSpec& m, const prism::TrainingSpec& tr,
+                                       int pp, int v) {
+    return prism::stage_split_problem(m, tr, pp, v) ? std::vector<int>{}
+                                                    : prism::chunk_layers(m, tr, pp, v);
+}
+
 TEST(PipelineSplit, Llama3OneLayerFewerOnTheFirstAndLastOfSixteenStages) {
     prism::TrainingSpec tr;
     tr.first_stage_layers = 7;
@@ -52,7 +58,14 @@ TEST(PipelineSplit, EmbeddingAndLossSlotsGiveLlama3SplitOnEightAndSixteenStages)
     EXPECT_EQ(sixteen, expected16);
     EXPECT_EQ(eight, expected8);
     EXPECT_EQ(*prism::stage_split_problem(layers(126), tr, 12, 1),
-              "pp does not divide layers plus the embedding and loss slots");
+              "pp * interleave does not divide layers plus the embedding and loss slots");
+    // interleaved (Megatron-Bridge's 405B recipe: pp 8, vp 8): the slots are in the first and
+    // the last virtual stage, 2 layers per chunk otherwise
+    const auto chunks = prism::chunk_layers(layers(126), tr, 8, 8);
+    std::vector<int> expected_chunks(64, 2);
+    expected_chunks.front() = expected_chunks.back() = 1;
+    EXPECT_EQ(chunks, expected_chunks);
+    EXPECT_EQ(prism::stage_layers(layers(126), tr, 8, 8), expected8);
 }
 
 TEST(PipelineSplit, OneEndGivenTheOtherStagesShareTheRest) {
@@ -80,6 +93,7 @@ TEST(PipelineSplit, ImpossibleSplitsSayWhy) {
               "layers_per_stage does not sum to layers");
     EXPECT_EQ(*prism::stage_split_problem(layers(8), list, 2, 2),
               "interleave does not divide a stage's layers");
+    EXPECT_EQ(chunk_layers_or_empty(layers(8), list, 2, 1), (std::vector<int>{3, 5}));
     EXPECT_FALSE(prism::stage_split_problem(layers(8), list, 2, 1).has_value());
     try {
         prism::stage_layers(layers(126), ends, 16, 1);

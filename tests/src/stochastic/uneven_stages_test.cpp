@@ -20,9 +20,9 @@ TEST(UnevenStages, VanishingVarianceConvergesToTheDeterministicTime) {
     s.dp = 4;
     s.layers_per_chunk = 4;
     StepProfile profile = testing::make_profile(s);
-    profile.stage_layers = {3, 4, 4, 3};
+    profile.uneven_chunk_layers = {3, 4, 4, 3};
     StepProfile even = profile;
-    even.stage_layers.clear();
+    even.uneven_chunk_layers.clear();
     const double det = deterministic_step_time(profile);
     VariabilitySpec tiny;
     for (auto& t : tiny.transient) t = testing::dist(DistKind::normal, 1e-7);
@@ -52,7 +52,7 @@ TEST(UnevenStages, AnalyticFollowsMonteCarlo) {
     s.microbatches = 8;
     s.dp = 16;
     StepProfile profile = testing::make_profile(s);
-    profile.stage_layers = {3, 4, 4, 3};
+    profile.uneven_chunk_layers = {3, 4, 4, 3};
     const auto hw = testing::test_hardware();
     const DesignPoint point = testing::design_point(s);
     const VariabilitySpec var = testing::prism_like();

@@ -115,7 +115,9 @@ TEST(StepProfile, UnevenStagesTimeLikeTheEventDrivenSchedule) {
         prof.stages = 4;
         prof.chunks = v;
         prof.microbatches = 8;
-        prof.stage_layers = {6, 8, 8, 6};
+        const std::vector<int> stages{6, 8, 8, 6};
+        for (int layers : stages)
+            prof.uneven_chunk_layers.insert(prof.uneven_chunk_layers.end(), v, layers / v);
         prof.layers_per_chunk = 8 / v;
         prof.layer_forward = {Segment{{Op{KernelClass::gemm, 0.1, 1, LinkLevel::local}}}};
         prof.layer_backward = {Segment{{Op{KernelClass::gemm, 0.2, 1, LinkLevel::local}}}};
@@ -127,7 +129,7 @@ TEST(StepProfile, UnevenStagesTimeLikeTheEventDrivenSchedule) {
         const PipelineShape shape{4, v, 8};
         PipelineDurations d;
         d.op_s = [&](int stage, const PipeOp& op) {
-            const double layers = prof.stage_layers[stage] / double(v);
+            const double layers = stages[stage] / double(v);
             const bool first = stage == 0 && op.chunk == 0;
             const bool last = stage == 3 && op.chunk == v - 1;
             return op.backward ? layers * 0.2 + (last ? 0.3 : 0.0)
@@ -139,8 +141,8 @@ TEST(StepProfile, UnevenStagesTimeLikeTheEventDrivenSchedule) {
         const double t = deterministic_step_time(prof);
 
         EXPECT_NEAR(t, *std::max_element(finish.begin(), finish.end()), 1e-12) << "v=" << v;
-        EXPECT_EQ(prof.chunk_layers(0), 6 / v);
-        EXPECT_EQ(prof.chunk_layers(1), 8 / v);
+        EXPECT_EQ(prof.chunk_layers(0, v - 1), 6 / v);
+        EXPECT_EQ(prof.chunk_layers(1, 0), 8 / v);
     }
 }
 
