@@ -111,12 +111,13 @@ void parse_experiment_table(const toml::table& table, Experiment& experiment) {
 
 // ---- [model] ---------------------------------------------------------------------------------
 
-const std::vector<std::string> kModelFields{"layers", "hidden",    "heads", "kv_heads",
-                                            "ffn",    "gated_mlp", "vocab", "seq"};
+const std::vector<std::string> kModelFields{"layers", "hidden", "heads", "kv_heads", "ffn",
+                                            "gated_mlp", "vocab", "seq", "tied_embeddings"};
 
 struct ModelDraft {
     std::map<std::string, std::int64_t> ints;
     std::optional<bool> gated_mlp;
+    std::optional<bool> tied_embeddings;
     std::vector<std::string> overridden;
 };
 
@@ -134,6 +135,8 @@ void apply_model_fields(const toml::table& table, bool is_preset, ModelDraft& dr
             model.source = as_string(*node, full);
         } else if (name == "gated_mlp") {
             draft.gated_mlp = as_bool(*node, full);
+        } else if (name == "tied_embeddings") {
+            draft.tied_embeddings = as_bool(*node, full);
         } else {
             draft.ints[name] = as_integer_in(*node, full, 1);
         }
@@ -173,6 +176,7 @@ void parse_model(const toml::table& root, const std::string& file, Experiment& e
     model.ffn = static_cast<int>(draft.ints.contains("ffn") ? draft.ints["ffn"]
                                                             : 4 * std::int64_t{model.hidden});
     model.gated_mlp = draft.gated_mlp.value_or(false);
+    model.tied_embeddings = draft.tied_embeddings.value_or(true);
     model.vocab = static_cast<int>(draft.ints["vocab"]);
     model.seq = static_cast<int>(draft.ints["seq"]);
 

@@ -121,7 +121,8 @@ double largest_stage_params(const ModelSpec& m, const DesignPoint& p,
                             const std::vector<int>& layers) {
     double most = 0;
     for (int s = 0; s < p.pp; ++s) {
-        const double ends = (s == 0 ? 1 : 0) + (s == p.pp - 1 && p.pp > 1 ? 1 : 0);
+        const double ends =
+            (s == 0 ? 1 : 0) + (s == p.pp - 1 && (p.pp > 1 || !m.tied_embeddings) ? 1 : 0);
         most = std::max(most, layers[s] * layer_params(m) + ends * embedding_params(m));
     }
     return most / p.tp;
@@ -139,8 +140,8 @@ struct DpSync {
 /// during the last microbatch's backward, so the part beyond that window stays exposed and at
 /// least the last bucket does. The distributed optimizer's parameter AllGather follows the
 /// optimizer step; with --overlap-param-gather it runs bucket by bucket under the next step's
-/// first forward (the first bucket exposed). The tied embedding's AllReduce between the first
-/// and the last stage runs after the DP reduction (finalize_model_grads), exposed.
+/// first forward (the first bucket exposed). A tied embedding's AllReduce between the first and
+/// the last stage runs after the DP reduction (finalize_model_grads), exposed.
 DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, double window_fwd_s,
                      double window_bwd_s) {
     const DesignPoint& p = c.p;
@@ -159,7 +160,7 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
         out.list.comm(KernelClass::reducescatter, grad_s, c.dp_link.level, kDp);
         out.list.comm(KernelClass::allgather, gather_s, c.dp_link.level, kDp);
     }
-    if (p.pp > 1) {
+    if (p.pp > 1 && c.m.tied_embeddings) {
         const GroupLink ends =
             group_link(c.hw, e.cluster, 2, dim_stride(p, ParallelDim::pp) * (p.pp - 1));
         out.list.comm(KernelClass::allreduce,

@@ -58,7 +58,9 @@ MemoryBreakdown memory_of_stage(const ModelSpec& m, const TrainingSpec& tr, cons
     const double shards = double(p.dp) * p.cp;  // Megatron's data-parallel group with CP
     const bool first = stage == 0;
     const bool last = stage == p.pp - 1;
-    const double word_embeddings = (first ? 1 : 0) + (last && p.pp > 1 ? 1 : 0);
+    // the first stage's embedding; the last stage's output layer (a copy when tied and pp > 1)
+    const double word_embeddings =
+        (first ? 1 : 0) + (last && (p.pp > 1 || !m.tied_embeddings) ? 1 : 0);
     const double params = (layers * layer_params(m) + word_embeddings * embedding_params(m)) / t;
     mem.weights_bytes = kWeightBytesPerParam * params / (p.zero_stage >= 3 ? shards : 1.0);
     mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? shards : 1.0);

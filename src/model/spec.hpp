@@ -22,6 +22,9 @@ struct ModelSpec {
     int ffn = 0;             ///< FFN inner size f
     bool gated_mlp = false;  ///< SwiGLU-style gated MLP (three FFN GEMMs instead of two)
     int vocab = 0;           ///< vocabulary size V
+    /// Output layer shares the word embedding's weights (GPT); false: its own V h weights
+    /// (Llama), so no embedding-gradient AllReduce between the first and last stage.
+    bool tied_embeddings = true;
     int seq = 0;             ///< sequence length s (tokens)
 
     int head_dim() const { return heads > 0 ? hidden / heads : 0; }
