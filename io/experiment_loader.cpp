@@ -351,6 +351,10 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
     {"gemm_half_flops", Quantity::dimensionless, false, false, false,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.half_flops; }},
+    {"fp8_gemm_max_efficiency", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.fp8_gemm_max_efficiency; }},
+    {"attention_efficiency", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency; }},
     {"kernel_launch", Quantity::time, false, true, false,
      [](HardwareSpec& h) -> double& { return h.kernel_launch_s; }},
 };

@@ -69,9 +69,16 @@ Context make_context(const Experiment& e, const DesignPoint& p) {
     const ModelSpec& m = e.model;
     Context c(m, e.training, hw, p);
     c.peak_bf16 = hw.gpu.peak_bf16_flop_per_s;
-    c.peak_gemm = e.training.precision == Precision::fp8 && hw.gpu.peak_fp8_flop_per_s > 0
-                      ? hw.gpu.peak_fp8_flop_per_s
-                      : c.peak_bf16;
+    c.peak_gemm = c.peak_bf16;
+    c.gemm_curve = hw.gpu.gemm;
+    if (e.training.precision == Precision::fp8 && hw.gpu.peak_fp8_flop_per_s > 0) {
+        // the same kernel shapes at the fp8 rate: F_half scales with the peak
+        c.peak_gemm = hw.gpu.peak_fp8_flop_per_s;
+        c.gemm_curve.half_flops *= c.peak_gemm / c.peak_bf16;
+        if (hw.gpu.fp8_gemm_max_efficiency > 0) {
+            c.gemm_curve.max_efficiency = hw.gpu.fp8_gemm_max_efficiency;
+        }
+    }
     c.tokens = double(p.microbatch) * m.seq / p.cp;
     c.h = m.hidden;
     c.hk = double(m.hidden) * (m.kv_heads > 0 ? m.kv_heads : m.heads) / m.heads;
@@ -136,14 +143,18 @@ struct DpSync {
 
 /// Megatron-Core: gradients reduced over the d c ranks (AllReduce, or ReduceScatter with the
 /// distributed optimizer) in buckets of max(40M, 1M x d c) parameters; with
-/// --overlap-grad-reduce each bucket's reduction starts when its gradients are final, i.e.
-/// during the last microbatch's backward, so the part beyond that window stays exposed and at
-/// least the last bucket does. The distributed optimizer's parameter AllGather follows the
-/// optimizer step; with --overlap-param-gather it runs bucket by bucket under the next step's
-/// first forward (the first bucket exposed). A tied embedding's AllReduce between the first and
+/// --overlap-grad-reduce a bucket's reduction starts when its gradients are final, during the
+/// last microbatch's backward of its model chunk. With v chunks per stage the interleaved
+/// schedule ends with p backwards of each chunk in turn (v - 1 first), so chunk j's share R / v
+/// is released when p j + 1 chunk backwards (b each) remain: the reduction ends
+/// max_j ((j + 1) R / v - (p j + 1) b) after the backward, and at least the last bucket's
+/// reduction is exposed (v = 1: max(bucket, R - b)). The distributed optimizer's parameter
+/// AllGather follows the optimizer step; with --overlap-param-gather it runs bucket by bucket
+/// under the next step's forward, chunk j needed after p j + 1 chunk forwards: the same form with
+/// the forward time, the first bucket exposed. A tied embedding's AllReduce between the first and
 /// the last stage runs after the DP reduction (finalize_model_grads), exposed.
-DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, double window_fwd_s,
-                     double window_bwd_s) {
+DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, double chunk_fwd_s,
+                     double chunk_bwd_s) {
     const DesignPoint& p = c.p;
     const double params = largest_stage_params(c.m, p, s.stage_layers);
     const int ranks = c.dp_link.size;
@@ -168,12 +179,17 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
                              kGradReduceBytesPerParam * embedding_params(c.m) / c.t, ends),
                       ends.level, kDp);
     }
-    auto hidden = [&](double total_s, double window_s, bool overlap) {
+    const int v = s.chunks;
+    auto hidden = [&](double total_s, double chunk_s, bool overlap) {
         if (!overlap || total_s <= 0) return 0.0;
-        return total_s - std::max(bucket_share * total_s, total_s - window_s);
+        double exposed = bucket_share * total_s;
+        for (int j = 0; j < v; ++j) {
+            exposed = std::max(exposed, (j + 1) * total_s / v - (p.pp * j + 1) * chunk_s);
+        }
+        return total_s - std::min(exposed, total_s);
     };
-    out.overlap_s = hidden(grad_s, window_bwd_s, e.training.overlap_grad_reduce) +
-                    hidden(gather_s, window_fwd_s, e.training.overlap_param_gather);
+    out.overlap_s = hidden(grad_s, chunk_bwd_s, e.training.overlap_grad_reduce) +
+                    hidden(gather_s, chunk_fwd_s, e.training.overlap_param_gather);
     return out;
 }
 
@@ -296,12 +312,13 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     DeterministicResult r;
     r.profile = assemble_profile(c, shape, layers, ends);
     StepProfile& prof = r.profile;
-    // the overlap windows of the busiest-parameter stage: one microbatch over all its chunks
+    // the overlap windows: chunk passes of the stage with the most layers
     double window_layers = 0;
     for (int st = 0; st < p.pp; ++st)
         window_layers = std::max(window_layers, 1.0 * shape.stage_layers[st]);
-    const DpSync sync = build_dp_sync(c, e, shape, window_layers * layer_forward_s,
-                                      window_layers * layer_backward_s);
+    const double chunk_layers = window_layers / shape.chunks;
+    const DpSync sync =
+        build_dp_sync(c, e, shape, chunk_layers * layer_forward_s, chunk_layers * layer_backward_s);
     prof.dp_sync = sync.list.list;
     prof.dp_overlap_s = sync.overlap_s;
     prof.optimizer = build_optimizer(c, shape);

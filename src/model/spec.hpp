@@ -25,7 +25,7 @@ struct ModelSpec {
     /// Output layer shares the word embedding's weights (GPT); false: its own V h weights
     /// (Llama), so no embedding-gradient AllReduce between the first and last stage.
     bool tied_embeddings = true;
-    int seq = 0;             ///< sequence length s (tokens)
+    int seq = 0;  ///< sequence length s (tokens)
 
     int head_dim() const { return heads > 0 ? hidden / heads : 0; }
 };
@@ -88,6 +88,12 @@ struct GpuSpec {
     double hbm_bytes_per_s = 0;       ///< bandwidth
     double hbm_efficiency = 0.8;  ///< achievable fraction of hbm bandwidth for streaming kernels
     GemmEfficiency gemm;
+    /// FP8 GEMMs: eff_max of the curve against the fp8 peak (F_half scaled by the fp8 / bf16
+    /// peak ratio: the same kernel shapes fill the GPU at twice the FLOPs); 0 = gemm's.
+    double fp8_gemm_max_efficiency = 0;
+    /// Fused (flash) attention: achieved fraction of the bf16 peak on its FLOPs (forward, and
+    /// the backward's 2.5 x forward FLOPs, Dao 2023); 0 = the GEMM curve.
+    double attention_efficiency = 0;
 };
 
 /// A GPU model inside a node type and its network.

@@ -371,6 +371,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.model.gated_mlp);
     EXPECT_EQ(e.model.vocab, 128256);
     EXPECT_EQ(e.model.seq, 4096);
+    EXPECT_FALSE(e.model.tied_embeddings);
 
     EXPECT_EQ(e.training.global_batch_seqs, 1024);  // 4194304 tokens / 4096
     EXPECT_EQ(e.training.precision, prism::Precision::bf16);
@@ -399,6 +400,8 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(custom.gpu.hbm_efficiency, 0.9);
     EXPECT_EQ(custom.gpus_per_node, 4);
     EXPECT_DOUBLE_EQ(custom.nvlink_bytes_per_s, 300e9);
+    EXPECT_DOUBLE_EQ(custom.gpu.fp8_gemm_max_efficiency, 0.6);
+    EXPECT_DOUBLE_EQ(custom.gpu.attention_efficiency, 0.35);
     EXPECT_DOUBLE_EQ(custom.nvlink_latency_s, 2e-6);
     EXPECT_DOUBLE_EQ(custom.nic_bytes_per_s, 100e9);  // 800 Gbit/s / 8
     EXPECT_DOUBLE_EQ(custom.nic_latency_s, 5e-6);

@@ -93,7 +93,12 @@ Context::Context(const ModelSpec& model, const TrainingSpec& training, const Har
 
 double Context::gemm(double flops, double m_rows, double k, double n) const {
     const double bytes = 2.0 * (m_rows * k + k * n + m_rows * n);
-    return roofline_time_s(hw.gpu, peak_gemm, flops, bytes);
+    return roofline_time_s(hw.gpu, gemm_curve, peak_gemm, flops, bytes);
+}
+
+double Context::gemm_bf16(double flops, double m_rows, double k, double n) const {
+    const double bytes = 2.0 * (m_rows * k + k * n + m_rows * n);
+    return roofline_time_s(hw.gpu, hw.gpu.gemm, peak_bf16, flops, bytes);
 }
 
 double Context::memory(double bytes) const { return roofline_time_s(hw.gpu, 1, 0, bytes); }
@@ -168,11 +173,17 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
         bytes += 4.0 * heads * c.tokens * seq;       // scores written, probabilities read
         score_bytes = 9.0 * heads * c.tokens * seq;  // softmax r/w, dropout r/w + mask
     }
-    // efficiency of one of the two batched GEMMs: the curve is per GEMM call
+    // efficiency of one of the two batched GEMMs: the curve is per GEMM call; a fused kernel at
+    // its own efficiency, whose backward recomputes the scores: 2.5 x the forward FLOPs
+    // (Dao 2023, FlashAttention-2, section 3.1.2) instead of 2 x
     const double call = 0.5 * flops;
-    const double compute = call / (c.peak_bf16 * gemm_efficiency(c.hw.gpu.gemm, call));
+    const bool fused = c.tr.flash_attention && c.hw.gpu.attention_efficiency > 0;
+    const double efficiency =
+        fused ? c.hw.gpu.attention_efficiency : gemm_efficiency(c.hw.gpu.gemm, call);
+    const double flop_scale = fused && scale > 1 ? 2.5 : scale;
+    const double compute = flop_scale * flops / (c.peak_bf16 * efficiency);
     const double time =
-        scale * std::max(2 * compute, bytes / (c.hw.gpu.hbm_bytes_per_s * c.hw.gpu.hbm_efficiency));
+        std::max(compute, scale * bytes / (c.hw.gpu.hbm_bytes_per_s * c.hw.gpu.hbm_efficiency));
     const Op att{KernelClass::attention, time, c.sync, LinkLevel::local};
     if (c.p.cp > 1) {
         const double kv = 2.0 * 2.0 * c.tokens * c.hk / c.t;  // one K and V chunk, bf16
@@ -300,6 +311,9 @@ PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s
 
 // ---- embedding and head ----------------------------------------------------------------------
 
+// The output layer is Megatron's ColumnParallelLinear, outside TransformerEngine's FP8 layers:
+// its logits GEMMs run in bf16 whatever the training precision.
+
 EndPasses end_passes(const Context& c) {
     const double M = c.tokens;
     EndPasses e;
@@ -311,7 +325,7 @@ EndPasses end_passes(const Context& c) {
     const double vocab_t = double(c.m.vocab) / c.t;
     hf.compute(KernelClass::elementwise, c.memory(c.act(4 * M * c.h)), c.sync);  // final norm
     tp_gather(c, hf);
-    hf.compute(KernelClass::gemm, c.gemm(2 * M * c.h * vocab_t, M, c.h, vocab_t), c.sync);
+    hf.compute(KernelClass::gemm, c.gemm_bf16(2 * M * c.h * vocab_t, M, c.h, vocab_t), c.sync);
     hf.compute(KernelClass::elementwise, c.memory(10 * M * vocab_t), c.sync);  // fp32 loss
     if (c.p.tp > 1) {  // vocab-parallel cross entropy: max, sum and target logit over TP
         hf.comm(KernelClass::allreduce, 3 * c.coll(KernelClass::allreduce, 4 * M, c.tp_link),
@@ -320,7 +334,7 @@ EndPasses end_passes(const Context& c) {
     PassBuilder& hb = e.head_backward;
     hb.compute(KernelClass::elementwise, c.memory(6 * M * vocab_t), c.sync);
     for (int i = 0; i < 2; ++i) {
-        hb.compute(KernelClass::gemm, c.gemm(2 * M * c.h * vocab_t, M, c.h, vocab_t), c.sync);
+        hb.compute(KernelClass::gemm, c.gemm_bf16(2 * M * c.h * vocab_t, M, c.h, vocab_t), c.sync);
     }
     tp_reduce(c, hb);
     hb.compute(KernelClass::elementwise, 2 * c.memory(c.act(4 * M * c.h)), c.sync);

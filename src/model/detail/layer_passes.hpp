@@ -56,9 +56,10 @@ struct Context {
     const TrainingSpec& tr;
     const HardwareSpec& hw;
     const DesignPoint& p;
-    double peak_gemm = 0;
+    double peak_gemm = 0;  ///< of the training precision's GEMMs
     double peak_bf16 = 0;
-    double tokens = 0;  ///< b s / c: tokens of a microbatch on one CP rank
+    GemmEfficiency gemm_curve;  ///< of the training precision's GEMMs
+    double tokens = 0;          ///< b s / c: tokens of a microbatch on one CP rank
     double h = 0, hk = 0, f = 0, t = 1;
     int sync = 1;             ///< tp * cp
     bool tp_overlap = false;  ///< --tp-comm-overlap in effect (tp > 1 with SP)
@@ -68,7 +69,9 @@ struct Context {
     Context(const ModelSpec& model, const TrainingSpec& training, const HardwareSpec& hardware,
             const DesignPoint& point);
 
+    /// A GEMM in the training precision, and one in bf16.
     double gemm(double flops, double m_rows, double k, double n) const;
+    double gemm_bf16(double flops, double m_rows, double k, double n) const;
     double memory(double bytes) const;
     double coll(KernelClass cls, double bytes, const GroupLink& link) const;
     /// Activation bytes of elementwise kernels: replicated over TP unless sequence parallel.

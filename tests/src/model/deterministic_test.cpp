@@ -55,17 +55,62 @@ TEST(Deterministic, FullRecomputeStepIsMegatronFlopsOverAchievedPeak) {
     EXPECT_NEAR(r.step_time_s, r.megatron_flops_per_step / (0.7 * 300e12), 1e-12);
 }
 
-TEST(Deterministic, Fp8RunsGemmsAtFp8PeakAndAttentionAtBf16) {
+TEST(Deterministic, Fp8RunsLayerGemmsAtFp8PeakAttentionAndLogitsAtBf16) {
     auto e = compute_only();
     e.training.precision = prism::Precision::fp8;
     const DesignPoint p;
 
     const auto r = prism::evaluate_deterministic(e, p);
 
+    // TransformerEngine's FP8 covers the layers' GEMMs; the attention core and Megatron's
+    // output layer (logits) stay bf16
     const double attention =
         3.0 * 16 * e.model.layers * prism::layer_forward_flops(e.model, 1).attention;
-    const double gemm = r.model_flops_per_step - attention;
-    EXPECT_NEAR(r.step_time_s, gemm / (0.7 * 600e12) + attention / (0.7 * 300e12), 1e-12);
+    const double logits = 3.0 * 16 * prism::logits_forward_flops(e.model, 1);
+    const double gemm = r.model_flops_per_step - attention - logits;
+    EXPECT_NEAR(r.step_time_s, gemm / (0.7 * 600e12) + (attention + logits) / (0.7 * 300e12),
+                1e-12);
+}
+
+TEST(Deterministic, Fp8CurveHasItsOwnEffMaxAndHalfSizeScaledByPeak) {
+    auto e = prism::test::small_experiment();
+    e.hardware[0].gpu.hbm_bytes_per_s = 1e30;
+    e.hardware[0].kernel_launch_s = 0;
+    e.hardware[0].gpu.fp8_gemm_max_efficiency = 0.5;
+    e.model.vocab = 8;  // negligible logits
+    e.training.precision = prism::Precision::fp8;
+    DesignPoint p;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // every layer GEMM at 0.5 F / (F + 2 x 1e9) of 600 TFLOP/s (F_half doubles with the peak);
+    // attention on the bf16 curve 0.7 F' / (F' + 1e9), F' one of its two batched GEMMs
+    const double M = 1024, h = 1024;
+    auto gemm = [&](double k, double n) {
+        const double f = 2 * M * k * n;
+        return f / (600e12 * 0.5 * f / (f + 2e9));
+    };
+    const double call = 0.5 * 4 * M * 1024 * h;
+    const double attention = 2 * call / (300e12 * 0.7 * call / (call + 1e9));
+    const double forward = gemm(h, 3 * h) + gemm(h, h) + gemm(h, 4 * h) + gemm(4 * h, h) + attention;
+    EXPECT_NEAR(r.breakdown.layer_forward_s, forward, 1e-15);
+}
+
+TEST(Deterministic, FusedAttentionBackwardHasTwoAndAHalfTimesTheForwardFlops) {
+    auto e = compute_only();
+    e.training.flash_attention = true;
+    e.hardware[0].gpu.attention_efficiency = 0.4;
+    const DesignPoint p;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // causal: half of 4 s^2 h per sequence, at 0.4 x 300 TFLOP/s; the backward recomputes the
+    // scores, 2.5 x the forward FLOPs (Dao 2023); GEMMs at 0.7 x 300, backward 2 x
+    const double M = 1024, h = 1024;
+    const double attention = 0.5 * 4 * M * 1024 * h / (0.4 * 300e12);
+    const double gemms = 2 * M * h * (3 * h + h + 4 * h + 4 * h) / (0.7 * 300e12);
+    EXPECT_NEAR(r.breakdown.layer_forward_s, gemms + attention, 1e-15);
+    EXPECT_NEAR(r.breakdown.layer_backward_s, 2 * gemms + 2.5 * attention, 1e-15);
 }
 
 TEST(Deterministic, TensorParallelAllReducesMatchHandCalculation) {
