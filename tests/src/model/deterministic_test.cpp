@@ -92,7 +92,8 @@ TEST(Deterministic, Fp8CurveHasItsOwnEffMaxAndHalfSizeScaledByPeak) {
     };
     const double call = 0.5 * 4 * M * 1024 * h;
     const double attention = 2 * call / (300e12 * 0.7 * call / (call + 1e9));
-    const double forward = gemm(h, 3 * h) + gemm(h, h) + gemm(h, 4 * h) + gemm(4 * h, h) + attention;
+    const double forward =
+        gemm(h, 3 * h) + gemm(h, h) + gemm(h, 4 * h) + gemm(4 * h, h) + attention;
     EXPECT_NEAR(r.breakdown.layer_forward_s, forward, 1e-15);
 }
 
