@@ -25,18 +25,6 @@ using namespace prism::calibration;
 const std::string kData = PRISM_TEST_DATA_DIR;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-struct ErrorStats {
-    double mean_abs = 0;
-    double max_abs = 0;
-    int n = 0;
-    void add(double e) {
-        mean_abs += std::abs(e);
-        max_abs = std::max(max_abs, std::abs(e));
-        ++n;
-    }
-    void finish() { mean_abs /= std::max(n, 1); }
-};
-
 TEST(ModelFidelity, KorthikantiTable5StepTimesWithinFourPercentMeanAndNinePercentEachRow) {
     ErrorStats stats;
 

@@ -192,20 +192,9 @@ Values nelder_mead(F f, Values x0, double step, int iterations) {
     return simplex[std::min_element(value.begin(), value.end()) - value.begin()];
 }
 
-struct Summary {
-    double mean_abs = 0, max_abs = 0;
-    int n = 0;
-    void add(double e) {
-        mean_abs += std::abs(e);
-        max_abs = std::max(max_abs, std::abs(e));
-        ++n;
-    }
-    double mean() const { return n > 0 ? mean_abs / n : 0.0; }
-};
-
 /// Error of every row of `items` that is (not) fitted; prints the rows when `verbose`.
-Summary report(std::vector<Item>& items, bool held_out, bool verbose, const char* unit) {
-    Summary s;
+ErrorStats report(std::vector<Item>& items, bool held_out, bool verbose, const char* unit) {
+    ErrorStats s;
     for (auto& it : items) {
         if (it.c.train == held_out) continue;
         const double pred = predict_item(it);
@@ -216,6 +205,7 @@ Summary report(std::vector<Item>& items, bool held_out, bool verbose, const char
                        it.c.label, it.c.measured, unit, pred, 100 * err);
         }
     }
+    s.finish();
     return s;
 }
 
@@ -273,20 +263,21 @@ int calibrate_a100(const std::string& dir) {
     for (auto& it : ko) it.e.hardware = vt.front().e.hardware;
 
     fmt::print("Korthikanti et al. 2022 Table 5 (held out, step time):\n");
-    const Summary sk = report(ko, true, true, "s");
-    fmt::print("  mean |error| {:.2f}%  max {:.2f}%\n\n", 100 * sk.mean(), 100 * sk.max_abs);
+    const ErrorStats sk = report(ko, true, true, "s");
+    fmt::print("  mean |error| {:.2f}%  max {:.2f}%\n\n", 100 * sk.mean_abs, 100 * sk.max_abs);
     fmt::print("SC'21 Table 1 fitted rows (TFLOP/s per GPU):\n");
-    const Summary s_fit = report(sc, false, true, "TF");
+    const ErrorStats s_fit = report(sc, false, true, "TF");
     fmt::print("SC'21 Table 1 held-out rows:\n");
-    const Summary s_test = report(sc, true, true, "TF");
+    const ErrorStats s_test = report(sc, true, true, "TF");
     fmt::print("  fitted mean {:.2f}% max {:.2f}%; held-out mean {:.2f}% max {:.2f}%\n\n",
-               100 * s_fit.mean(), 100 * s_fit.max_abs, 100 * s_test.mean(), 100 * s_test.max_abs);
-    const Summary v_fit = report(vt, false, false, "s");
-    const Summary v_test = report(vt, true, false, "s");
+               100 * s_fit.mean_abs, 100 * s_fit.max_abs, 100 * s_test.mean_abs,
+               100 * s_test.max_abs);
+    const ErrorStats v_fit = report(vt, false, false, "s");
+    const ErrorStats v_test = report(vt, true, false, "s");
     fmt::print(
         "vTrain: fitted rows MAPE {:.2f}% (max {:.1f}%); held-out rows MAPE {:.2f}% "
         "(max {:.1f}%)\n",
-        100 * v_fit.mean(), 100 * v_fit.max_abs, 100 * v_test.mean(), 100 * v_test.max_abs);
+        100 * v_fit.mean_abs, 100 * v_fit.max_abs, 100 * v_test.mean_abs, 100 * v_test.max_abs);
     return 0;
 }
 
@@ -318,7 +309,7 @@ int calibrate_h100(const std::string& dir, bool swap) {
     for (auto& set : sets) {
         fmt::print("{}:\n", set.front().c.set == "llm-foundry" ? "llm-foundry MPT (H100)"
                                                                : "NeMo / Megatron-Bridge (H100)");
-        std::map<std::string, std::array<Summary, 2>> by_class;
+        std::map<std::string, std::array<ErrorStats, 2>> by_class;
         for (auto& it : set) {
             const double pred = predict_item(it);
             const double err = relative_error(pred, it.c.measured);
@@ -329,11 +320,13 @@ int calibrate_h100(const std::string& dir, bool swap) {
                            100 * err);
             }
         }
-        for (const auto& [cls, s] : by_class) {
+        for (auto& [cls, s] : by_class) {
+            s[0].finish();
+            s[1].finish();
             fmt::print(
                 "  {:<8} fitted {:>2} rows MAPE {:5.1f}% | held out {:>2} rows MAPE {:5.1f}% "
                 "(max {:4.1f}%)\n",
-                cls, s[0].n, 100 * s[0].mean(), s[1].n, 100 * s[1].mean(), 100 * s[1].max_abs);
+                cls, s[0].n, 100 * s[0].mean_abs, s[1].n, 100 * s[1].mean_abs, 100 * s[1].max_abs);
         }
     }
     return 0;

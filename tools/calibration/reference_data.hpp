@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -217,5 +218,18 @@ inline double predict(const Experiment& e, const Case& c, Quantity q) {
 inline double relative_error(double predicted, double measured) {
     return (predicted - measured) / measured;
 }
+
+/// Mean and largest absolute relative error over a set of rows.
+struct ErrorStats {
+    double mean_abs = 0;  ///< the sum until finish(), then the mean
+    double max_abs = 0;
+    int n = 0;
+    void add(double e) {
+        mean_abs += std::abs(e);
+        max_abs = std::max(max_abs, std::abs(e));
+        ++n;
+    }
+    void finish() { mean_abs /= std::max(n, 1); }
+};
 
 }  // namespace prism::calibration

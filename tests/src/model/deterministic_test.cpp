@@ -190,15 +190,8 @@ TEST(Deterministic, FsdpGathersWeightsConcurrentlyAndLocksReplicas) {
 }
 
 TEST(Deterministic, OverlappedGradientReductionHidesItsWindowButTheLastBucket) {
-    auto e = prism::test::small_experiment();
-    e.model.hidden = 4096;  // 201 M parameters per layer: many 40 M-parameter buckets
-    e.model.heads = 32;
-    e.model.kv_heads = 32;
-    e.model.ffn = 4 * 4096;
-    DesignPoint p;
-    p.tp = 8;
-    p.dp = 4;
-    p.microbatch = 4;
+    auto e = prism::test::wide_experiment();
+    const DesignPoint p = prism::test::tp8_dp4();
     const auto exposed = prism::evaluate_deterministic(e, p);
     e.training.overlap_grad_reduce = true;
 

@@ -32,13 +32,19 @@ prism::Experiment compute_only() {
     return e;
 }
 
-TEST(ContextParallelData, DistributedOptimizerShardsOverDataTimesContextRanks) {
-    const auto e = prism::test::small_experiment();
+/// cp 2 x dp 2 with the distributed optimizer, 4 microbatches of 2 per replica.
+DesignPoint cp2_dp2_zero1() {
     DesignPoint p;
     p.cp = 2;
     p.dp = 2;
     p.microbatch = 2;
     p.zero_stage = 1;
+    return p;
+}
+
+TEST(ContextParallelData, DistributedOptimizerShardsOverDataTimesContextRanks) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p = cp2_dp2_zero1();
 
     const auto r = prism::evaluate_deterministic(e, p);
 
@@ -55,11 +61,7 @@ TEST(ContextParallelData, DistributedOptimizerShardsOverDataTimesContextRanks) {
 TEST(ContextParallelData, GradientsAreReducedOverDataTimesContextRanks) {
     auto e = prism::test::small_experiment();
     e.training.overlap_param_gather = false;  // overlap_grad_reduce is off in the helper
-    DesignPoint p;
-    p.cp = 2;
-    p.dp = 2;
-    p.microbatch = 2;
-    p.zero_stage = 1;
+    DesignPoint p = cp2_dp2_zero1();
 
     const auto inside = prism::evaluate_deterministic(e, p);
     e.hardware[0].gpus_per_node = 2;  // cp inside a node, dp across nodes: 2 NICs per node
@@ -116,16 +118,9 @@ TEST(Overlap, TpCommOverlapNeedsSequenceParallelism) {
 }
 
 TEST(Overlap, ParamGatherRunsUnderTheFirstForwardButTheFirstBucket) {
-    auto e = prism::test::small_experiment();
-    e.model.hidden = 4096;
-    e.model.heads = 32;
-    e.model.kv_heads = 32;
-    e.model.ffn = 4 * 4096;
+    auto e = prism::test::wide_experiment();
     e.training.overlap_param_gather = false;
-    DesignPoint p;
-    p.tp = 8;
-    p.dp = 4;
-    p.microbatch = 4;
+    DesignPoint p = prism::test::tp8_dp4();
     p.zero_stage = 1;
     const auto exposed = prism::evaluate_deterministic(e, p);
     e.training.overlap_param_gather = true;
