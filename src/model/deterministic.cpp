@@ -234,14 +234,23 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
                      Breakdown& bd) {
     const StepProfile& prof = r.profile;
     const int v = prof.chunks;
-    std::vector<double> busy(std::size_t(prof.stages), 0.0);
+    // a stage's busy time: its chunks' forward and backward as chunk_forward_s / _backward_s
+    // give them, with each segment list's time taken once
+    const double layer_s =
+        deterministic_time(prof.layer_forward) + deterministic_time(prof.layer_backward);
+    const double embedding_s =
+        deterministic_time(prof.embedding_forward) + deterministic_time(prof.embedding_backward);
+    const double head_s =
+        deterministic_time(prof.head_forward) + deterministic_time(prof.head_backward);
+    int s = 0;
+    double busiest = -1;
     for (int st = 0; st < prof.stages; ++st) {
-        for (int k = 0; k < v; ++k) {
-            busy[st] += prof.chunk_forward_s(st, k) + prof.chunk_backward_s(st, k);
-        }
-        busy[st] *= prof.microbatches;
+        double layers = 0;
+        for (int k = 0; k < v; ++k) layers += prof.chunk_layers(st, k);
+        const double busy = prof.microbatches * (layers * layer_s + (st == 0 ? embedding_s : 0) +
+                                                 (st == prof.stages - 1 ? head_s : 0));
+        if (busy > busiest) busiest = busy, s = st;
     }
-    const int s = int(std::max_element(busy.begin(), busy.end()) - busy.begin());
     double layers = 0;
     for (int k = 0; k < v; ++k) layers += prof.chunk_layers(s, k);
     const double passes = layers * prof.microbatches;
@@ -253,18 +262,12 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
     bd.cp_comm_exposed_s = passes * (f.exposed[kCp] + b.exposed[kCp]);
     bd.fsdp_comm_exposed_s = passes * (f.exposed[kDp] + b.exposed[kDp]);
     bd.host_bound_s = passes * (f.stretch_s + b.stretch_s);
-    if (s == 0) {
-        bd.embedding_s = prof.microbatches * (deterministic_time(prof.embedding_forward) +
-                                              deterministic_time(prof.embedding_backward));
-    }
-    if (s == prof.stages - 1) {
-        bd.head_s = prof.microbatches * (deterministic_time(prof.head_forward) +
-                                         deterministic_time(prof.head_backward));
-    }
+    if (s == 0) bd.embedding_s = prof.microbatches * embedding_s;
+    if (s == prof.stages - 1) bd.head_s = prof.microbatches * head_s;
     bd.dp_sync_exposed_s = sync_exposed_s;
     bd.optimizer_s = deterministic_time(prof.optimizer);
     const double pipeline_s = r.step_time_s - sync_exposed_s - bd.optimizer_s;
-    bd.bubble_s = std::max(0.0, pipeline_s - busy[s]);
+    bd.bubble_s = std::max(0.0, pipeline_s - busiest);
     bd.pp_comm_s = prof.stages > 1 ? 2.0 * prof.microbatches * v * prof.p2p.time_s : 0;
     bd.dp_comm_exposed_s = bd.fsdp_comm_exposed_s + bd.dp_sync_exposed_s;
 }
@@ -273,9 +276,8 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
 void check_memory(const Experiment& e, const DesignPoint& p, const Shape& s,
                   DeterministicResult& r) {
     Breakdown& bd = r.breakdown;
-    for (int st = 0; st < p.pp; ++st) {
-        bd.stage_memory.push_back(
-            memory_of_stage(e.model, e.training, p, s.microbatches, st, s.stage_layers[st]));
+    bd.stage_memory = memory_of_stages(e.model, e.training, p, s.microbatches, s.stage_layers);
+    for (int st = 1; st < p.pp; ++st) {
         if (bd.stage_memory[st].total_bytes() > bd.stage_memory[bd.memory_stage].total_bytes()) {
             bd.memory_stage = st;
         }

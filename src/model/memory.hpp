@@ -17,6 +17,8 @@
 // term, full recompute keeps only the layer input (2 s b h). Generalized here to GQA (K, V of
 // width h g / a) and gated MLPs (three f-wide tensors instead of two).
 
+#include <vector>
+
 #include "src/model/spec.hpp"
 
 namespace prism {
@@ -51,6 +53,11 @@ double inflight_microbatches(int pp, int interleave, int microbatches, int stage
 /// `microbatches` per replica per step.
 MemoryBreakdown memory_of_stage(const ModelSpec& model, const TrainingSpec& training,
                                 const DesignPoint& point, int microbatches, int stage, int layers);
+
+/// memory_of_stage of every stage, stage s holding stage_layers[s] layers.
+std::vector<MemoryBreakdown> memory_of_stages(const ModelSpec& model, const TrainingSpec& training,
+                                              const DesignPoint& point, int microbatches,
+                                              const std::vector<int>& stage_layers);
 
 /// Memory of the first pipeline stage's GPU on an even split (L / p layers).
 MemoryBreakdown memory_per_gpu(const ModelSpec& model, const TrainingSpec& training,
