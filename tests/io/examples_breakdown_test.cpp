@@ -18,7 +18,7 @@ namespace {
 std::vector<std::filesystem::path> example_experiments() {
     const std::filesystem::path configs = std::filesystem::path(PRISM_SOURCE_DIR) / "configs";
     std::vector<std::filesystem::path> files{configs / "quickstart.toml"};
-    for (const auto& entry : std::filesystem::directory_iterator(configs / "examples")) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(configs / "examples")) {
         if (entry.path().extension() == ".toml") files.push_back(entry.path());
     }
     return files;
