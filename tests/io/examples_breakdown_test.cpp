@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "io/experiment_loader.hpp"
@@ -19,7 +20,11 @@ std::vector<std::filesystem::path> example_experiments() {
     const std::filesystem::path configs = std::filesystem::path(PRISM_SOURCE_DIR) / "configs";
     std::vector<std::filesystem::path> files{configs / "quickstart.toml"};
     for (const auto& entry : std::filesystem::recursive_directory_iterator(configs / "examples")) {
-        if (entry.path().extension() == ".toml") files.push_back(entry.path());
+        // variability profiles (`prism trace fit` / `steps fit` output) sit beside the
+        // experiments that use them; they are not experiments
+        const std::string name = entry.path().filename().string();
+        const bool profile = name.ends_with(".variability.toml");
+        if (entry.path().extension() == ".toml" && !profile) files.push_back(entry.path());
     }
     return files;
 }
