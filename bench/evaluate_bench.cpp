@@ -5,6 +5,8 @@
 // The *CoTuning variants sweep the same points over 4 learning rates x 2 checkpoint intervals
 // through the sweep's ChunkEvaluator: the 8 points of each configuration run the same steps and
 // share one step-time distribution (StepCache); counter `distributions` = those computed.
+// BM_AnalyticCotune8Lr sweeps 8 learning rates per configuration with a [cotune] study (its
+// time-to-target metrics through the run model), BM_AnalyticLr8 the same space without it.
 //
 //   build/bench/evaluate_bench --benchmark_min_time=2
 
@@ -23,7 +25,8 @@
 namespace {
 
 std::string experiment_text(const std::string& method, bool sensitivity,
-                            const std::string& extra_space = "") {
+                            const std::string& extra_space = "",
+                            const std::string& extra_tables = "") {
     return R"(
 [experiment]
 name = "bench-405b-16k"
@@ -86,7 +89,7 @@ restart = "10 min"
 [[failures.cause]]
 name = "gpu"
 mtbf = "79229 h"
-)";
+)" + extra_tables;
 }
 
 void run(benchmark::State& state, const std::string& method, bool sensitivity, bool full) {
@@ -110,12 +113,8 @@ void run(benchmark::State& state, const std::string& method, bool sensitivity, b
 /// The whole space in index order, one chunk of 8 points at a time, as a worker gets them; each
 /// pass over the space starts with an empty step cache (a new worker), so that every
 /// configuration's distribution is computed once per pass, never taken from an earlier pass.
-void run_cotuning(benchmark::State& state, const std::string& method, bool sensitivity) {
-    const prism::Experiment e =
-        prism::io::parse_experiment(experiment_text(method, sensitivity,
-                                                    "learning_rate = [1e-4, 2e-4, 4e-4, 8e-4]\n"
-                                                    "checkpoint_interval = [1800, 3600]\n"),
-                                    "bench.toml");
+void run_chunks(benchmark::State& state, const std::string& text) {
+    const prism::Experiment e = prism::io::parse_experiment(text, "bench.toml");
     const prism::explorer::DesignSpace space(e);
     const prism::Evaluator evaluator(e);
     std::optional<prism::explorer::ChunkEvaluator> chunks;
@@ -147,6 +146,25 @@ void BM_Analytic(benchmark::State& s) { run(s, "analytic", false, true); }
 void BM_AnalyticWithSensitivity(benchmark::State& s) { run(s, "analytic", true, true); }
 void BM_MonteCarlo1000(benchmark::State& s) { run(s, "montecarlo", false, true); }
 
+void run_cotuning(benchmark::State& state, const std::string& method, bool sensitivity) {
+    run_chunks(state, experiment_text(method, sensitivity,
+                                      "learning_rate = [1e-4, 2e-4, 4e-4, 8e-4]\n"
+                                      "checkpoint_interval = [1800, 3600]\n"));
+}
+
+const char* const kEightLearningRates =
+    "learning_rate = [2e-5, 3e-5, 4e-5, 6e-5, 8e-5, 1.2e-4, 1.6e-4, 2.4e-4]\n";
+
+void BM_AnalyticLr8(benchmark::State& s) {
+    run_chunks(s, experiment_text("analytic", false, kEightLearningRates));
+}
+void BM_AnalyticCotune8Lr(benchmark::State& s) {
+    run_chunks(s,
+               experiment_text("analytic", false, kEightLearningRates,
+                               "\n[cotune]\ntarget_tokens = 1.5e13\nb_noise = 8e6\n"
+                               "lr_rule = \"sqrt\"\nlr_reference = 8e-5\nwarmup_steps = 8000\n"));
+}
+
 void BM_AnalyticCoTuning(benchmark::State& s) { run_cotuning(s, "analytic", false); }
 void BM_AnalyticWithSensitivityCoTuning(benchmark::State& s) { run_cotuning(s, "analytic", true); }
 void BM_MonteCarlo1000CoTuning(benchmark::State& s) { run_cotuning(s, "montecarlo", false); }
@@ -158,6 +176,8 @@ BENCHMARK(BM_MonteCarlo1000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AnalyticCoTuning)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AnalyticWithSensitivityCoTuning)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MonteCarlo1000CoTuning)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AnalyticLr8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AnalyticCotune8Lr)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

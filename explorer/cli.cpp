@@ -8,16 +8,20 @@
 #include <CLI/CLI.hpp>
 
 #include "explorer/design_space.hpp"
+#include "explorer/fit_lr_command.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
 #include "explorer/result_commands.hpp"
 #include "explorer/stop_signals.hpp"
+#include "explorer/steps_command.hpp"
 #include "explorer/sweep_command.hpp"
 #include "explorer/table.hpp"
+#include "explorer/trace_command.hpp"
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
 #include "io/work_limits.hpp"
 #include "src/common/error.hpp"
+#include "src/cotune/cotune.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/model/evaluate.hpp"
@@ -55,6 +59,9 @@ int validate_command(const std::string& path) {
         "work limits {} pipeline slots, {} GPUs, Monte Carlo samples x GPUs {}: points beyond "
         "them are filtered\n",
         io::kMaxPipelineSlots, io::kMaxGpus, io::kMaxMonteCarloWork);
+    if (e.cotune.enabled) {
+        std::cout << fmt::format("cotune      {}\n", cotune::make_model(e).describe());
+    }
     return kExitOk;
 }
 
@@ -147,6 +154,18 @@ int run_cli(int argc, char** argv) {
     report_cmd->add_flag("--desc", report.descending, "largest first");
     report_cmd->add_option("--metrics", report_metrics, "metrics to show, comma-separated");
 
+    FitLrOptions fit_lr;
+    auto* fit_lr_cmd = app.add_subcommand(
+        "fit-lr", "fit loss curves per learning rate and pick the lowest predicted loss");
+    fit_lr_cmd->add_option("curves", fit_lr.curves_path, "CSV: learning_rate,step,loss")
+        ->required();
+    fit_lr_cmd->add_option("--tau", fit_lr.tau_step, "step at which to compare the predictions")
+        ->required();
+    TraceCommand trace;
+    auto* trace_cmd = add_trace_command(app, trace);
+    StepsCommand steps;
+    auto* steps_cmd = add_steps_command(app, steps);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -168,6 +187,9 @@ int run_cli(int argc, char** argv) {
         if (*status_cmd) return status_command(status_path);
         if (*recover_cmd) return recover_command(recover_path, recover_output, recover_overwrite);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
+        if (*fit_lr_cmd) return fit_lr_command(fit_lr, std::cout, std::cerr);
+        if (*trace_cmd) return run_trace_command(trace);
+        if (*steps_cmd) return run_steps_command(*steps_cmd, steps);
         if (*report_cmd) {
             std::stringstream in(report_metrics);
             std::string m;

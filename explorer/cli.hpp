@@ -8,7 +8,8 @@ inline constexpr int kExitError = 1;        ///< a runtime failure (I/O, MPI, a 
 inline constexpr int kExitBadInput = 2;     ///< bad experiment file or command line
 inline constexpr int kExitInterrupted = 3;  ///< stopped by a signal or --time-limit; resumable
 
-/// Parses the command line and runs a sub-command (sweep, validate, eval, report).
+/// Parses the command line and runs a sub-command (sweep, validate, eval, report, status,
+/// fit-lr).
 int run_cli(int argc, char** argv);
 
 }  // namespace prism::explorer

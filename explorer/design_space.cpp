@@ -15,7 +15,8 @@ DesignSpace::DesignSpace(const Experiment& experiment) : experiment_(&experiment
         }
         radix_.push_back(r);
         size_ *= r;
-        const bool neutral = dim.name == "learning_rate" || dim.name == "checkpoint_interval";
+        const bool neutral = dim.name == "learning_rate" || dim.name == "checkpoint_interval" ||
+                             dim.name == "b_noise";
         step_neutral_.push_back(neutral);
         if (neutral) per_stream_ *= r;
     }

@@ -39,8 +39,8 @@ class DesignSpace {
     DesignPoint point(std::uint64_t index) const;
 
     /// The index whose random streams point `index` uses: `index` with the dimensions that do
-    /// not change the training steps (`learning_rate`, `checkpoint_interval`) at their first
-    /// value. Points that differ only there run the same steps: they share one step-time
+    /// not change the training steps (`learning_rate`, `checkpoint_interval`, `b_noise`) at their
+    /// first value. Points that differ only there run the same steps: they share one step-time
     /// distribution (evaluated once, see prism::StepCache) and one failure history (common
     /// random numbers across checkpoint intervals), whatever the chunking or rank count.
     std::uint64_t stream_index(std::uint64_t index) const;

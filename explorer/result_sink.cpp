@@ -39,7 +39,7 @@ std::vector<bool> objective_senses(const Experiment& experiment) {
 std::vector<io::ColumnSpec> point_columns(const Experiment& e) {
     std::vector<std::string> hardware;
     for (const auto& h : e.hardware) hardware.push_back(h.name);
-    return {
+    std::vector<io::ColumnSpec> columns{
         {"tp", Type::int64, "1", "tensor-parallel degree", {}},
         {"pp", Type::int64, "1", "pipeline-parallel degree", {}},
         {"dp", Type::int64, "1", "data-parallel degree", {}},
@@ -65,6 +65,15 @@ std::vector<io::ColumnSpec> point_columns(const Experiment& e) {
         {"checkpoint_interval_s", Type::float64, "s", "checkpoint interval (0 = policy)", {}},
         {"learning_rate", Type::float64, "1", "peak learning rate (0 = not studied)", {}},
     };
+    if (e.cotune.enabled) {
+        // Only in co-tuning studies, so that other experiments' files keep their columns.
+        columns.push_back({"b_noise",
+                           Type::float64,
+                           "tokens",
+                           "gradient noise scale B_noise of [cotune] (NaN: B_crit(L))",
+                           {}});
+    }
+    return columns;
 }
 
 ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
@@ -143,6 +152,11 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
         for (std::size_t k = 0; k < ints; ++k) batch.int_columns[k][r] = int_values[k];
         batch.float_columns[0][r] = p.checkpoint_interval_s;
         batch.float_columns[1][r] = p.learning_rate;
+        if (floats > 2) {
+            batch.float_columns[2][r] = experiment_->cotune.noise == NoiseModel::kaplan ? kNaN
+                                        : p.b_noise_tokens > 0 ? p.b_noise_tokens
+                                                               : experiment_->cotune.b_noise_tokens;
+        }
         for (std::size_t m = 0; m < metrics; ++m) {
             batch.metrics[m][r] = m < row.values.size() ? row.values[m] : kNaN;
         }

@@ -16,7 +16,9 @@
 
 #include "io/detail/experiment_checks.hpp"
 #include "io/detail/point_text.hpp"
+#include "io/detail/toml_cotune.hpp"
 #include "io/detail/toml_reader.hpp"
+#include "io/detail/toml_training.hpp"
 #include "io/detail/toml_variability.hpp"
 #include "io/presets.hpp"
 #include "io/units.hpp"
@@ -46,25 +48,11 @@ using detail::fail_at;
 using detail::format_number;
 using detail::in_file_order;
 using detail::join_key;
+using detail::parse_toml;
 
 const std::vector<std::string> kTopLevelKeys{
-    "experiment", "model",       "training",   "hardware",   "cluster",     "defaults",
-    "space",      "constraints", "objectives", "evaluation", "variability", "failures"};
-
-std::string lower_first(std::string text) {
-    if (!text.empty())
-        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-    return text;
-}
-
-toml::table parse_toml(std::string_view text, const std::string& source_name) {
-    try {
-        return toml::parse(text, source_name);
-    } catch (const toml::parse_error& e) {
-        throw error_at(e.source(), "invalid TOML: " + lower_first(std::string(e.description())),
-                       source_name);
-    }
-}
+    "experiment",  "model",      "training",   "hardware",    "cluster",  "defaults", "space",
+    "constraints", "objectives", "evaluation", "variability", "failures", "cotune"};
 
 std::string preset_path(std::string_view kind, std::string_view name) {
     return fmt::format("configs/presets/{}/{}.toml", kind, name);
@@ -114,12 +102,13 @@ void parse_experiment_table(const toml::table& table, Experiment& experiment) {
 
 // ---- [model] ---------------------------------------------------------------------------------
 
-const std::vector<std::string> kModelFields{"layers", "hidden",    "heads", "kv_heads",
-                                            "ffn",    "gated_mlp", "vocab", "seq"};
+const std::vector<std::string> kModelFields{"layers",    "hidden", "heads", "kv_heads",       "ffn",
+                                            "gated_mlp", "vocab",  "seq",   "tied_embeddings"};
 
 struct ModelDraft {
     std::map<std::string, std::int64_t> ints;
     std::optional<bool> gated_mlp;
+    std::optional<bool> tied_embeddings;
     std::vector<std::string> overridden;
 };
 
@@ -137,6 +126,8 @@ void apply_model_fields(const toml::table& table, bool is_preset, ModelDraft& dr
             model.source = as_string(*node, full);
         } else if (name == "gated_mlp") {
             draft.gated_mlp = as_bool(*node, full);
+        } else if (name == "tied_embeddings") {
+            draft.tied_embeddings = as_bool(*node, full);
         } else {
             draft.ints[name] = as_integer_in(*node, full, 1);
         }
@@ -176,6 +167,7 @@ void parse_model(const toml::table& root, const std::string& file, Experiment& e
     model.ffn = static_cast<int>(draft.ints.contains("ffn") ? draft.ints["ffn"]
                                                             : 4 * std::int64_t{model.hidden});
     model.gated_mlp = draft.gated_mlp.value_or(false);
+    model.tied_embeddings = draft.tied_embeddings.value_or(true);
     model.vocab = static_cast<int>(draft.ints["vocab"]);
     model.seq = static_cast<int>(draft.ints["seq"]);
 
@@ -209,7 +201,9 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     const toml::table& table = as_table(*node, "training");
     check_keys(table, "training",
                {"global_batch", "global_batch_tokens", "precision", "optimizer", "total_tokens",
-                "flash_attention", "overlap_grad_reduce"});
+                "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+                "fsdp_prefetch", "first_stage_layers", "last_stage_layers", "layers_per_stage",
+                "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -250,6 +244,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     if (const toml::node* n = table.get("overlap_grad_reduce")) {
         training.overlap_grad_reduce = as_bool(*n, "training.overlap_grad_reduce");
     }
+    detail::apply_training_schedule_keys(table, experiment.model, training);
 }
 
 // ---- [hardware.<name>] -----------------------------------------------------------------------
@@ -288,6 +283,10 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
     {"gemm_half_flops", Quantity::dimensionless, false, false, false,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.half_flops; }},
+    {"fp8_gemm_max_efficiency", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.fp8_gemm_max_efficiency; }},
+    {"attention_efficiency", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency; }},
     {"kernel_launch", Quantity::time, false, true, false,
      [](HardwareSpec& h) -> double& { return h.kernel_launch_s; }},
 };
@@ -691,25 +690,32 @@ void parse_failures(const toml::table& table, bool interval_in_space, FailureSpe
 
 // ---- [variability] -----------------------------------------------------------------------------
 
-void parse_variability(const toml::table& table, VariabilitySpec& variability) {
+// A preset value ending in ".toml" is a profile file (prism trace fit / steps fit writes
+// them), relative to the experiment file's directory.
+toml::table load_profile_file(const toml::node& node, const std::string& name,
+                              const std::string& source_name) {
+    const std::filesystem::path path =
+        std::filesystem::path(source_name).parent_path() / std::filesystem::path(name);
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) {
+        fail_at(node, fmt::format("variability.preset: cannot read the profile file '{}' "
+                                  "(looked for {})",
+                                  name, path.string()));
+    }
+    return parse_toml(text.str(), path.string());
+}
+
+void parse_variability(const toml::table& table, const std::string& source_name,
+                       VariabilitySpec& variability) {
     if (const toml::node* preset = table.get("preset")) {
-        const toml::table preset_file =
-            load_preset("variability", "variability", *preset, "variability.preset");
         const std::string& name = as_string(*preset, "variability.preset");
-        variability.source = name;
-        // A preset file holds the keys of [variability], at top level or under [variability].
-        const toml::table* body = &preset_file;
-        if (const auto* inner = preset_file.get_as<toml::table>("variability")) {
-            check_keys(preset_file, "", {"variability", "source", "description", "name"});
-            if (const toml::node* source = preset_file.get("source")) {
-                variability.source = as_string(*source, "source");
-            }
-            body = inner;
-        }
-        detail::apply_variability_table(*body, "variability", true, variability);
-        if (variability.source != name) {
-            variability.source = fmt::format("{}: {}", name, variability.source);
-        }
+        const toml::table preset_file =
+            name.ends_with(".toml")
+                ? load_profile_file(*preset, name, source_name)
+                : load_preset("variability", "variability", *preset, "variability.preset");
+        detail::apply_variability_file(preset_file, name, variability);
     }
     detail::apply_variability_table(table, "variability", false, variability);
 }
@@ -784,7 +790,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "cluster"))
         parse_cluster(*t, experiment.cluster);
     if (const toml::table* t = optional_table(root, "variability")) {
-        parse_variability(*t, experiment.variability);
+        parse_variability(*t, source_name, experiment.variability);
     }
     if (const toml::table* t = optional_table(root, "evaluation")) {
         parse_evaluation(*t, experiment.evaluation);
@@ -819,6 +825,8 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
         }
     }
 
+    if (const toml::table* t = optional_table(root, "cotune")) detail::parse_cotune(*t, experiment);
+    detail::check_b_noise_dimension(root, experiment);
     if (const toml::table* t = optional_table(root, "constraints")) {
         parse_constraints(*t, experiment.constraints);
     }

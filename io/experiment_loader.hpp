@@ -3,7 +3,7 @@
 // Experiment files: TOML -> prism::Experiment, with every error located at the offending key or
 // value (`FILE:LINE:COL: section.key: problem`). Tables: [experiment] [model] [training]
 // [hardware.<name>]... [cluster] [defaults] [space] [constraints] [objectives] [evaluation]
-// [variability] [failures]; see tests/data/experiments/full.toml for every key.
+// [variability] [failures] [cotune]; see tests/data/experiments/full.toml for every key.
 
 #include <filesystem>
 #include <string>

@@ -13,6 +13,8 @@ As a program:
     prism_results.py summary FILE
     prism_results.py plot FILE --x METRIC --y METRIC [--front NAME] -o out.png
     prism_results.py quantiles FILE [--top N] [--by METRIC] -o out.png
+    prism_results.py time-to-target FILE [--metric METRIC] -o out.png
+    prism_results.py qq QQ.csv -o out.png     (the CSV of `prism trace fit --qq`)
 """
 import argparse
 import re
@@ -267,6 +269,118 @@ def plot_quantiles(path, output, top=10, by=None):
     plt.close(fig)
 
 
+def time_to_target(path, metric="time_to_target_p50_s"):
+    """Best `metric` (smallest over every other design parameter) per (b_noise, gpus,
+    global_batch) of a [cotune] study's ok points, and the global batch with the most
+    tokens_per_s per (b_noise, gpus).
+
+    Returns {b_noise: {gpus: {"batch": array, "best": array, "throughput_batch": int}}};
+    b_noise is None when the file has no b_noise column.
+    """
+    table = load(path)
+    for name in (metric, "tokens_per_s", "gpus", "global_batch"):
+        if name not in table:
+            raise ResultFileError(f"{path}: no column {name!r} (not a [cotune] study?)")
+    ok = (table["status"] == "ok") & np.isfinite(table[metric])
+    noise = table["b_noise"] if "b_noise" in table else np.full(len(ok), np.nan)
+    gpus = table["gpus"]
+    batch = table["global_batch"]
+    out = {}
+    for bn in sorted(set(noise[ok].tolist()), key=lambda v: (np.isnan(v), v)):
+        in_noise = ok & ((noise == bn) | (np.isnan(noise) & np.isnan(bn)))
+        key = None if np.isnan(bn) else bn
+        out[key] = {}
+        for g in sorted(set(gpus[in_noise].tolist())):
+            rows = in_noise & (gpus == g)
+            batches = np.array(sorted(set(batch[rows].tolist())))
+            best = np.array([np.min(table[metric][rows & (batch == b)]) for b in batches])
+            fastest = np.flatnonzero(rows)[np.argmax(table["tokens_per_s"][rows])]
+            out[key][int(g)] = {"batch": batches, "best": best,
+                                "throughput_batch": int(batch[fastest])}
+    return out
+
+
+def plot_time_to_target(path, output, metric="time_to_target_p50_s"):
+    """Time to target against global batch, one line per GPU count (best over the other
+    parameters), one panel per b_noise; a cross marks each GPU count's highest-throughput
+    batch."""
+    plt = _pyplot()
+    curves = time_to_target(path, metric)
+    u = units(path)
+    fig, axes = plt.subplots(1, len(curves), figsize=(6.0 * len(curves), 4.8), squeeze=False)
+    for ax, (bn, by_gpus) in zip(axes[0], curves.items()):
+        for k, (g, c) in enumerate(by_gpus.items()):
+            days = c["best"] / 86400.0
+            ax.plot(c["batch"], days, "o-", color=f"C{k}", label=f"{g} GPUs")
+            at = np.flatnonzero(c["batch"] == c["throughput_batch"])
+            if at.size:
+                ax.plot(c["batch"][at], days[at], "x", color=f"C{k}", ms=12, mew=2)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(f"global batch [{u.get('global_batch', '')}]")
+        ax.set_ylabel(f"{metric} [days]")
+        title = "B_noise from B_crit(L)" if bn is None else f"B_noise = {bn:.3g} tokens"
+        ax.set_title(title + "  (x: highest tokens/s)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
+def load_qq(path):
+    """The QQ table `prism trace fit --qq` writes: dict class -> dict of numpy arrays (p, fitted,
+    empirical) and the chosen family, its cv and KS distance."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise ResultFileError(f"{path}: cannot open: {e}") from None
+    columns = ["class", "family", "cv", "ks", "p", "fitted", "empirical"]
+    if not lines or lines[0].split(",") != columns:
+        raise ResultFileError(f"{path}: not a QQ table (header {','.join(columns)})")
+    out = {}
+    for number, line in enumerate(lines[1:], start=2):
+        cells = line.split(",")
+        try:
+            cls, family, cv, ks, p, fitted, empirical = cells
+            row = out.setdefault(cls, {"family": family, "cv": float(cv), "ks": float(ks),
+                                       "p": [], "fitted": [], "empirical": []})
+            for key, value in (("p", p), ("fitted", fitted), ("empirical", empirical)):
+                row[key].append(float(value))
+        except ValueError:
+            raise ResultFileError(f"{path}:{number}: malformed row {line!r}") from None
+    for row in out.values():
+        for key in ("p", "fitted", "empirical"):
+            row[key] = np.array(row[key])
+    return out
+
+
+def plot_qq(path, output):
+    """One QQ panel per kernel class: the empirical quantiles of the transient factor X against
+    the fitted family's (on the diagonal when the family fits)."""
+    plt = _pyplot()
+    table = load_qq(path)
+    n = len(table)
+    cols = min(n, 4)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, (cls, row) in zip(axes.flat, table.items()):
+        ax.plot(row["fitted"], row["empirical"], ".", ms=4)
+        lo = min(row["fitted"].min(), row["empirical"].min())
+        hi = max(row["fitted"].max(), row["empirical"].max())
+        ax.plot([lo, hi], [lo, hi], "-", color="0.5", lw=0.8)
+        ax.set_title(f"{cls}: {row['family']} cv {row['cv']:.3g}, KS {row['ks']:.2f}", fontsize=9)
+        ax.set_xlabel("fitted quantile of X", fontsize=8)
+        ax.set_ylabel("empirical quantile of X", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
 def main(argv=None):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `... summary FILE | head` ends quietly
     parser = argparse.ArgumentParser(description="PRISM result files: summary and plots")
@@ -284,12 +398,24 @@ def main(argv=None):
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--by", help="metric to rank by (smallest first)")
     p.add_argument("-o", "--output", required=True)
+    p = sub.add_parser("time-to-target",
+                       help="[cotune] time to target against global batch per GPU count")
+    p.add_argument("file")
+    p.add_argument("--metric", default="time_to_target_p50_s")
+    p.add_argument("-o", "--output", required=True)
+    p = sub.add_parser("qq", help="QQ plots per kernel class from `prism trace fit --qq`")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)
     try:
         if args.command == "summary":
             summary(args.file)
         elif args.command == "plot":
             plot_pareto(args.file, args.x, args.y, args.output, args.front)
+        elif args.command == "time-to-target":
+            plot_time_to_target(args.file, args.output, args.metric)
+        elif args.command == "qq":
+            plot_qq(args.file, args.output)
         else:
             plot_quantiles(args.file, args.output, args.top, args.by)
     except ResultFileError as e:

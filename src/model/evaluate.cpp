@@ -1,10 +1,14 @@
 #include "src/model/evaluate.hpp"
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/common/error.hpp"
 #include "src/model/design_space.hpp"
+#include "src/model/detail/cotune_metrics.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/model/flops.hpp"
 #include "src/run/run_model.hpp"
@@ -65,16 +69,66 @@ class RowBuilder {
     std::vector<double>* values_;
 };
 
-/// One pass over the metric definitions: with `det == nullptr` only the schema is built.
 struct StochasticPart {
     StepDistribution dist;
     Sensitivity sens;
     bool have_sensitivity = false;
 };
 
+/// What the run model needs of a point, but its steps.
+RunInput run_input(const Experiment& e, const DesignPoint& p, const HardwareSpec& hw, double step_s,
+                   const StepDistribution* dist) {
+    RunInput in;
+    in.deterministic_step_s = step_s;
+    if (dist && !dist->cluster_mean_s.empty()) {
+        in.cluster_mean_s = dist->cluster_mean_s;
+        in.cluster_var_s2 = dist->cluster_var_s2;
+    } else {
+        in.cluster_mean_s = {step_s};
+        in.cluster_var_s2 = {0.0};
+    }
+    in.gpus = p.gpus();
+    in.gpus_per_node = hw.gpus_per_node;
+    // Checkpoint: bf16 weights + fp32 master weights, Adam moments: 14 bytes/param.
+    in.checkpoint_bytes = 14.0 * total_params(e.model);
+    in.failures = e.failures;
+    in.checkpoint_interval_override_s = p.checkpoint_interval_s;
+    return in;
+}
+
+/// The [cotune] metrics (DESIGN.md section 6); NaN without `cot`.
+void add_cotune_rows(const detail::CotuneMetrics* cot, RowBuilder& row) {
+    auto v = [&](double detail::CotuneMetrics::*field) { return cot ? cot->*field : kNaN; };
+    using M = detail::CotuneMetrics;
+    row.add("steps_to_target", "1",
+            "optimizer steps to the [cotune] target: S_min (1 + B_noise/B) with warm-up, batch "
+            "ramp and learning-rate penalty",
+            v(&M::steps));
+    row.add("tokens_to_target", "tokens", "tokens trained to the [cotune] target", v(&M::tokens));
+    row.add("time_to_target_mean_s", "s",
+            "mean time to the target: its steps at the stochastic step time, with failures and "
+            "checkpoints where [failures] is on",
+            v(&M::time_mean_s));
+    row.add("time_to_target_p50_s", "s", "median time to the target", v(&M::time_p50_s));
+    row.add("time_to_target_p95_s", "s", "95th percentile of the time to the target",
+            v(&M::time_p95_s));
+    row.add("gpu_hours_to_target", "GPU h", "GPU-hours to the target, mean", v(&M::gpu_hours));
+    row.add("goodput_tokens_per_s", "tokens/s",
+            "Pollux goodput: reference-batch tokens of progress per second (throughput x "
+            "statistical efficiency)",
+            v(&M::goodput_tokens_per_s));
+    row.add("statistical_efficiency", "1",
+            "tokens the reference batch needs / tokens this point needs (Pollux's "
+            "(phi + M0)/(phi + M) with a constant B_noise)",
+            v(&M::statistical_efficiency));
+    row.add("learning_rate_opt", "1", "optimal peak learning rate of the [cotune] rule here",
+            v(&M::learning_rate_opt));
+}
+
+/// One pass over the metric definitions: with `det == nullptr` only the schema is built.
 void build_row(const Experiment& e, const DesignPoint& p, const DeterministicResult* det,
                const StochasticPart* st, double baseline_step_s, std::uint64_t stream_index,
-               RowBuilder& row, bool run = true) {
+               RowBuilder& row, bool run = true, const detail::CotuneMetrics* cot = nullptr) {
     const bool have = det != nullptr;
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(p.hardware));
     const double gpus = static_cast<double>(p.gpus());
@@ -91,11 +145,11 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             have ? det->megatron_flops_per_step / step / gpus / 1e12 : kNaN);
     row.add("mfu", "1", "model FLOPs utilization (exact model FLOPs / peak), deterministic",
             have ? det->model_flops_per_step / step / gpus / peak : kNaN);
-    row.add("memory_per_gpu_gib", "GiB", "peak memory per GPU (pipeline stage 0)",
+    row.add("memory_per_gpu_gib", "GiB", "peak memory per GPU (the most loaded pipeline stage)",
             have ? det->memory.total_bytes() / kGiB : kNaN);
     row.add("memory_fraction", "1", "memory per GPU / HBM capacity",
             have ? det->memory.total_bytes() / hw.gpu.hbm_bytes : kNaN);
-    row.add("bubble_fraction", "1", "pipeline idle time of stage 0 / step time",
+    row.add("bubble_fraction", "1", "pipeline idle time of the busiest stage / step time",
             have ? det->breakdown.bubble_s / step : kNaN);
     row.add("exposed_comm_s", "s", "TP + CP + DP communication not hidden by compute, per step",
             have ? det->breakdown.tp_comm_exposed_s + det->breakdown.cp_comm_exposed_s +
@@ -161,22 +215,8 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
         RunMetrics run_metrics;
         const bool have_run = have && run;
         if (have_run) {
-            RunInput in;
+            RunInput in = run_input(e, p, hw, step, dist);
             in.steps = steps;
-            in.deterministic_step_s = step;
-            if (dist && !dist->cluster_mean_s.empty()) {
-                in.cluster_mean_s = dist->cluster_mean_s;
-                in.cluster_var_s2 = dist->cluster_var_s2;
-            } else {
-                in.cluster_mean_s = {step};
-                in.cluster_var_s2 = {0.0};
-            }
-            in.gpus = p.gpus();
-            in.gpus_per_node = hw.gpus_per_node;
-            // Checkpoint: bf16 weights + fp32 master weights, Adam moments: 14 bytes/param.
-            in.checkpoint_bytes = 14.0 * total_params(e.model);
-            in.failures = e.failures;
-            in.checkpoint_interval_override_s = p.checkpoint_interval_s;
             run_metrics = evaluate_run(in, e.seed, stream_index);
         }
         row.add("steps_total", "1", "optimizer steps of the run (total_tokens / tokens per step)",
@@ -209,6 +249,7 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
                 "checkpoint interval minimizing the expected run time",
                 have_run ? run_metrics.checkpoint_interval_opt_s : kNaN);
     }
+    if (e.cotune.enabled) add_cotune_rows(cot, row);
 }
 
 }  // namespace
@@ -232,6 +273,12 @@ MetricSchema metric_schema(const Experiment& experiment) {
 
 Evaluator::Evaluator(const Experiment& experiment)
     : experiment_(&experiment), schema_(metric_schema(experiment)) {
+    if (experiment.cotune.enabled) {
+        cotune_.emplace(
+            experiment.cotune, experiment.model,
+            static_cast<double>(experiment.training.global_batch_seqs) * experiment.model.seq,
+            experiment.training.total_tokens);
+    }
     if (experiment.baseline) {
         if (auto why = filter_reason(experiment, *experiment.baseline)) {
             throw ConfigError(experiment.file + ": experiment.baseline: " + *why);
@@ -265,12 +312,20 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(point.hardware));
     RowBuilder row(nullptr, &result.values);
     result.values.reserve(schema_.size());
+    std::vector<double> ramp_ratios;
+    std::optional<std::string> infeasible;
     if (!det.feasible) {
-        // A point that does not fit runs no step: its deterministic figures say by how much it
-        // misses; distributions and run times stay NaN (and cost nothing).
+        infeasible = det.reason;
+    } else if (cotune_) {
+        infeasible = detail::ramp_step_time_ratios(e, *cotune_, point, det, ramp_ratios);
+    }
+    if (infeasible) {
+        // A point that does not fit (or cannot run the [cotune] batch ramp) runs no step: its
+        // deterministic figures say by how much it misses; distributions and run times stay NaN
+        // (and cost nothing).
         build_row(e, point, &det, nullptr, baseline_step_s_, stream_index, row, false);
         result.status = PointStatus::infeasible;
-        result.reason = det.reason;
+        result.reason = *infeasible;
         return result;
     }
     StochasticPart st;
@@ -300,7 +355,14 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
             cache->entries_[stream_index] = {point, st.dist, st.sens, st.have_sensitivity};
         }
     }
-    build_row(e, point, &det, &st, baseline_step_s_, stream_index, row, true);
+    std::optional<detail::CotuneMetrics> cot;
+    if (cotune_) {
+        cot = detail::evaluate_cotune(e, *cotune_, point, std::move(ramp_ratios),
+                                      run_input(e, point, hw, det.step_time_s, &st.dist),
+                                      st.dist.mean_s);
+    }
+    build_row(e, point, &det, &st, baseline_step_s_, stream_index, row, true,
+              cot ? &*cot : nullptr);
     if (e.evaluation.histogram) {
         result.histogram = st.dist.histogram;
         result.histogram_lo_s = st.dist.histogram_lo_s;

@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
+#include "src/cotune/cotune.hpp"
 #include "src/model/metrics.hpp"
 #include "src/model/spec.hpp"
 #include "src/stochastic/step_distribution.hpp"
@@ -16,15 +18,15 @@ namespace prism {
 /// the same experiment and seed give the same results only under the same model version, so
 /// `--resume` refuses a file made under another. Bump it whenever an evaluator's output for a
 /// given point changes (grids, approximations, random streams).
-inline constexpr const char* kModelVersion = "2026.11.22.9";
+inline constexpr const char* kModelVersion = "2026.11.26.3";
 
 /// The metrics `Evaluator::evaluate` fills for this experiment, in order (depends on the
 /// evaluation settings: slow-step deltas, run deadlines, sensitivity on/off).
 MetricSchema metric_schema(const Experiment& experiment);
 
 /// The step-time distributions (and sensitivities) of recently evaluated points, by stream
-/// index. Points that differ only in `learning_rate` or `checkpoint_interval` run the same
-/// steps and share a stream index (explorer::DesignSpace::stream_index): the first one's
+/// index. Points that differ only in `learning_rate`, `checkpoint_interval` or `b_noise` run the
+/// same steps and share a stream index (explorer::DesignSpace::stream_index): the first one's
 /// distribution serves the others, bit for bit what they would compute themselves. Not
 /// thread-safe: one per worker thread, for one Evaluator.
 class StepCache {
@@ -37,7 +39,8 @@ class StepCache {
   private:
     friend class Evaluator;
     struct Entry {
-        DesignPoint point;  ///< checked: the same steps (all but learning_rate, checkpoint)
+        DesignPoint
+            point;  ///< checked: the same steps (all but learning_rate, checkpoint, b_noise)
         StepDistribution dist;
         Sensitivity sens;
         bool have_sensitivity = false;
@@ -48,7 +51,8 @@ class StepCache {
 };
 
 /// Evaluates design points of one experiment. Construction evaluates the baseline point (if
-/// any) once, for the speedup metric. Thread-compatible: `evaluate` is const.
+/// any) once, for the speedup metric, and sets up the [cotune] study (throws ConfigError
+/// naming the cotune key at fault). Thread-compatible: `evaluate` is const.
 class Evaluator {
   public:
     explicit Evaluator(const Experiment& experiment);
@@ -71,7 +75,8 @@ class Evaluator {
   private:
     const Experiment* experiment_;
     MetricSchema schema_;
-    double baseline_step_s_ = 0;  ///< 0 = no baseline
+    double baseline_step_s_ = 0;           ///< 0 = no baseline
+    std::optional<cotune::Model> cotune_;  ///< with a [cotune] table
 };
 
 }  // namespace prism

@@ -8,29 +8,16 @@
 #include <gtest/gtest.h>
 
 #include "src/common/error.hpp"
+#include "tests/io/loader_test_helpers.hpp"
 
 namespace {
 
 using prism::io::load_experiment;
 using prism::io::parse_experiment;
 
-// Lines 1-6; a test appends from line 7 on.
-const std::string kBase =
-    "[model]\n"
-    "preset = \"llama3-8b\"\n"
-    "[training]\n"
-    "global_batch = 512\n"
-    "[hardware.h100]\n"
-    "preset = \"h100-sxm\"\n";
+const std::string& kBase = prism::test::kBaseExperiment;
 
-std::string error_of(const std::string& text) {
-    try {
-        parse_experiment(text, "exp.toml");
-    } catch (const prism::ConfigError& e) {
-        return e.what();
-    }
-    return "no error";
-}
+std::string error_of(const std::string& text) { return prism::test::loader_error_of(text); }
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -371,12 +358,16 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.model.gated_mlp);
     EXPECT_EQ(e.model.vocab, 128256);
     EXPECT_EQ(e.model.seq, 4096);
+    EXPECT_FALSE(e.model.tied_embeddings);
 
     EXPECT_EQ(e.training.global_batch_seqs, 1024);  // 4194304 tokens / 4096
     EXPECT_EQ(e.training.precision, prism::Precision::bf16);
     EXPECT_DOUBLE_EQ(e.training.total_tokens, 1.5e12);
     EXPECT_TRUE(e.training.flash_attention);
     EXPECT_FALSE(e.training.overlap_grad_reduce);
+    EXPECT_FALSE(e.training.overlap_param_gather);
+    EXPECT_TRUE(e.training.tp_comm_overlap);
+    EXPECT_FALSE(e.training.fsdp_prefetch);
 
     ASSERT_EQ(e.hardware.size(), 2u);
     const prism::HardwareSpec& h100 = e.hardware[0];
@@ -396,6 +387,8 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(custom.gpu.hbm_efficiency, 0.9);
     EXPECT_EQ(custom.gpus_per_node, 4);
     EXPECT_DOUBLE_EQ(custom.nvlink_bytes_per_s, 300e9);
+    EXPECT_DOUBLE_EQ(custom.gpu.fp8_gemm_max_efficiency, 0.6);
+    EXPECT_DOUBLE_EQ(custom.gpu.attention_efficiency, 0.35);
     EXPECT_DOUBLE_EQ(custom.nvlink_latency_s, 2e-6);
     EXPECT_DOUBLE_EQ(custom.nic_bytes_per_s, 100e9);  // 800 Gbit/s / 8
     EXPECT_DOUBLE_EQ(custom.nic_latency_s, 5e-6);
@@ -512,6 +505,61 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.failures.causes[1].per_node);
     EXPECT_DOUBLE_EQ(e.failures.causes[1].mtbf_s, 2000 * 3600.0);
     EXPECT_DOUBLE_EQ(e.failures.causes[1].weibull_shape, 0.8);
+
+    const prism::CotuneSpec& c = e.cotune;
+    EXPECT_TRUE(c.enabled);
+    EXPECT_DOUBLE_EQ(c.target_loss, 2.2);
+    EXPECT_EQ(c.target_tokens, 0.0);
+    EXPECT_DOUBLE_EQ(c.reference_batch_tokens, 4194304.0);
+    EXPECT_EQ(c.noise, prism::NoiseModel::kaplan);
+    EXPECT_DOUBLE_EQ(c.kaplan.b_star_tokens, 2.1e8);
+    EXPECT_DOUBLE_EQ(c.kaplan.alpha_b, 0.21);
+    EXPECT_DOUBLE_EQ(c.kaplan.n_c, 8.8e13);
+    EXPECT_DOUBLE_EQ(c.kaplan.alpha_n, 0.076);
+    EXPECT_DOUBLE_EQ(c.kaplan.s_c, 2100.0);
+    EXPECT_DOUBLE_EQ(c.kaplan.alpha_s, 0.76);
+    EXPECT_DOUBLE_EQ(c.kaplan.parameters, 6.4e10);
+    EXPECT_EQ(c.lr_rule, prism::LrRule::deepseek);
+    EXPECT_DOUBLE_EQ(c.compute_budget_flops, 1e24);
+    EXPECT_EQ(c.lr_penalty.shape, prism::LrPenaltyShape::linear);
+    EXPECT_DOUBLE_EQ(c.lr_penalty.coefficient, 0.05);
+    EXPECT_DOUBLE_EQ(c.warmup_steps, 2000.0);
+    ASSERT_EQ(c.batch_ramp.size(), 2u);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[0].batch_tokens, 1048576.0);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[0].until_tokens, 2.52e8);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[1].batch_tokens, 2097152.0);
+    EXPECT_DOUBLE_EQ(c.batch_ramp[1].until_tokens, 2.87e12);
+}
+
+TEST(ExperimentLoader, UnevenPipelineSplitKeys) {
+    const std::string base =
+        "[model]\npreset = \"llama3-405b\"\n[hardware.h100]\npreset = \"h100-sxm\"\n"
+        "[training]\nglobal_batch = 512\n";  // [training] is on line 5, its keys from 7 on
+
+    const auto slots = parse_experiment(base +
+                                            "account_for_embedding_in_pipeline_split = true\n"
+                                            "account_for_loss_in_pipeline_split = true\n",
+                                        "exp.toml");
+    const auto ends =
+        parse_experiment(base + "first_stage_layers = 7\nlast_stage_layers = 7\n", "exp.toml");
+    const auto list = parse_experiment(base + "layers_per_stage = [62, 64]\n", "exp.toml");
+
+    EXPECT_TRUE(slots.training.account_for_embedding_in_pipeline_split);
+    EXPECT_TRUE(slots.training.account_for_loss_in_pipeline_split);
+    EXPECT_EQ(ends.training.first_stage_layers, 7);
+    EXPECT_EQ(ends.training.last_stage_layers, 7);
+    EXPECT_EQ(list.training.layers_per_stage, (std::vector<int>{62, 64}));
+    EXPECT_EQ(error_of(base + "layers_per_stage = [62, 63]\n"),
+              "exp.toml:7:20: training.layers_per_stage: the stages hold 125 layers, the model "
+              "has layers = 126");
+    EXPECT_EQ(error_of(base + "first_stage_layers = 7\nlayers_per_stage = [62, 64]\n"),
+              "exp.toml:8:20: training.layers_per_stage: give either layers_per_stage or the "
+              "other uneven split settings, not both");
+    EXPECT_EQ(error_of(base + "first_stage_layers = 0\n"),
+              "exp.toml:7:22: training.first_stage_layers: value 0 must be >= 1");
+    EXPECT_EQ(error_of(base + "account_for_loss_in_pipeline_split = true\nlast_stage_layers = 7\n"),
+              "exp.toml:8:21: training.last_stage_layers: give either first/last stage layers "
+              "or the account_for_*_in_pipeline_split slots, not both");
 }
 
 }  // namespace
