@@ -64,7 +64,7 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     h.model_version = kModelVersion;
     h.experiment_name = e.name;
     h.experiment_toml = e.text;
-    h.experiment_sha256 = io::experiment_fingerprint(e.text);
+    h.experiment_sha256 = io::experiment_fingerprint(e.text, e.included);
     h.seed = e.seed;
     h.space_size = space.size();
     h.histogram_bins =

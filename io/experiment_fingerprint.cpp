@@ -103,4 +103,14 @@ std::string experiment_fingerprint(std::string_view toml_text) {
     return sha256_hex(canonical_experiment(toml_text));
 }
 
+std::string experiment_fingerprint(std::string_view toml_text,
+                                   const std::vector<IncludedFile>& included) {
+    if (included.empty()) return experiment_fingerprint(toml_text);
+    std::string canonical = canonical_experiment(toml_text);
+    for (const IncludedFile& file : included) {
+        canonical += "\n# included file " + file.name + "\n" + canonical_experiment(file.text);
+    }
+    return sha256_hex(canonical);
+}
+
 }  // namespace prism::io

@@ -693,7 +693,7 @@ void parse_failures(const toml::table& table, bool interval_in_space, FailureSpe
 // A preset value ending in ".toml" is a profile file (prism trace fit / steps fit writes
 // them), relative to the experiment file's directory.
 toml::table load_profile_file(const toml::node& node, const std::string& name,
-                              const std::string& source_name) {
+                              const std::string& source_name, std::vector<IncludedFile>& included) {
     const std::filesystem::path path =
         std::filesystem::path(source_name).parent_path() / std::filesystem::path(name);
     std::ifstream in(path, std::ios::binary);
@@ -704,16 +704,18 @@ toml::table load_profile_file(const toml::node& node, const std::string& name,
                                   "(looked for {})",
                                   name, path.string()));
     }
+    included.push_back({name, text.str()});
     return parse_toml(text.str(), path.string());
 }
 
 void parse_variability(const toml::table& table, const std::string& source_name,
-                       VariabilitySpec& variability) {
+                       Experiment& experiment) {
+    VariabilitySpec& variability = experiment.variability;
     if (const toml::node* preset = table.get("preset")) {
         const std::string& name = as_string(*preset, "variability.preset");
         const toml::table preset_file =
             name.ends_with(".toml")
-                ? load_profile_file(*preset, name, source_name)
+                ? load_profile_file(*preset, name, source_name, experiment.included)
                 : load_preset("variability", "variability", *preset, "variability.preset");
         detail::apply_variability_file(preset_file, name, variability);
     }
@@ -790,7 +792,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "cluster"))
         parse_cluster(*t, experiment.cluster);
     if (const toml::table* t = optional_table(root, "variability")) {
-        parse_variability(*t, source_name, experiment.variability);
+        parse_variability(*t, source_name, experiment);
     }
     if (const toml::table* t = optional_table(root, "evaluation")) {
         parse_evaluation(*t, experiment.evaluation);

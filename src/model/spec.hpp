@@ -295,10 +295,18 @@ struct Objective {
     bool maximize = false;
 };
 
+/// A file an experiment reads besides itself (a variability profile written by `prism trace
+/// fit` or `prism steps fit`): part of the experiment's identity for `--resume`.
+struct IncludedFile {
+    std::string name;  ///< as the experiment names it
+    std::string text;  ///< its exact text
+};
+
 struct Experiment {
     std::string name;
     std::string file;  ///< path it was loaded from
     std::string text;  ///< exact file text (stored in results)
+    std::vector<IncludedFile> included;  ///< files it reads besides itself, in reading order
     std::uint64_t seed = 0;
     DesignPoint defaults;                 ///< values of dimensions not in [space]
     std::optional<DesignPoint> baseline;  ///< for speedup metrics

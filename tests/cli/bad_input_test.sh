@@ -110,6 +110,16 @@ grep -q 'garbage\.h5: cannot open' "$dir/garbage.err" && [ "$rc" != 0 ] \
 [ "$rc" = 0 ] && echo "ok   comment_only_edit_resumes" \
     || { echo "FAIL comment_only_edit_resumes: exit $rc"; cat "$dir/comment.err"; fails=$((fails + 1)); }
 
+# A variability profile file the experiment reads is part of it: a new value blocks --resume.
+printf 'name = "fitted"\ngemm = {dist = "lognormal", cv = 0.03}\n' > "$dir/fitted.variability.toml"
+sed 's/^method = "analytic"/method = "analytic"\n[variability]\npreset = "fitted.variability.toml"/' "$base" > "$dir/profiled.toml"
+"$prism" sweep "$dir/profiled.toml" -o "$dir/profiled.h5" --time-limit 0 -q >/dev/null 2>&1
+sed -i 's/cv = 0.03/cv = 0.05/' "$dir/fitted.variability.toml"
+"$prism" sweep "$dir/profiled.toml" -o "$dir/profiled.h5" --resume -q >/dev/null 2>"$dir/profiled.err"; rc=$?
+[ "$rc" = 2 ] && grep -q 'profiled\.h5: .*made from a different experiment' "$dir/profiled.err" \
+    && echo "ok   edited_profile_blocks_resume: $(head -n 1 "$dir/profiled.err")" \
+    || { echo "FAIL edited_profile_blocks_resume: exit $rc"; cat "$dir/profiled.err"; fails=$((fails + 1)); }
+
 # validate refuses what sweep would (file:line:col and key), quickly.
 validate_refuses() {
     local name=$1 regex=$2
