@@ -304,8 +304,8 @@ struct IncludedFile {
 
 struct Experiment {
     std::string name;
-    std::string file;  ///< path it was loaded from
-    std::string text;  ///< exact file text (stored in results)
+    std::string file;                    ///< path it was loaded from
+    std::string text;                    ///< exact file text (stored in results)
     std::vector<IncludedFile> included;  ///< files it reads besides itself, in reading order
     std::uint64_t seed = 0;
     DesignPoint defaults;                 ///< values of dimensions not in [space]
