@@ -23,7 +23,7 @@ const std::string kProfile =
     "gemm = {dist = \"lognormal\", cv = 0.03}\n";
 
 class ExperimentFingerprint : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         dir_ = fs::temp_directory_path() /
                ("prism_fingerprint_" +
@@ -50,9 +50,10 @@ const std::string kWithProfile =
 
 TEST_F(ExperimentFingerprint, LayoutAndCommentsDoNotChangeItValuesDo) {
     const std::string text = test::kBaseExperiment;
-    const std::string relaid = "# a comment\n[hardware.h100]\npreset   =   \"h100-sxm\"\n"
-                               "[training]\nglobal_batch = 512 # the batch\n"
-                               "[model]\npreset = \"llama3-8b\"\n";
+    const std::string relaid =
+        "# a comment\n[hardware.h100]\npreset   =   \"h100-sxm\"\n"
+        "[training]\nglobal_batch = 512 # the batch\n"
+        "[model]\npreset = \"llama3-8b\"\n";
     std::string changed = text;
     changed.replace(changed.find("512"), 3, "1024");
 
