@@ -62,12 +62,14 @@ fit::StepModelInput model_of(const System& s) {
     return m;
 }
 
-// Issue 26: "measured vs predicted step time (median within 5%)". The median is the
-// deterministic model's (the variability adds 0.6-2% through the slowest GPU); the H100 and
-// B200 constants are the A100 fit scaled by datasheet peaks until the H100-class calibration
-// lands. Measured before it: -4.8% (256 H100), -2.6% (512 H100), -15.1% (64 B200), the
-// deterministic step alone -5.5%, -3.3%, -15.8%. Enable once the calibration is merged.
-TEST(MlperfSteps, DISABLED_PredictedMedianWithinFivePercentOfEachSystemsMeasuredMedian) {
+// Issue 26: "measured vs predicted step time (median within 5%)". The predicted median is the
+// model's over clusters (the deterministic step, which the variability raises by 0.8-2.4%
+// through the slowest GPU). The experiment files carry one constant of the MLPerf software
+// stack, the FP8 GEMM efficiency, fitted on the 512-H100 runs' median (the test below redoes
+// that fit): 512 H100 is in sample for the median, 256 H100 and 64 B200 are held out. Measured:
+// +1.6% (256 H100), +0.8% (512 H100), +2.4% (64 B200); with the NeMo-recipe constants of the
+// presets instead +9.1%, +6.7%, +8.8%.
+TEST(MlperfSteps, PredictedMedianWithinFivePercentOfEachSystemsMeasuredMedian) {
     for (const System& s : {kH100_256, kH100_512, kB200_64}) {
         const fit::StepComparison c =
             fit::compare_steps(model_of(s), io::load_variability(s.profile), runs_of(s));
@@ -81,9 +83,36 @@ TEST(MlperfSteps, DISABLED_PredictedMedianWithinFivePercentOfEachSystemsMeasured
     }
 }
 
+// The MLPerf-stack constant in configs/examples/mlperf is what its comment says it is: the FP8
+// GEMM efficiency at which the deterministic step of the 512-H100 configuration equals those
+// runs' measured median (bisection here, independent of the file's value).
+TEST(MlperfSteps, TheStackConstantIsTheFitOnThe512GpuRunsMedian) {
+    const Experiment e = io::load_experiment(std::string(PRISM_SOURCE_DIR) +
+                                             "/configs/examples/mlperf/eos_h100_512.toml");
+    const DesignPoint p = decode_point(e, {});
+    std::vector<double> steps;
+    for (const fit::MeasuredSteps& run : runs_of(kH100_512)) {
+        steps.insert(steps.end(), run.step_time_s.begin(), run.step_time_s.end());
+    }
+    std::sort(steps.begin(), steps.end());
+    const double measured_median_s = steps[steps.size() / 2];
+    Experiment trial = e;
+    double lo = 0.5;
+    double hi = 0.9;
+    for (int i = 0; i < 40; ++i) {
+        trial.hardware.at(0).gpu.fp8_gemm_max_efficiency = (lo + hi) / 2;
+        const double step_s = evaluate_deterministic(trial, p).step_time_s;
+        (step_s > measured_median_s ? lo : hi) = (lo + hi) / 2;
+    }
+    std::printf("  fitted FP8 GEMM efficiency %.5f (file %.4f), measured median %.4f s\n",
+                (lo + hi) / 2, e.hardware.at(0).gpu.fp8_gemm_max_efficiency, measured_median_s);
+    EXPECT_NEAR(e.hardware.at(0).gpu.fp8_gemm_max_efficiency, (lo + hi) / 2, 5e-4);
+}
+
 // "Measure a small job, predict the big one": the within-run shape fitted on the 256-GPU runs
 // predicts the 512-GPU runs' with a KS distance below the PRISM paper's 0.208 against its own
-// measurements (issue 26's bar: 0.2). Measured: 0.176; in sample 0.023.
+// measurements (issue 26's bar: 0.2). Measured: 0.057 (the fit lands at the transient end of the
+// ridge: regime cv 2e-5); in sample 0.023.
 TEST(MlperfSteps, AProfileFittedOn256H100PredictsThe512H100ShapeWithinKs02) {
     VariabilitySpec base = io::load_variability("prism-paper");
     base.persistent.slow_probability = 0;
