@@ -202,8 +202,9 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     check_keys(table, "training",
                {"global_batch", "global_batch_tokens", "precision", "optimizer", "total_tokens",
                 "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-                "fsdp_prefetch", "first_stage_layers", "last_stage_layers", "layers_per_stage",
-                "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
+                "fp8_params", "fsdp_prefetch", "first_stage_layers", "last_stage_layers",
+                "layers_per_stage", "account_for_embedding_in_pipeline_split",
+                "account_for_loss_in_pipeline_split"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -243,6 +244,12 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     }
     if (const toml::node* n = table.get("overlap_grad_reduce")) {
         training.overlap_grad_reduce = as_bool(*n, "training.overlap_grad_reduce");
+    }
+    if (const toml::node* n = table.get("fp8_params")) {
+        training.fp8_params = as_bool(*n, "training.fp8_params");
+        if (training.fp8_params && training.precision != Precision::fp8) {
+            fail_at(*n, "training.fp8_params: FP8 parameters need precision = \"fp8\"");
+        }
     }
     detail::apply_training_schedule_keys(table, experiment.model, training);
 }

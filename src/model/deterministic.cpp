@@ -112,7 +112,7 @@ LayerPasses build_layer_passes(const Context& c) {
     if (c.p.zero_stage >= 3 && c.dp_link.size > 1) {
         const double params = layer_params(c.m) / c.t;
         const double gather =
-            c.coll(KernelClass::allgather, kWeightBytesPerParam * params, c.dp_link);
+            c.coll(KernelClass::allgather, weight_bytes(c.m, c.tr, 1, 0) / c.t, c.dp_link);
         const double scatter =
             c.coll(KernelClass::reducescatter, kGradReduceBytesPerParam * params, c.dp_link);
         const bool prefetch = c.tr.fsdp_prefetch;
@@ -124,15 +124,24 @@ LayerPasses build_layer_passes(const Context& c) {
 
 /// Parameters (after TP) of the stage holding the most: its layers plus the word embedding
 /// (first stage) or the output layer (last stage, pp > 1).
-double largest_stage_params(const ModelSpec& m, const DesignPoint& p,
-                            const std::vector<int>& layers) {
+/// The largest over the pipeline stages of of(layers, embedding tables), per TP rank.
+template <class Of>
+double largest_stage(const ModelSpec& m, const DesignPoint& p, const std::vector<int>& layers,
+                     Of of) {
     double most = 0;
     for (int s = 0; s < p.pp; ++s) {
         const double ends =
             (s == 0 ? 1 : 0) + (s == p.pp - 1 && (p.pp > 1 || !m.tied_embeddings) ? 1 : 0);
-        most = std::max(most, layers[s] * layer_params(m) + ends * embedding_params(m));
+        most = std::max(most, of(double(layers[s]), ends));
     }
     return most / p.tp;
+}
+
+double largest_stage_params(const ModelSpec& m, const DesignPoint& p,
+                            const std::vector<int>& layers) {
+    return largest_stage(m, p, layers, [&](double l, double ends) {
+        return l * layer_params(m) + ends * embedding_params(m);
+    });
 }
 
 /// The DP synchronization after the pipeline and how much of it the overlaps hide.
@@ -167,7 +176,10 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
         out.list.comm(KernelClass::allreduce, grad_s, c.dp_link.level, kDp);
     } else if (ranks > 1 && p.zero_stage <= 2) {
         grad_s = c.coll(KernelClass::reducescatter, kGradReduceBytesPerParam * params, c.dp_link);
-        gather_s = c.coll(KernelClass::allgather, kWeightBytesPerParam * params, c.dp_link);
+        const double gathered_bytes =
+            largest_stage(c.m, p, s.stage_layers,
+                          [&](double l, double ends) { return weight_bytes(c.m, c.tr, l, ends); });
+        gather_s = c.coll(KernelClass::allgather, gathered_bytes, c.dp_link);
         out.list.comm(KernelClass::reducescatter, grad_s, c.dp_link.level, kDp);
         out.list.comm(KernelClass::allgather, gather_s, c.dp_link.level, kDp);
     }

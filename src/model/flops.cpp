@@ -41,6 +41,11 @@ double layer_params(const ModelSpec& m) {
     return attention + mlp + 4 * h;
 }
 
+double layer_matrix_params(const ModelSpec& m) {
+    const double h = m.hidden, hk = kv_hidden(m), f = m.ffn;
+    return h * (h + 2 * hk) + h * h + (m.gated_mlp ? 3 : 2) * h * f;
+}
+
 double embedding_params(const ModelSpec& m) { return double(m.vocab) * m.hidden; }
 
 double total_params(const ModelSpec& m) {

@@ -34,6 +34,9 @@ double megatron_flops_per_step(const ModelSpec& model, std::int64_t global_batch
 /// (backward = 2 x forward), no recomputation. The numerator of MFU.
 double model_flops_per_step(const ModelSpec& model, std::int64_t global_batch_seqs);
 
+/// The weight matrices of one layer (QKV, output projection, MLP), without biases and norms.
+double layer_matrix_params(const ModelSpec& model);
+
 /// Parameters of one transformer layer: attention h(h + 2 h_kv) + h^2 with biases, MLP
 /// h f (x3 gated, x2 not) with biases, two layer norms. 12 h^2 + 13 h for MHA and f = 4h.
 double layer_params(const ModelSpec& model);

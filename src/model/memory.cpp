@@ -31,6 +31,12 @@ ActivationTerms activation_terms(const ModelSpec& m, int b, int cp) {
 
 }  // namespace
 
+double weight_bytes(const ModelSpec& m, const TrainingSpec& tr, double layers, double embeddings) {
+    const double params = layers * layer_params(m) + embeddings * embedding_params(m);
+    const double fp8_matrices = tr.fp8_params ? layers * layer_matrix_params(m) : 0.0;
+    return kWeightBytesPerParam * params - (kWeightBytesPerParam - 1.0) * fp8_matrices;
+}
+
 double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
                                   const DesignPoint& p) {
     const double t = p.tp;
@@ -56,6 +62,7 @@ namespace {
 /// What every stage's memory shares: per-layer parameters, activations and recompute buffer.
 struct StageTerms {
     double layer_params = 0, embedding_params = 0;
+    double layer_weight_bytes = 0;  ///< one layer's stored weights (fp8_params: matrices 1 byte)
     double activations_per_layer = 0;
     double recompute_temporary = 0;
 };
@@ -64,6 +71,7 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     StageTerms t;
     t.layer_params = layer_params(m);
     t.embedding_params = embedding_params(m);
+    t.layer_weight_bytes = weight_bytes(m, tr, 1, 0);
     t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
     if (p.recompute != Recompute::none) {
         // recomputing a layer rebuilds its activations (full) or its attention core (selective)
@@ -90,7 +98,10 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
         (first ? 1 : 0) + (last && (p.pp > 1 || !m.tied_embeddings) ? 1 : 0);
     const double params =
         (layers * terms.layer_params + word_embeddings * terms.embedding_params) / t;
-    mem.weights_bytes = kWeightBytesPerParam * params / (p.zero_stage >= 3 ? shards : 1.0);
+    const double weights = (layers * terms.layer_weight_bytes +
+                            word_embeddings * kWeightBytesPerParam * terms.embedding_params) /
+                           t;
+    mem.weights_bytes = weights / (p.zero_stage >= 3 ? shards : 1.0);
     mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? shards : 1.0);
     mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? shards : 1.0);
 
@@ -104,7 +115,7 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
     }
     if (p.zero_stage >= 3) {
         // the gathered weights of the current and the prefetched layer
-        temporary += 2.0 * kWeightBytesPerParam * terms.layer_params / t;
+        temporary += 2.0 * terms.layer_weight_bytes / t;
     }
     mem.temporary_bytes = temporary;
     return mem;

@@ -38,6 +38,11 @@ struct MemoryBreakdown {
     }
 };
 
+/// Bytes of the stored weights of `layers` transformer layers and `embeddings` embedding tables,
+/// unsharded: 2 per parameter (bf16), 1 per layer weight-matrix entry with fp8_params.
+double weight_bytes(const ModelSpec& model, const TrainingSpec& training, double layers,
+                    double embeddings);
+
 /// Activation bytes one layer stores for backward, one microbatch, one GPU.
 double activation_bytes_per_layer(const ModelSpec& model, const TrainingSpec& training,
                                   const DesignPoint& point);

@@ -55,6 +55,12 @@ struct TrainingSpec {
     /// userbuffers; needs sequence parallelism): AllGathers as a ring exchange beside the GEMM
     /// that consumes them, forward ReduceScatters pipelined in chunks behind the GEMM.
     bool tp_comm_overlap = false;
+    /// FP8 parameters (TransformerEngine's fp8_model_init, Megatron --fp8-param-gather, MLPerf's
+    /// FP8_PARAMS; needs precision fp8): the transformer layers' weight matrices are kept and
+    /// gathered (distributed optimizer, FSDP) in 1 byte instead of bf16's 2. Embeddings, norms
+    /// and biases stay bf16; the fp32 main gradients and the optimizer's fp32 master copy and
+    /// moments are unchanged.
+    bool fp8_params = false;
     /// ZeRO-3/FSDP: the next layer's AllGather prefetched beside this layer's compute (PyTorch
     /// FSDP backward/forward prefetch; Megatron-FSDP). false: every gather exposed.
     bool fsdp_prefetch = true;

@@ -67,8 +67,8 @@ fit::StepModelInput model_of(const System& s) {
 // through the slowest GPU). The experiment files carry one constant of the MLPerf software
 // stack, the FP8 GEMM efficiency, fitted on the 512-H100 runs' median (the test below redoes
 // that fit): 512 H100 is in sample for the median, 256 H100 and 64 B200 are held out. Measured:
-// +1.6% (256 H100), +0.8% (512 H100), +2.4% (64 B200); with the NeMo-recipe constants of the
-// presets instead +9.1%, +6.7%, +8.8%.
+// +2.4% (256 H100), +0.8% (512 H100), +3.6% (64 B200); with the NeMo-recipe constants of the
+// presets instead +7.4%, +5.7%, +9.0%.
 TEST(MlperfSteps, PredictedMedianWithinFivePercentOfEachSystemsMeasuredMedian) {
     for (const System& s : {kH100_256, kH100_512, kB200_64}) {
         const fit::StepComparison c =
@@ -111,8 +111,8 @@ TEST(MlperfSteps, TheStackConstantIsTheFitOnThe512GpuRunsMedian) {
 
 // "Measure a small job, predict the big one": the within-run shape fitted on the 256-GPU runs
 // predicts the 512-GPU runs' with a KS distance below the PRISM paper's 0.208 against its own
-// measurements (issue 26's bar: 0.2). Measured: 0.057 (the fit lands at the transient end of the
-// ridge: regime cv 2e-5); in sample 0.023.
+// measurements (issue 26's bar: 0.2). Measured: 0.055 (the fit lands at the transient end of the
+// ridge: regime cv 3e-5); in sample 0.023.
 TEST(MlperfSteps, AProfileFittedOn256H100PredictsThe512H100ShapeWithinKs02) {
     VariabilitySpec base = io::load_variability("prism-paper");
     base.persistent.slow_probability = 0;
@@ -134,8 +134,10 @@ TEST(MlperfSteps, AProfileFittedOn256H100PredictsThe512H100ShapeWithinKs02) {
 }
 
 // The PRISM-paper preset (production variability at up to 64k GPUs) against these dedicated
-// benchmark runs: its within-run step cv is tens of times the measured one on every system.
-TEST(MlperfSteps, ThePrismPaperPresetIsTensOfTimesTooWideForTheseRuns) {
+// benchmark runs: its within-run step cv is many times the measured one on every system
+// (measured 19x, 9.4x and 16x on 256 H100, 512 H100 and 64 B200; 24x, 12x and 18x before FP8
+// parameters and the stack's GEMM efficiency were modelled), its shape KS above 0.4.
+TEST(MlperfSteps, ThePrismPaperPresetIsManyTimesTooWideForTheseRuns) {
     for (const System& s : {kH100_256, kH100_512, kB200_64}) {
         const fit::StepComparison c =
             fit::compare_steps(model_of(s), io::load_variability("prism-paper"), runs_of(s));
@@ -143,7 +145,7 @@ TEST(MlperfSteps, ThePrismPaperPresetIsTensOfTimesTooWideForTheseRuns) {
         std::printf("  %-14s step cv measured %.3g, prism-paper %.3g; p99/p50 %.4f vs %.4f\n",
                     s.experiment, c.measured.cv, c.model.cv, c.measured.p99_over_p50,
                     c.model.p99_over_p50);
-        EXPECT_GT(c.model.cv / c.measured.cv, 10) << s.experiment;
+        EXPECT_GT(c.model.cv / c.measured.cv, 5) << s.experiment;
         EXPECT_GT(c.ks_shape, 0.4) << s.experiment;
     }
 }

@@ -36,6 +36,18 @@ TEST(ExperimentLoader, MalformedTomlReportsParserLocation) {
               "type");
 }
 
+TEST(ExperimentLoader, Fp8ParamsNeedFp8Precision) {
+    const std::string head = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\n";
+    const std::string tail = "[hardware.h100]\npreset = \"h100-sxm\"\n";
+
+    EXPECT_EQ(error_of(head + "fp8_params = true\n" + tail),
+              "exp.toml:5:14: training.fp8_params: FP8 parameters need precision = \"fp8\"");
+    const prism::Experiment e = prism::io::parse_experiment(
+        head + "precision = \"fp8\"\nfp8_params = true\n" + tail, "exp.toml");
+    EXPECT_TRUE(e.training.fp8_params);
+    EXPECT_FALSE(prism::io::parse_experiment(head + tail, "exp.toml").training.fp8_params);
+}
+
 TEST(ExperimentLoader, UnknownKeySuggestsNearestValidKey) {
     EXPECT_EQ(error_of(kBase + "[space]\ntpp = [1, 2]\n"),
               "exp.toml:8:1: unknown key 'tpp' in [space]; did you mean 'tp'?");

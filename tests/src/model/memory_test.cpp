@@ -63,6 +63,33 @@ TEST(Memory, ModelStateIsEighteenBytesPerParameterShardedByZero) {
     EXPECT_DOUBLE_EQ(zero3.grads_bytes, params);
 }
 
+TEST(Memory, Fp8ParamsKeepTheLayersWeightMatricesInOneByte) {
+    auto bf16 = prism::test::small_experiment();
+    auto fp8 = bf16;
+    fp8.training.precision = prism::Precision::fp8;
+    fp8.training.fp8_params = true;
+    DesignPoint p = tp2_b2();
+    p.dp = 4;
+    // per layer 12 h^2 = 12,582,912 matrix entries at 1 byte, 13 h = 13,312 biases and norms and
+    // the V h = 32,768,000 embedding at 2 bytes; gradients and optimizer state unchanged
+    const double params = (8 * 12596224.0 + 32768000.0) / 2;
+    const double weights = (8 * (12582912.0 + 2 * 13312.0) + 2 * 32768000.0) / 2;
+
+    const auto with = prism::memory_per_gpu(fp8.model, fp8.training, p, 8);
+    EXPECT_DOUBLE_EQ(with.weights_bytes, weights);
+    EXPECT_DOUBLE_EQ(with.grads_bytes, 4 * params);
+    EXPECT_DOUBLE_EQ(with.optimizer_bytes, 12 * params);
+    EXPECT_DOUBLE_EQ(prism::weight_bytes(fp8.model, fp8.training, 8, 1), 2 * weights);
+    EXPECT_DOUBLE_EQ(prism::weight_bytes(bf16.model, bf16.training, 8, 1), 4 * params);
+
+    // ZeRO-3: the shard, and the two gathered layers (this one and the prefetched one) in fp8
+    p.zero_stage = 3;
+    const auto zero3 = prism::memory_per_gpu(fp8.model, fp8.training, p, 8);
+    const auto zero3_bf16 = prism::memory_per_gpu(bf16.model, bf16.training, p, 8);
+    EXPECT_DOUBLE_EQ(zero3.weights_bytes, weights / 4);
+    EXPECT_DOUBLE_EQ(zero3_bf16.temporary_bytes - zero3.temporary_bytes, 2 * 12582912.0 / 2);
+}
+
 TEST(Memory, FirstStageHoldsPipelineDepthMicrobatches) {
     EXPECT_DOUBLE_EQ(prism::inflight_microbatches(4, 1, 16), 4.0);
     EXPECT_DOUBLE_EQ(prism::inflight_microbatches(4, 1, 2), 2.0);
