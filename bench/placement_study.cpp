@@ -3,7 +3,10 @@
 // (no pipeline / pipeline 2-8 stages / FSDP), slow-node rates (0.5-2% of nodes, 1.5x slower)
 // and spare nodes on the machine (0, 1, 8). The analytic evaluator for all, and with a sample
 // count the Monte Carlo reference for random and aware placement too, with the analytic's
-// error against it. A measurement, not a benchmark:
+// error against it. Random placement draws the job's nodes at random (persistent.hpp): the
+// ordered placement's distribution, so its column equals ordered's (the Monte Carlo one, through
+// the dense sampler for FSDP, draws the scheduler's choice explicitly). A measurement, not a
+// benchmark:
 //   ./placement_study [samples=0]
 // The shapes are the tests' hand-built profiles (tests/src/stochastic/test_profiles.hpp), with
 // the prism-paper-like variability in code.

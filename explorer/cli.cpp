@@ -10,8 +10,10 @@
 #include "explorer/fit_lr_command.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
+#include "explorer/steps_command.hpp"
 #include "explorer/sweep_command.hpp"
 #include "explorer/table.hpp"
+#include "explorer/trace_command.hpp"
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
 #include "src/common/error.hpp"
@@ -199,6 +201,10 @@ int run_cli(int argc, char** argv) {
         ->required();
     fit_lr_cmd->add_option("--tau", fit_lr.tau_step, "step at which to compare the predictions")
         ->required();
+    TraceCommand trace;
+    auto* trace_cmd = add_trace_command(app, trace);
+    StepsCommand steps;
+    auto* steps_cmd = add_steps_command(app, steps);
 
     try {
         app.parse(argc, argv);
@@ -220,6 +226,8 @@ int run_cli(int argc, char** argv) {
         if (*status_cmd) return status_command(status_path);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
         if (*fit_lr_cmd) return fit_lr_command(fit_lr, std::cout, std::cerr);
+        if (*trace_cmd) return run_trace_command(trace);
+        if (*steps_cmd) return run_steps_command(*steps_cmd, steps);
         if (*report_cmd) {
             std::stringstream in(report_metrics);
             std::string m;

@@ -44,25 +44,11 @@ using detail::fail_at;
 using detail::format_number;
 using detail::in_file_order;
 using detail::join_key;
+using detail::parse_toml;
 
 const std::vector<std::string> kTopLevelKeys{
     "experiment",  "model",      "training",   "hardware",    "cluster",  "defaults", "space",
     "constraints", "objectives", "evaluation", "variability", "failures", "cotune"};
-
-std::string lower_first(std::string text) {
-    if (!text.empty())
-        text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-    return text;
-}
-
-toml::table parse_toml(std::string_view text, const std::string& source_name) {
-    try {
-        return toml::parse(text, source_name);
-    } catch (const toml::parse_error& e) {
-        throw error_at(e.source(), "invalid TOML: " + lower_first(std::string(e.description())),
-                       source_name);
-    }
-}
 
 std::string preset_path(std::string_view kind, std::string_view name) {
     return fmt::format("configs/presets/{}/{}.toml", kind, name);
@@ -689,25 +675,32 @@ void parse_failures(const toml::table& table, bool interval_in_space, FailureSpe
 
 // ---- [variability] -----------------------------------------------------------------------------
 
-void parse_variability(const toml::table& table, VariabilitySpec& variability) {
+// A preset value ending in ".toml" is a profile file (prism trace fit / steps fit writes
+// them), relative to the experiment file's directory.
+toml::table load_profile_file(const toml::node& node, const std::string& name,
+                              const std::string& source_name) {
+    const std::filesystem::path path =
+        std::filesystem::path(source_name).parent_path() / std::filesystem::path(name);
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) {
+        fail_at(node, fmt::format("variability.preset: cannot read the profile file '{}' "
+                                  "(looked for {})",
+                                  name, path.string()));
+    }
+    return parse_toml(text.str(), path.string());
+}
+
+void parse_variability(const toml::table& table, const std::string& source_name,
+                       VariabilitySpec& variability) {
     if (const toml::node* preset = table.get("preset")) {
-        const toml::table preset_file =
-            load_preset("variability", "variability", *preset, "variability.preset");
         const std::string& name = as_string(*preset, "variability.preset");
-        variability.source = name;
-        // A preset file holds the keys of [variability], at top level or under [variability].
-        const toml::table* body = &preset_file;
-        if (const auto* inner = preset_file.get_as<toml::table>("variability")) {
-            check_keys(preset_file, "", {"variability", "source", "description", "name"});
-            if (const toml::node* source = preset_file.get("source")) {
-                variability.source = as_string(*source, "source");
-            }
-            body = inner;
-        }
-        detail::apply_variability_table(*body, "variability", true, variability);
-        if (variability.source != name) {
-            variability.source = fmt::format("{}: {}", name, variability.source);
-        }
+        const toml::table preset_file =
+            name.ends_with(".toml")
+                ? load_profile_file(*preset, name, source_name)
+                : load_preset("variability", "variability", *preset, "variability.preset");
+        detail::apply_variability_file(preset_file, name, variability);
     }
     detail::apply_variability_table(table, "variability", false, variability);
 }
@@ -782,7 +775,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "cluster"))
         parse_cluster(*t, experiment.cluster);
     if (const toml::table* t = optional_table(root, "variability")) {
-        parse_variability(*t, experiment.variability);
+        parse_variability(*t, source_name, experiment.variability);
     }
     if (const toml::table* t = optional_table(root, "evaluation")) {
         parse_evaluation(*t, experiment.evaluation);

@@ -14,6 +14,7 @@ As a program:
     prism_results.py plot FILE --x METRIC --y METRIC [--front NAME] -o out.png
     prism_results.py quantiles FILE [--top N] [--by METRIC] -o out.png
     prism_results.py time-to-target FILE [--metric METRIC] -o out.png
+    prism_results.py qq QQ.csv -o out.png     (the CSV of `prism trace fit --qq`)
 """
 import argparse
 import re
@@ -319,6 +320,59 @@ def plot_time_to_target(path, output, metric="time_to_target_p50_s"):
     plt.close(fig)
 
 
+def load_qq(path):
+    """The QQ table `prism trace fit --qq` writes: dict class -> dict of numpy arrays (p, fitted,
+    empirical) and the chosen family, its cv and KS distance."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise ResultFileError(f"{path}: cannot open: {e}") from None
+    columns = ["class", "family", "cv", "ks", "p", "fitted", "empirical"]
+    if not lines or lines[0].split(",") != columns:
+        raise ResultFileError(f"{path}: not a QQ table (header {','.join(columns)})")
+    out = {}
+    for number, line in enumerate(lines[1:], start=2):
+        cells = line.split(",")
+        try:
+            cls, family, cv, ks, p, fitted, empirical = cells
+            row = out.setdefault(cls, {"family": family, "cv": float(cv), "ks": float(ks),
+                                       "p": [], "fitted": [], "empirical": []})
+            for key, value in (("p", p), ("fitted", fitted), ("empirical", empirical)):
+                row[key].append(float(value))
+        except ValueError:
+            raise ResultFileError(f"{path}:{number}: malformed row {line!r}") from None
+    for row in out.values():
+        for key in ("p", "fitted", "empirical"):
+            row[key] = np.array(row[key])
+    return out
+
+
+def plot_qq(path, output):
+    """One QQ panel per kernel class: the empirical quantiles of the transient factor X against
+    the fitted family's (on the diagonal when the family fits)."""
+    plt = _pyplot()
+    table = load_qq(path)
+    n = len(table)
+    cols = min(n, 4)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, (cls, row) in zip(axes.flat, table.items()):
+        ax.plot(row["fitted"], row["empirical"], ".", ms=4)
+        lo = min(row["fitted"].min(), row["empirical"].min())
+        hi = max(row["fitted"].max(), row["empirical"].max())
+        ax.plot([lo, hi], [lo, hi], "-", color="0.5", lw=0.8)
+        ax.set_title(f"{cls}: {row['family']} cv {row['cv']:.3g}, KS {row['ks']:.2f}", fontsize=9)
+        ax.set_xlabel("fitted quantile of X", fontsize=8)
+        ax.set_ylabel("empirical quantile of X", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+
+
 def main(argv=None):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `... summary FILE | head` ends quietly
     parser = argparse.ArgumentParser(description="PRISM result files: summary and plots")
@@ -341,6 +395,9 @@ def main(argv=None):
     p.add_argument("file")
     p.add_argument("--metric", default="time_to_target_p50_s")
     p.add_argument("-o", "--output", required=True)
+    p = sub.add_parser("qq", help="QQ plots per kernel class from `prism trace fit --qq`")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)
     try:
         if args.command == "summary":
@@ -349,6 +406,8 @@ def main(argv=None):
             plot_pareto(args.file, args.x, args.y, args.output, args.front)
         elif args.command == "time-to-target":
             plot_time_to_target(args.file, args.output, args.metric)
+        elif args.command == "qq":
+            plot_qq(args.file, args.output)
         else:
             plot_quantiles(args.file, args.output, args.top, args.by)
     except ResultFileError as e:

@@ -15,6 +15,17 @@ ConfigError error_at(const toml::source_region& region, const std::string& messa
                        static_cast<std::int64_t>(region.begin.column), message);
 }
 
+toml::table parse_toml(std::string_view text, const std::string& source_name) {
+    try {
+        return toml::parse(text, source_name);
+    } catch (const toml::parse_error& e) {
+        std::string what(e.description());
+        if (!what.empty())
+            what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+        throw error_at(e.source(), "invalid TOML: " + what, source_name);
+    }
+}
+
 void fail_at(const toml::node& node, const std::string& message) {
     throw error_at(node.source(), message);
 }

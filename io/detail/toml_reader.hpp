@@ -17,6 +17,9 @@
 
 namespace prism::io::detail {
 
+/// Parses TOML `text`; a syntax error becomes `FILE:LINE:COL: invalid TOML: ...`.
+toml::table parse_toml(std::string_view text, const std::string& source_name);
+
 /// The ConfigError for `region` (file from the region's path, or `fallback_file`).
 ConfigError error_at(const toml::source_region& region, const std::string& message,
                      const std::string& fallback_file = {});

@@ -210,4 +210,19 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
     }
 }
 
+void apply_variability_file(const toml::table& file, const std::string& name,
+                            VariabilitySpec& spec) {
+    spec.source = name;
+    const toml::table* body = &file;
+    if (const auto* inner = file.get_as<toml::table>("variability")) {
+        check_keys(file, "", {"variability", "source", "description", "name"});
+        if (const toml::node* source = file.get("source")) {
+            spec.source = as_string(*source, "source");
+        }
+        body = inner;
+    }
+    apply_variability_table(*body, "variability", true, spec);
+    if (spec.source != name) spec.source = fmt::format("{}: {}", name, spec.source);
+}
+
 }  // namespace prism::io::detail

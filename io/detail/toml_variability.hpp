@@ -21,4 +21,10 @@ DistributionSpec parse_distribution(const toml::node& node, const std::string& k
 void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
                              VariabilitySpec& spec);
 
+/// Applies a variability preset or profile file: the keys of [variability] at top level, or
+/// under a [variability] table with `name`, `source` and `description` beside it. `name` is
+/// how the file was named (preset name or path); spec.source becomes "name: <source>".
+void apply_variability_file(const toml::table& file, const std::string& name,
+                            VariabilitySpec& spec);
+
 }  // namespace prism::io::detail

@@ -13,9 +13,15 @@ struct StepDistribution;
 
 namespace prism::stochastic::detail {
 
+/// Which Monte Carlo sampler draws the steps (montecarlo.cpp): the sparse one wherever it
+/// applies, or the dense one, which draws every group factor (draw_group_factors; for tests,
+/// which compare the two samplers of the same law).
+enum class McSampler { automatic, dense };
+
 /// Monte Carlo: `samples` step times, each on its own cluster realization (the marginal law).
 std::vector<double> monte_carlo(const StepModel& model, const PersistentLayout& layout, int samples,
-                                std::uint64_t seed, std::uint64_t point_index);
+                                std::uint64_t seed, std::uint64_t point_index,
+                                McSampler sampler = McSampler::automatic);
 
 /// Replica pruning audit (tests, bench/mc_breakdown): over `samples` Monte Carlo steps, how
 /// many replicas were skipped as unable to be the slowest, and how many of those, drawn anyway,

@@ -6,9 +6,9 @@
 // Two samplers of the same law:
 //  * dense (slowest_replica): every group factor drawn (draw_group_factors), one mean-duration
 //    DAG run per replica for its bound. Used for lockstep (FSDP), a single random term, one
-//    replica, random placement, and deterministic persistent factors;
-//  * sparse (slowest_sparse, ordered and variability-aware placement with persistent
-//    variability): the group factors are revealed lazily (LazyGroupFactors: slow units by
+//    replica, and deterministic persistent factors;
+//  * sparse (slowest_sparse, every placement with persistent variability): the group factors
+//    are revealed lazily (LazyGroupFactors: slow units by
 //    geometric skipping, healthy factors top-down by order statistics, each draw from its
 //    exact conditional law), and replicas none of whose factors is revealed share one bound
 //    M(tau 1) + b. Only the replicas holding slow or top factors are resolved (exact DAG, 8 at
@@ -547,163 +547,195 @@ class StepSampler {
     /// (extend) while the untouched replicas' bound is not below the slowest.
     double slowest_sparse(LazyGroupFactors& lg, double r, Stream& rng) {
         const auto& m = m_;
-        const int p = m.stages;
-        const auto& g = lg.g();
-        const double p2p_mean = m.p2p.mean(1.0, r);
-        const double dl_mean = m.dataloader.mean(1.0, r);
         std::fill(rep_state_.begin(), rep_state_.end(), std::uint8_t{0});
         std::fill(rep_nrev_.begin(), rep_nrev_.end(), 0);
         drawn_.clear();
         pending_.clear();
-        size_t seen = 0;             // lg.revealed() entries taken into rep_rev_
-        int untouched = m.replicas;  // replicas none of whose groups is revealed
+        SparseStep s;
+        s.r = r;
+        s.untouched = m.replicas;
         if (lg.unrevealed() > 0 && !std::isfinite(lg.tau())) lg.extend(8);
         // the top factors revealed by each further round: every round costs a mean-duration
         // DAG run and the pending replicas' bounds, so after the first 8 (enough for most
         // shapes) rounds start at 1/32 of the groups and double (a function of the shape only)
-        int batch = std::max(8, static_cast<int>(g.size() / 32));
-        double tau = 0, m_tau = 0, u_untouched = -HUGE_VAL;
-        // the pending bounds are to be recomputed (and re-sorted): tau moved, or a pending
-        // replica gained a revealed factor. Resolving a replica reveals only its own groups,
-        // so between extends the pending bounds and their order stay as they are.
-        bool stale = true;
-        auto at_tau = [&] {
-            tau = lg.tau();
-            u_untouched = -HUGE_VAL;
-            // any tau is valid without pool groups (before, extend made it finite)
-            if (!std::isfinite(tau)) tau = 1.0;
-            for (size_t j = 0; j < m.fwd.size(); ++j) {
-                draw_mean_[2 * j] = m.fwd[j].mean(tau, r);
-                draw_mean_[2 * j + 1] = m.bwd[j].mean(tau, r);
-            }
-            m_tau = mean_dag(draw_mean_.data(), p2p_mean, dl_mean);
-            if (untouched > 0) u_untouched = m_tau + noise_bound(std::max(1.0, tau), r);
-            stale = true;
-        };
-        auto bound = [&](int rep) {
-            // M(tau 1) + greedy knapsack of the excesses over tau of the revealed factors, + b
-            // for factors <= gmax (tau bounds the unrevealed ones)
-            const int nrev = rep_nrev_[rep];
-            const std::int32_t* rev = rep_rev_.data() + static_cast<size_t>(rep) * p;
-            int items = 0;
-            double gmax = nrev < p ? std::max(1.0, tau) : 1.0;
-            for (int k = 0; k < nrev; ++k) {
-                const double gu = g[rev[k]];
-                gmax = std::max(gmax, gu);
-                const double e = gu - tau;
-                if (e <= 0) continue;
-                int j = items++;  // insertion by decreasing excess
-                for (; j > 0 && knap_[j - 1].first < e; --j) knap_[j] = knap_[j - 1];
-                knap_[j] = {e, cmax_[rev[k] / m.dp]};
-            }
-            double extra = 0, cap = ctot_;
-            for (int j = 0; j < items && cap > 0; ++j) {
-                const double c = std::min(cap, knap_[j].second);
-                extra += knap_[j].first * c;
-                cap -= c;
-            }
-            return m_tau + extra + noise_bound(gmax, r);
-        };
-        knap_.resize(p);
-        rep_groups_.resize(p);
-        at_tau();
-        double slowest = -HUGE_VAL;
+        s.batch = std::max(8, static_cast<int>(lg.g().size() / 32));
+        knap_.resize(m.stages);
+        rep_groups_.resize(m.stages);
+        sparse_at_tau(s, lg);
         for (;;) {
-            const auto& rev = lg.revealed();
-            for (; seen < rev.size(); ++seen) {
-                const int gi = rev[seen];
-                const int rep = rep_of_[gi];
-                if (rep_state_[rep] == 2) continue;
-                if (rep_state_[rep] == 0) {
-                    rep_state_[rep] = 1;
-                    pending_.emplace_back(0.0, rep);
-                    if (--untouched == 0) u_untouched = -HUGE_VAL;
-                }
-                rep_rev_[static_cast<size_t>(rep) * p + rep_nrev_[rep]++] = gi;
-                stale = true;
-            }
-            if (stale) {
+            sparse_take_revealed(s, lg);
+            if (s.stale) {
                 // (pending_ holds only pending replicas: the others are erased below)
-                for (auto& [u, rep] : pending_) u = bound(rep);
+                for (auto& [u, rep] : pending_) u = sparse_bound(s, lg.g(), rep);
                 std::sort(pending_.begin(), pending_.end(), std::greater<>());
-                stale = false;
+                s.stale = false;
             }
-            bool extend = false;
-            double best = -HUGE_VAL;  // the largest exact M resolved and not yet decided
-            int lanes = 0;
-            auto flush = [&] {
-                if (lanes == 0) return;
-                double mk[kLanes], gmax[kLanes];
-                batch_makespan(lg, lane_reps_, lanes, r, mk, gmax);
-                if (check_ != nullptr) {
-                    ++check_->dag_runs;
-                    check_->bounded += lanes;
-                }
-                for (int l = 0; l < lanes; ++l) {
-                    resolved_.push_back({mk[l], noise_bound(gmax[l], r), lane_reps_[l]});
-                    best = std::max(best, mk[l]);
-                }
-                lanes = 0;
-            };
-            for (const auto& [u, rep] : pending_) {
-                if (rep_state_[rep] != 1) continue;
-                if (u < slowest) {
-                    rep_state_[rep] = 2;  // pruned: its bound only held the slowest so far
-                    continue;
-                }
-                if (u < u_untouched && u_untouched >= slowest) {
-                    extend = true;  // an untouched replica may be slower: reveal more first
-                    break;
-                }
-                if (u < best) break;  // draw the resolved ones first (largest M first)
-                // resolve (in batches): reveal its factors, exact M
-                rep_state_[rep] = 2;
-                for (int s = 0; s < p; ++s) rep_groups_[s] = s * m.dp + rep;
-                lg.reveal_groups(rep_groups_.data(), p);
-                lane_reps_[lanes++] = rep;
-                if (lanes == kLanes || best == -HUGE_VAL) flush();  // the first one at once
-            }
-            flush();
-            pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                          [&](const auto& x) { return rep_state_[x.second] != 1; }),
-                           pending_.end());
+            const bool extend = sparse_resolve(s, lg);
             if (!resolved_.empty()) {
                 // draw in decreasing M those whose M + b is not below the slowest so far
                 std::sort(resolved_.begin(), resolved_.end(),
                           [](const Resolved& a, const Resolved& b) { return a.mk > b.mk; });
                 for (const auto& x : resolved_) {
-                    if (x.mk + x.b < slowest) continue;
-                    slowest = std::max(slowest, sample_replica(g, x.rep, r, rng));
+                    if (x.mk + x.b < s.slowest) continue;
+                    s.slowest = std::max(s.slowest, sample_replica(lg.g(), x.rep, r, rng));
                     drawn_.push_back(x.rep);
                     if (check_ != nullptr) ++check_->drawn;
                 }
                 resolved_.clear();
                 continue;
             }
-            if (!extend && !(untouched > 0 && u_untouched >= slowest)) break;
+            if (!extend && !(s.untouched > 0 && s.u_untouched >= s.slowest)) break;
             // the untouched replicas may hold the slowest: reveal more top factors
             if (check_ != nullptr) ++check_->extends;
-            if (2 * static_cast<std::int64_t>(rev.size()) >= static_cast<std::int64_t>(g.size())) {
+            if (2 * static_cast<std::int64_t>(lg.revealed().size()) >=
+                static_cast<std::int64_t>(lg.g().size())) {
                 lg.reveal_all();
             } else {
-                lg.extend(batch);
-                batch *= 2;
+                lg.extend(s.batch);
+                s.batch *= 2;
             }
-            at_tau();
+            sparse_at_tau(s, lg);
         }
-        if (check_ != nullptr) {
-            // draw the replicas not drawn: none may exceed the max of the drawn ones
-            lg.reveal_all();
-            std::vector<std::uint8_t> was_drawn(m.replicas, 0);
-            for (const int rep : drawn_) was_drawn[rep] = 1;
-            check_->replicas += m.replicas;
-            for (int rep = 0; rep < m.replicas; ++rep) {
-                if (was_drawn[rep]) continue;
-                ++check_->skipped;
-                if (sample_replica(g, rep, r, rng) > slowest) ++check_->violations;
+        if (check_ != nullptr) sparse_audit(lg, s.slowest, r, rng);
+        return s.slowest;
+    }
+
+    /// slowest_sparse's state over one step.
+    struct SparseStep {
+        double r = 1;
+        size_t seen = 0;    ///< lg.revealed() entries taken into rep_rev_
+        int untouched = 0;  ///< replicas none of whose groups is revealed
+        int batch = 8;      ///< the top factors the next extend reveals
+        /// tau, the mean-duration makespan M(tau 1), and the untouched replicas' bound
+        double tau = 0, m_tau = 0, u_untouched = -HUGE_VAL;
+        /// the pending bounds are to be recomputed (and re-sorted): tau moved, or a pending
+        /// replica gained a revealed factor. Resolving a replica reveals only its own groups,
+        /// so between extends the pending bounds and their order stay as they are.
+        bool stale = true;
+        double slowest = -HUGE_VAL;  ///< the slowest replica drawn so far
+    };
+
+    /// M(tau 1) and the untouched replicas' bound at the current tau.
+    void sparse_at_tau(SparseStep& s, const LazyGroupFactors& lg) {
+        const auto& m = m_;
+        s.tau = lg.tau();
+        s.u_untouched = -HUGE_VAL;
+        // any tau is valid without pool groups (before, extend made it finite)
+        if (!std::isfinite(s.tau)) s.tau = 1.0;
+        for (size_t j = 0; j < m.fwd.size(); ++j) {
+            draw_mean_[2 * j] = m.fwd[j].mean(s.tau, s.r);
+            draw_mean_[2 * j + 1] = m.bwd[j].mean(s.tau, s.r);
+        }
+        s.m_tau = mean_dag(draw_mean_.data(), m.p2p.mean(1.0, s.r), m.dataloader.mean(1.0, s.r));
+        if (s.untouched > 0) s.u_untouched = s.m_tau + noise_bound(std::max(1.0, s.tau), s.r);
+        s.stale = true;
+    }
+
+    /// M(tau 1) + greedy knapsack of the excesses over tau of replica rep's revealed factors,
+    /// + b for factors <= gmax (tau bounds the unrevealed ones)
+    double sparse_bound(const SparseStep& s, const std::vector<double>& g, int rep) {
+        const int p = m_.stages;
+        const int nrev = rep_nrev_[rep];
+        const std::int32_t* rev = rep_rev_.data() + static_cast<size_t>(rep) * p;
+        int items = 0;
+        double gmax = nrev < p ? std::max(1.0, s.tau) : 1.0;
+        for (int k = 0; k < nrev; ++k) {
+            const double gu = g[rev[k]];
+            gmax = std::max(gmax, gu);
+            const double e = gu - s.tau;
+            if (e <= 0) continue;
+            int j = items++;  // insertion by decreasing excess
+            for (; j > 0 && knap_[j - 1].first < e; --j) knap_[j] = knap_[j - 1];
+            knap_[j] = {e, cmax_[rev[k] / m_.dp]};
+        }
+        double extra = 0, cap = ctot_;
+        for (int j = 0; j < items && cap > 0; ++j) {
+            const double c = std::min(cap, knap_[j].second);
+            extra += knap_[j].first * c;
+            cap -= c;
+        }
+        return s.m_tau + extra + noise_bound(gmax, s.r);
+    }
+
+    /// The groups revealed since the last call join their replicas' lists (a replica becomes
+    /// pending when its first group is revealed).
+    void sparse_take_revealed(SparseStep& s, const LazyGroupFactors& lg) {
+        const int p = m_.stages;
+        const auto& rev = lg.revealed();
+        for (; s.seen < rev.size(); ++s.seen) {
+            const int gi = rev[s.seen];
+            const int rep = rep_of_[gi];
+            if (rep_state_[rep] == 2) continue;
+            if (rep_state_[rep] == 0) {
+                rep_state_[rep] = 1;
+                pending_.emplace_back(0.0, rep);
+                if (--s.untouched == 0) s.u_untouched = -HUGE_VAL;
             }
+            rep_rev_[static_cast<size_t>(rep) * p + rep_nrev_[rep]++] = gi;
+            s.stale = true;
         }
-        return slowest;
+    }
+
+    /// Takes the pending replicas in decreasing bound: prunes those below the slowest drawn,
+    /// resolves the others (all their factors revealed, exact M, kLanes at a time) into
+    /// resolved_, until an untouched replica may be slower (returns true: reveal more first)
+    /// or the resolved ones are to be drawn first.
+    bool sparse_resolve(SparseStep& s, LazyGroupFactors& lg) {
+        const int p = m_.stages;
+        bool extend = false;
+        double best = -HUGE_VAL;  // the largest exact M resolved and not yet decided
+        int lanes = 0;
+        auto flush = [&] {
+            if (lanes == 0) return;
+            double mk[kLanes], gmax[kLanes];
+            batch_makespan(lg, lane_reps_, lanes, s.r, mk, gmax);
+            if (check_ != nullptr) {
+                ++check_->dag_runs;
+                check_->bounded += lanes;
+            }
+            for (int l = 0; l < lanes; ++l) {
+                resolved_.push_back({mk[l], noise_bound(gmax[l], s.r), lane_reps_[l]});
+                best = std::max(best, mk[l]);
+            }
+            lanes = 0;
+        };
+        for (const auto& [u, rep] : pending_) {
+            if (rep_state_[rep] != 1) continue;
+            if (u < s.slowest) {
+                rep_state_[rep] = 2;  // pruned: its bound only held the slowest so far
+                continue;
+            }
+            if (u < s.u_untouched && s.u_untouched >= s.slowest) {
+                extend = true;  // an untouched replica may be slower: reveal more first
+                break;
+            }
+            if (u < best) break;  // draw the resolved ones first (largest M first)
+            // resolve (in batches): reveal its factors, exact M
+            rep_state_[rep] = 2;
+            for (int st = 0; st < p; ++st) rep_groups_[st] = st * m_.dp + rep;
+            lg.reveal_groups(rep_groups_.data(), p);
+            lane_reps_[lanes++] = rep;
+            if (lanes == kLanes || best == -HUGE_VAL) flush();  // the first one at once
+        }
+        flush();
+        pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                      [&](const auto& x) { return rep_state_[x.second] != 1; }),
+                       pending_.end());
+        return extend;
+    }
+
+    /// The pruning audit: draw the replicas not drawn; none may exceed the max of the drawn.
+    void sparse_audit(LazyGroupFactors& lg, double slowest, double r, Stream& rng) {
+        const auto& m = m_;
+        lg.reveal_all();
+        std::vector<std::uint8_t> was_drawn(m.replicas, 0);
+        for (const int rep : drawn_) was_drawn[rep] = 1;
+        check_->replicas += m.replicas;
+        for (int rep = 0; rep < m.replicas; ++rep) {
+            if (was_drawn[rep]) continue;
+            ++check_->skipped;
+            if (sample_replica(lg.g(), rep, r, rng) > slowest) ++check_->violations;
+        }
     }
 
   public:
@@ -746,12 +778,12 @@ class StepSampler {
 }  // namespace
 
 std::vector<double> monte_carlo(const StepModel& m, const PersistentLayout& layout, int samples,
-                                std::uint64_t seed, std::uint64_t point_index) {
+                                std::uint64_t seed, std::uint64_t point_index, McSampler sampler) {
     // every sample is a step on its own cluster realization: the marginal distribution
     StepSampler sample(m);
     std::vector<double> g, gk;
     std::vector<double> out(samples);
-    const bool sparse = StepSampler::sparse(m, layout);
+    const bool sparse = sampler == McSampler::automatic && StepSampler::sparse(m, layout);
     std::optional<LazyGroupFactors> lazy;
     if (sparse) lazy.emplace(m, layout);
     for (int k = 0; k < samples; ++k) {
@@ -820,55 +852,6 @@ void monte_carlo_clusters(const StepModel& m, const PersistentLayout& layout, in
         mean_s[c] = s1 / per_cluster;
         var_s2[c] =
             per_cluster > 1 ? std::max(0.0, (s2 - s1 * s1 / per_cluster) / (per_cluster - 1)) : 0.0;
-    }
-}
-
-namespace {
-
-double sorted_quantile(const std::vector<double>& x, double p) {
-    // linear interpolation between order statistics (Hyndman-Fan type 7)
-    const double h = (static_cast<double>(x.size()) - 1) * p;
-    const auto lo = static_cast<size_t>(std::floor(h));
-    const size_t hi = std::min(lo + 1, x.size() - 1);
-    return x[lo] + (h - static_cast<double>(lo)) * (x[hi] - x[lo]);
-}
-
-}  // namespace
-
-void summarize_samples(std::vector<double> x, const EvaluationSpec& eval, double det,
-                       StepDistribution& out) {
-    const auto n = static_cast<double>(x.size());
-
-    double mean = 0;
-    for (double v : x) mean += v;
-    mean /= n;
-    double var = 0;
-    for (double v : x) var += (v - mean) * (v - mean);
-    out.mean_s = mean;
-    out.std_s = std::sqrt(var / std::max(1.0, n - 1));
-    std::sort(x.begin(), x.end());
-    out.p50_s = sorted_quantile(x, 0.50);
-    out.p90_s = sorted_quantile(x, 0.90);
-    out.p95_s = sorted_quantile(x, 0.95);
-    out.p99_s = sorted_quantile(x, 0.99);
-    out.p999_s = sorted_quantile(x, 0.999);
-    out.p_slow.clear();
-    for (double delta : eval.slow_deltas) {
-        const double t = (1.0 + delta) * det;
-        const auto above = x.end() - std::upper_bound(x.begin(), x.end(), t);
-        out.p_slow.push_back(static_cast<double>(above) / n);
-    }
-    out.histogram.clear();
-    if (eval.histogram && eval.histogram_bins > 0) {
-        out.histogram_lo_s = x.front();
-        out.histogram_hi_s = x.back() > x.front() ? x.back() : x.front() * (1 + 1e-12) + 1e-300;
-        out.histogram.assign(eval.histogram_bins, 0.0f);
-        const double w = (out.histogram_hi_s - out.histogram_lo_s) / eval.histogram_bins;
-        for (double v : x) {
-            const auto b = std::clamp(static_cast<int>((v - out.histogram_lo_s) / w), 0,
-                                      eval.histogram_bins - 1);
-            out.histogram[b] += static_cast<float>(1.0 / n);
-        }
     }
 }
 

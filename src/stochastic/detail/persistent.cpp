@@ -97,19 +97,19 @@ void draw_group_factors(const StepModel& m, const PersistentLayout& l, Stream& s
             }
             break;
         case PlacementKind::random: {
-            // a uniformly random injection of job GPUs into machine GPUs (partial Fisher-Yates)
-            const std::int64_t machine_gpus = l.machine_units * l.unit_gpus;
-            std::vector<std::int32_t> perm(static_cast<size_t>(machine_gpus));
-            std::iota(perm.begin(), perm.end(), 0);
-            for (std::int64_t i = 0; i < l.job_gpus; ++i) {
-                const auto j = i + static_cast<std::int64_t>(stream.uniform() *
-                                                             static_cast<double>(machine_gpus - i));
-                std::swap(perm[i], perm[std::min(j, machine_gpus - 1)]);
+            // node-random: the job's units are a uniformly random injection into the machine's
+            // units (partial Fisher-Yates), the ranks laid onto them in order
+            std::vector<std::int64_t> unit(static_cast<size_t>(l.machine_units));
+            std::iota(unit.begin(), unit.end(), 0);
+            for (std::int64_t i = 0; i < l.job_units; ++i) {
+                const auto j = i + static_cast<std::int64_t>(
+                                       stream.uniform() * static_cast<double>(l.machine_units - i));
+                std::swap(unit[i], unit[std::min(j, l.machine_units - 1)]);
             }
             for (int gi = 0; gi < groups; ++gi) {
                 for (int j = 0; j < n; ++j) {
                     const auto gpu = l.gpu_of[static_cast<size_t>(gi) * n + j];
-                    slow_members[gi] += slow[perm[gpu] / l.unit_gpus];
+                    slow_members[gi] += slow[unit[gpu / l.unit_gpus]];
                 }
             }
             break;
@@ -264,8 +264,9 @@ LazyGroupFactors::LazyGroupFactors(const StepModel& model, const PersistentLayou
       touched_(static_cast<size_t>(groups_) + 4) {
     std::iota(pool_list_.begin(), pool_list_.end(), 0);
     std::iota(pool_pos_.begin(), pool_pos_.end(), 0);
-    if (layout.kind != PlacementKind::ordered || !supports(model, layout)) return;
-    // ordered placement: slow unit -> (group, GPUs of the unit in it), in CSR form
+    if (layout.kind == PlacementKind::variability_aware || !supports(model, layout)) return;
+    // ordered (and node-random) placement: slow unit -> (group, GPUs of the unit in it), in CSR
+    // form
     std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> per_unit(
         static_cast<size_t>(layout.job_units));
     for (std::int64_t gi = 0; gi < groups_; ++gi) {
@@ -290,8 +291,7 @@ LazyGroupFactors::LazyGroupFactors(const StepModel& model, const PersistentLayou
 bool LazyGroupFactors::supports(const StepModel& model, const PersistentLayout& layout) {
     if (model.persistent_deterministic) return false;
     if (layout.kind == PlacementKind::variability_aware) return true;
-    return layout.kind == PlacementKind::ordered &&
-           layout.gpu_of.size() == static_cast<size_t>(layout.job_gpus);
+    return layout.gpu_of.size() == static_cast<size_t>(layout.job_gpus);
 }
 
 double LazyGroupFactors::healthy(double log_p) const {
@@ -351,8 +351,10 @@ void LazyGroupFactors::reset(const Stream& stream) {
     if (!(m_.slow_probability > 0 && m_.slow_factor != 1.0)) return;
     // groups holding slow GPUs, in subset_ (their factor is drawn below)
     subset_.clear();
-    if (l_.kind == PlacementKind::ordered) {
-        // only the job's units matter: it uses the machine's first job_gpus GPUs
+    if (l_.kind != PlacementKind::variability_aware) {
+        // only the job's units matter, each slow with probability q: ordered placement uses the
+        // machine's first job_gpus GPUs, node-random a random set of units independent of
+        // which are slow
         draw_slow_units(m_.slow_probability, l_.job_units, stream_, &slow_units_);
         for (const auto u : slow_units_) {
             for (auto i = unit_group_begin_[u]; i < unit_group_begin_[u + 1]; ++i) {

@@ -6,8 +6,13 @@
 // Placement semantics (DesignPoint::placement):
 //  * ordered: rank coordinates (tp, cp, pp, dp) are laid onto consecutive GPUs of the machine,
 //    innermost dimension first, using the first N GPUs;
-//  * random: the N ranks land on a uniformly random set of N of the machine's GPUs, in random
-//    order;
+//  * random (node-random, as a scheduler allocates): the job's units (nodes, or GPUs when slow
+//    units are GPUs) are a uniformly random set of the machine's, in random order, and the ranks
+//    are laid onto them as ordered placement lays them onto the first units. The slow units
+//    being independent of the draw, the job's units are then slow independently with
+//    probability q, as under ordered placement: the same law of the group factors (the analytic
+//    evaluator and LazyGroupFactors take ordered placement's; draw_group_factors draws the
+//    machine and the scheduler's choice explicitly);
 //  * variability_aware: knowing which units are slow, healthy units are used first (a machine
 //    larger than the job, ClusterSpec::total_gpus > N, leaves slow units out); slow GPUs that
 //    must be used are packed into as few TP x CP groups as possible, placed on the stage with
@@ -129,8 +134,9 @@ class HealthyQuantile {
 /// the order of the calls, for any spatial law (inversion is monotone: an unrevealed group's g
 /// is at most upper(gi) = phi_0(H^-1) of its cap).
 ///
-/// Supported placements (supports()): ordered and variability_aware, where which groups hold
-/// slow GPUs follows from the slow units alone; random placement uses draw_group_factors.
+/// Supported placements (supports()): ordered, random (the ordered law: persistent.hpp's
+/// placement semantics) and variability_aware, where which groups hold slow GPUs follows from
+/// the slow units alone.
 class LazyGroupFactors {
   public:
     LazyGroupFactors(const StepModel& model, const PersistentLayout& layout);

@@ -87,23 +87,84 @@ Moments clark_max(Moments a, Moments b) {
     return {m, std::max(0.0, e2 - m * m)};
 }
 
-StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
-                           const HardwareSpec& hw, const ClusterSpec& cluster,
-                           const VariabilitySpec& variability,
-                           std::uint32_t deterministic_classes) {
-    StepModel m;
-    m.stages = profile.stages;
-    m.chunks = profile.chunks;
-    m.microbatches = profile.microbatches;
-    m.dp = std::max(1, profile.dp);
-    m.lockstep = profile.dp_lockstep && m.dp > 1;
-    m.replicas = m.lockstep ? 1 : m.dp;
-    m.group_gpus = std::max(1, profile.tp) * std::max(1, profile.cp);
-    m.deterministic_s = deterministic_step_time(profile);
-    m.pipeline = *timing::cached_flat_pipeline({m.stages, m.chunks, m.microbatches});
+namespace {
 
+/// Accumulates segments of ops into a chunk cost (step_model.hpp): per segment, Clark's max of
+/// its concurrent ops (each a max over its sync group's transient factors, F^n), added to the
+/// compute or communication part by the op with the largest mean. With `collect` set, the
+/// compute classes' shares of a layer (the effective factor's weights) are tallied too.
+class SegmentCosts {
+  public:
+    SegmentCosts(const StepModel& m, const std::array<std::uint64_t, kKernelClassCount>& ids)
+        : m_(m), ids_(ids), lock_mult_(m.lockstep ? m.dp : 1) {}
+
+    void add(Accumulator& acc, const SegmentList& segs, int repeat) {
+        if (repeat <= 0) return;
+        for (const auto& seg : segs) add_segment(acc, seg, repeat);
+    }
+
+    bool collect = false;
+    /// each compute class's share of a layer's compute; ops synchronized over fewer GPUs than
+    /// the group (none in the built profiles) keep g = max G
+    std::array<double, kKernelClassCount> class_weight{};
+    double unsynced_weight = 0;
+
+  private:
+    void add_segment(Accumulator& acc, const Segment& seg, int repeat) {
+        Moments best{0, 0};
+        bool best_comm = false;
+        bool have = false;
+        int random_ops = 0;
+        SingleTerm term;
+        for (const auto& op : seg.ops) {
+            const int c = static_cast<int>(op.cls);
+            const bool comm = is_communication(op.cls);
+            const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult_;
+            const Moments y = cached_max_moments(ids_[c], m_.transient[c], n);
+            const Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
+            if (collect && !comm) {
+                (std::max(1, op.sync_size) == m_.group_gpus ? class_weight[c] : unsynced_weight) +=
+                    repeat * d.mean;
+            }
+            if (d.var > 0) {
+                ++random_ops;
+                term = {true, comm, op.time_s, n, c};
+            }
+            if (!have) {
+                best = d;
+                best_comm = comm;
+                have = true;
+            } else {
+                const bool comm_wins = d.mean > best.mean ? comm : best_comm;
+                best = clark_max(best, d);
+                best_comm = comm_wins;
+            }
+        }
+        if (!have) return;
+        auto& cost = acc.cost;
+        if (best_comm) {
+            cost.comm_mean += repeat * best.mean;
+            cost.comm_var += repeat * best.var;
+        } else {
+            cost.comp_mean += repeat * best.mean;
+            cost.comp_var += repeat * best.var;
+        }
+        const int terms = random_ops > 0 ? repeat : 0;
+        cost.random_terms += terms;
+        if (random_ops == 1 && seg.ops.size() == 1) acc.single = term;
+    }
+
+    const StepModel& m_;
+    const std::array<std::uint64_t, kKernelClassCount>& ids_;
+    double lock_mult_;
+};
+
+/// The variability of the model: the transient, regime and spatial laws (classes in
+/// `deterministic_classes` made deterministic), their ids, and the slow units.
+void set_variability(StepModel& m, const DesignPoint& point, const HardwareSpec& hw,
+                     const VariabilitySpec& variability, std::uint32_t deterministic_classes,
+                     std::array<std::uint64_t, kKernelClassCount>& ids) {
     std::array<DistributionSpec, kKernelClassCount> specs = variability.transient;
-    std::array<std::uint64_t, kKernelClassCount> ids{};
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_classes & (1u << c)) specs[c] = DistributionSpec{};
         m.transient[c] = Distribution(specs[c]);
@@ -126,78 +187,32 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.slow_unit_gpus = variability.persistent.slow_per_node ? std::max(1, hw.gpus_per_node) : 1;
     m.persistent_deterministic =
         m.spatial.is_constant() && (m.slow_probability == 0 || m.slow_factor == 1.0);
-    const double lock_mult = m.lockstep ? m.dp : 1;
+}
 
-    // each compute class's share of a layer's compute (weights of the effective factor); ops
-    // synchronized over fewer GPUs than the group (none in the built profiles) keep g = max G
-    std::array<double, kKernelClassCount> class_weight{};
-    double unsynced_weight = 0;
-    bool collect = false;
-    auto add_segments = [&](Accumulator& acc, const SegmentList& segs, int repeat) {
-        if (repeat <= 0) return;
-        for (const auto& seg : segs) {
-            Moments best{0, 0};
-            bool best_comm = false;
-            bool have = false;
-            int random_ops = 0;
-            SingleTerm term;
-            for (const auto& op : seg.ops) {
-                const int c = static_cast<int>(op.cls);
-                const bool comm = is_communication(op.cls);
-                const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult;
-                const Moments y = cached_max_moments(ids[c], m.transient[c], n);
-                const Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
-                if (collect && !comm) {
-                    (std::max(1, op.sync_size) == m.group_gpus ? class_weight[c]
-                                                               : unsynced_weight) +=
-                        repeat * d.mean;
-                }
-                if (d.var > 0) {
-                    ++random_ops;
-                    term = {true, comm, op.time_s, n, c};
-                }
-                if (!have) {
-                    best = d;
-                    best_comm = comm;
-                    have = true;
-                } else {
-                    const bool comm_wins = d.mean > best.mean ? comm : best_comm;
-                    best = clark_max(best, d);
-                    best_comm = comm_wins;
-                }
-            }
-            if (!have) continue;
-            auto& cost = acc.cost;
-            if (best_comm) {
-                cost.comm_mean += repeat * best.mean;
-                cost.comm_var += repeat * best.var;
-            } else {
-                cost.comp_mean += repeat * best.mean;
-                cost.comp_var += repeat * best.var;
-            }
-            const int terms = random_ops > 0 ? repeat : 0;
-            cost.random_terms += terms;
-            if (random_ops == 1 && seg.ops.size() == 1) acc.single = term;
-        }
-    };
-
+/// The chunk costs fwd / bwd of every (stage, chunk), and the effective factor from the layers'
+/// class shares. Chunks without the embedding or the head are all the same: accumulated once.
+void set_chunk_costs(StepModel& m, const StepProfile& profile, SegmentCosts& costs,
+                     const std::array<std::uint64_t, kKernelClassCount>& ids,
+                     std::vector<SingleTerm>& fwd_single, std::vector<SingleTerm>& bwd_single) {
     const int p = m.stages;
     const int v = m.chunks;
     m.fwd.resize(static_cast<size_t>(p) * v);
     m.bwd.resize(m.fwd.size());
-    std::vector<SingleTerm> fwd_single(m.fwd.size()), bwd_single(m.fwd.size());
-    // chunks without the embedding or the head are all the same: accumulated once
+    fwd_single.assign(m.fwd.size(), {});
+    bwd_single.assign(m.fwd.size(), {});
     Accumulator layers_f, layers_b;
-    collect = true;
-    add_segments(layers_f, profile.layer_forward, profile.layers_per_chunk);
-    add_segments(layers_b, profile.layer_backward, profile.layers_per_chunk);
-    collect = false;
+    costs.collect = true;
+    costs.add(layers_f, profile.layer_forward, profile.layers_per_chunk);
+    costs.add(layers_b, profile.layer_backward, profile.layers_per_chunk);
+    costs.collect = false;
     // lockstep: phi of the stage's tp x cp x dp GPUs, on the max over all of them
     const int eff_n = m.group_gpus * (m.lockstep ? m.dp : 1);
-    if (!m.persistent_deterministic && eff_n > 1 && unsynced_weight <= 0) {
+    if (!m.persistent_deterministic && eff_n > 1 && costs.unsynced_weight <= 0) {
         std::vector<EffectiveFactor::Component> comps;
         for (int c = 0; c < kKernelClassCount; ++c) {
-            if (class_weight[c] > 0) comps.push_back({m.transient[c], ids[c], class_weight[c]});
+            if (costs.class_weight[c] > 0) {
+                comps.push_back({m.transient[c], ids[c], costs.class_weight[c]});
+            }
         }
         m.effective = EffectiveFactor::cached(m.spatial, m.spatial_id, m.slow_factor, eff_n,
                                               std::move(comps));
@@ -214,53 +229,66 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                 continue;
             }
             Accumulator f, b;
-            if (s == 0 && c == 0) add_segments(f, profile.embedding_forward, 1);
-            add_segments(f, profile.layer_forward, profile.layers_per_chunk);
-            if (s == p - 1 && c == v - 1) add_segments(f, profile.head_forward, 1);
-            if (s == p - 1 && c == v - 1) add_segments(b, profile.head_backward, 1);
-            add_segments(b, profile.layer_backward, profile.layers_per_chunk);
-            if (s == 0 && c == 0) add_segments(b, profile.embedding_backward, 1);
+            if (first) costs.add(f, profile.embedding_forward, 1);
+            costs.add(f, profile.layer_forward, profile.layers_per_chunk);
+            if (last) costs.add(f, profile.head_forward, 1);
+            if (last) costs.add(b, profile.head_backward, 1);
+            costs.add(b, profile.layer_backward, profile.layers_per_chunk);
+            if (first) costs.add(b, profile.embedding_backward, 1);
             m.fwd[s * v + c] = f.cost;
             m.bwd[s * v + c] = b.cost;
             fwd_single[s * v + c] = f.single;
             bwd_single[s * v + c] = b.single;
         }
     }
-    {
-        Accumulator a;
-        add_segments(a, SegmentList{Segment{{profile.p2p}}}, 1);
-        m.p2p = a.cost;
-        Accumulator dl;
-        add_segments(dl, profile.dataloader, 1);
-        m.dataloader = dl.cost;
-        Accumulator sy;
-        add_segments(sy, profile.dp_sync, 1);
-        m.sync = sy.cost;
-        Accumulator op;
-        add_segments(op, profile.optimizer, 1);
-        m.optimizer = op.cost;
-        m.sync_overlap_s = profile.dp_overlap_s;
-        // Dataloader and optimizer have no persistent factor: fold compute into the g=1 slot
-        // by convention (the evaluators call them with g = 1).
+}
 
-        int terms = m.dataloader.random_terms;
-        SingleTerm single = dl.single;
-        const int mb = m.microbatches;
-        for (size_t i = 0; i < m.fwd.size(); ++i) {
-            terms += mb * (m.fwd[i].random_terms + m.bwd[i].random_terms);
-            if (m.fwd[i].random_terms) single = fwd_single[i];
-            if (m.bwd[i].random_terms) single = bwd_single[i];
-        }
-        const int transfers = 2 * mb * (p * v - 1);
-        if (m.p2p.random_terms) {
-            terms += transfers;
-            single = a.single;
-        }
-        m.replica_random_terms = terms;
-        // the exact law is kept only when the replica is one chain of ops (p = v = m = 1)
-        if (terms == 1 && p == 1 && v == 1 && mb == 1) m.single = single;
+/// The costs outside the chunks (p2p, dataloader, DP sync, optimizer), and the replica's single
+/// random term when it has only one.
+void set_step_costs(StepModel& m, const StepProfile& profile, SegmentCosts& costs,
+                    const std::vector<SingleTerm>& fwd_single,
+                    const std::vector<SingleTerm>& bwd_single) {
+    Accumulator a;
+    costs.add(a, SegmentList{Segment{{profile.p2p}}}, 1);
+    m.p2p = a.cost;
+    Accumulator dl;
+    costs.add(dl, profile.dataloader, 1);
+    m.dataloader = dl.cost;
+    Accumulator sy;
+    costs.add(sy, profile.dp_sync, 1);
+    m.sync = sy.cost;
+    Accumulator op;
+    costs.add(op, profile.optimizer, 1);
+    m.optimizer = op.cost;
+    m.sync_overlap_s = profile.dp_overlap_s;
+    // Dataloader and optimizer have no persistent factor: fold compute into the g=1 slot by
+    // convention (the evaluators call them with g = 1).
+
+    int terms = m.dataloader.random_terms;
+    SingleTerm single = dl.single;
+    const int mb = m.microbatches;
+    for (size_t i = 0; i < m.fwd.size(); ++i) {
+        terms += mb * (m.fwd[i].random_terms + m.bwd[i].random_terms);
+        if (m.fwd[i].random_terms) single = fwd_single[i];
+        if (m.bwd[i].random_terms) single = bwd_single[i];
     }
+    const int p = m.stages;
+    const int v = m.chunks;
+    const int transfers = 2 * mb * (p * v - 1);
+    if (m.p2p.random_terms) {
+        terms += transfers;
+        single = a.single;
+    }
+    m.replica_random_terms = terms;
+    // the exact law is kept only when the replica is one chain of ops (p = v = m = 1)
+    if (terms == 1 && p == 1 && v == 1 && mb == 1) m.single = single;
+}
 
+/// Per-stage sums of the chunk costs at g = R = 1 (to rank stages and for the analytic's
+/// linear part).
+void set_stage_sums(StepModel& m) {
+    const int p = m.stages;
+    const int v = m.chunks;
     m.stage_work_s.assign(p, 0);
     m.stage_comp_s.assign(p, 0);
     m.stage_comm_s.assign(p, 0);
@@ -277,6 +305,31 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
         }
         m.stage_work_s[s] = m.stage_comp_s[s] + m.stage_comm_s[s];
     }
+}
+
+}  // namespace
+
+StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
+                           const HardwareSpec& hw, const ClusterSpec& cluster,
+                           const VariabilitySpec& variability,
+                           std::uint32_t deterministic_classes) {
+    StepModel m;
+    m.stages = profile.stages;
+    m.chunks = profile.chunks;
+    m.microbatches = profile.microbatches;
+    m.dp = std::max(1, profile.dp);
+    m.lockstep = profile.dp_lockstep && m.dp > 1;
+    m.replicas = m.lockstep ? 1 : m.dp;
+    m.group_gpus = std::max(1, profile.tp) * std::max(1, profile.cp);
+    m.deterministic_s = deterministic_step_time(profile);
+    m.pipeline = *timing::cached_flat_pipeline({m.stages, m.chunks, m.microbatches});
+    std::array<std::uint64_t, kKernelClassCount> ids{};
+    set_variability(m, point, hw, variability, deterministic_classes, ids);
+    SegmentCosts costs(m, ids);
+    std::vector<SingleTerm> fwd_single, bwd_single;
+    set_chunk_costs(m, profile, costs, ids, fwd_single, bwd_single);
+    set_step_costs(m, profile, costs, fwd_single, bwd_single);
+    set_stage_sums(m);
     return m;
 }
 

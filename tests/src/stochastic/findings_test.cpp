@@ -110,9 +110,10 @@ TEST(PrismFindings, GatherAndScatterTopTheSensitivityOfFsdp) {
 }
 
 TEST(PrismFindings, VariabilityAwarePlacementImprovesP95WithSlowNodes) {
-    // 512 GPUs (64 nodes) on a 576-GPU machine with 1% slow nodes (slow factor 1.5): random
-    // placement meets a slow node most of the time; variability-aware placement leaves the
-    // slow nodes out while spare nodes last
+    // 512 GPUs (64 nodes) on a 576-GPU machine with 1% slow nodes (slow factor 1.5): a
+    // placement that ignores which nodes are slow (random: the job's nodes drawn at random, the
+    // ordered placement's law) meets a slow node most of the time; variability-aware placement
+    // leaves the slow nodes out while spare nodes last
     ProfileShape s;
     s.tp = 8;
     s.stages = 4;

@@ -15,10 +15,13 @@
 #include "src/stochastic/detail/persistent.hpp"
 #include "src/stochastic/distribution.hpp"
 #include "src/stochastic/random.hpp"
+#include "tests/src/stochastic/ks.hpp"
 #include "tests/src/stochastic/test_profiles.hpp"
 
 namespace prism {
 namespace {
+
+using testing::ks_two_sample;
 
 using stochastic::Stream;
 using stochastic::StreamKind;
@@ -33,22 +36,6 @@ double ks_distance(std::vector<double> x, const std::function<double(double)>& f
         const double fx = f(x[i]);
         d = std::max({d, std::fabs(fx - static_cast<double>(i) / n),
                       std::fabs(fx - static_cast<double>(i + 1) / n)});
-    }
-    return d;
-}
-
-/// Two-sample Kolmogorov-Smirnov distance.
-double ks_two_sample(std::vector<double> a, std::vector<double> b) {
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    size_t i = 0, j = 0;
-    double d = 0;
-    while (i < a.size() && j < b.size()) {
-        const double x = std::min(a[i], b[j]);
-        while (i < a.size() && a[i] <= x) ++i;
-        while (j < b.size() && b[j] <= x) ++j;
-        d = std::max(d, std::fabs(static_cast<double>(i) / static_cast<double>(a.size()) -
-                                  static_cast<double>(j) / static_cast<double>(b.size())));
     }
     return d;
 }
@@ -130,6 +117,7 @@ struct LazyCase {
     double slow_probability;
     bool per_node;
     int tp;
+    std::int64_t machine_gpus = 0;  ///< the machine's GPUs (0: the job's)
 };
 
 TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
@@ -140,7 +128,11 @@ TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
     //  * ordered, whole slow nodes = groups (tp 8): CDF (1 - q) H(y_0) + q H(y_8 / f), H = F_S^8;
     //  * ordered, slow GPUs (tp 4): CDF sum_k Binom(k; 4, q) F_S(y_k / f)^k F_S(y_k)^(4 - k);
     //    y_k = phi_k^-1(x), phi_k the effective factor of a group with k slow members;
-    //  * variability-aware: against draw_group_factors (two-sample).
+    //  * variability-aware: against draw_group_factors (two-sample);
+    //  * node-random on a machine with 8 spare nodes: the ordered law (each of the job's nodes is
+    //    a random machine node, slow with probability q independently of the draw), for the lazy
+    //    factors and for draw_group_factors, which draws the machine's slow nodes and the job's
+    //    nodes among them as a scheduler would.
     // Pooled over the groups (independent in truth) and over realizations, KS below the 0.1%
     // critical value; and the max over all groups of one realization against its exact CDF.
     const LazyCase cases[] = {
@@ -148,6 +140,7 @@ TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
         {"ordered_gpus", PlacementKind::ordered, 0.03, false, 4},
         {"ordered_healthy", PlacementKind::ordered, 0.0, true, 8},
         {"aware_nodes", PlacementKind::variability_aware, 0.05, true, 8},
+        {"random_nodes", PlacementKind::random, 0.05, true, 8, 8 * 4 * 16 + 64},
     };
     const auto hw = testing::test_hardware();
     for (const auto& c : cases) {
@@ -165,8 +158,10 @@ TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
         point.placement.kind = c.placement;
         auto var = testing::prism_like(c.slow_probability);
         var.persistent.slow_per_node = c.per_node;
-        const auto model = detail::build_step_model(profile, point, hw, {}, var);
-        const auto layout = detail::make_layout(model, point, hw, {});
+        ClusterSpec machine;
+        machine.total_gpus = c.machine_gpus;
+        const auto model = detail::build_step_model(profile, point, hw, machine, var);
+        const auto layout = detail::make_layout(model, point, hw, machine);
         ASSERT_TRUE(detail::LazyGroupFactors::supports(model, layout));
         detail::LazyGroupFactors lg(model, layout);
         const int groups = 64;
@@ -215,7 +210,7 @@ TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
                 mx = std::max(mx, g);
             }
             maxima.push_back(mx);
-            if (c.placement == PlacementKind::variability_aware) {
+            if (c.placement != PlacementKind::ordered) {
                 Stream ds(22, 4, StreamKind::cluster, static_cast<std::uint32_t>(k));
                 detail::draw_group_factors(model, layout, ds, dense);
                 dense_pooled.insert(dense_pooled.end(), dense.begin(), dense.end());
@@ -247,18 +242,23 @@ TEST(McLazyGroupFactors, EveryRevealOrderGivesTheExactLawOfEachGroup) {
             EXPECT_LT(ks_two_sample(pooled, dense_pooled), crit_pool);
             EXPECT_LT(ks_two_sample(maxima, dense_maxima), 1.95 * std::sqrt(2.0 / kReps));
         } else {
+            auto max_cdf = [&](double x) { return std::pow(cdf(x), groups); };
             EXPECT_LT(ks_distance(pooled, cdf), 1.95 / std::sqrt(double(pooled.size())));
-            EXPECT_LT(ks_distance(maxima, [&](double x) { return std::pow(cdf(x), groups); }),
-                      1.95 / std::sqrt(double(kReps)));
+            EXPECT_LT(ks_distance(maxima, max_cdf), 1.95 / std::sqrt(double(kReps)));
+            if (c.placement == PlacementKind::random) {
+                EXPECT_LT(ks_distance(dense_pooled, cdf),
+                          1.95 / std::sqrt(double(dense_pooled.size())));
+                EXPECT_LT(ks_distance(dense_maxima, max_cdf), 1.95 / std::sqrt(double(kReps)));
+            }
         }
     }
 }
 
-TEST(McSparseEvaluator, MatchesTheDenseEvaluatorWhereTheLawsCoincide) {
-    // With slow GPUs (not nodes) and a machine the size of the job, ordered placement (sparse
-    // sampler) and random placement (dense sampler, draw_group_factors) give every group's
-    // members iid slow flags: the same law. Two-sample KS of 2,000 steps each, below the 0.1%
-    // critical value 1.95 sqrt(2 / 2000); and of the cluster means.
+TEST(McSparseEvaluator, MatchesTheDenseEvaluator) {
+    // The same point (slow GPUs, not nodes, on a 4-stage pipeline) through the sparse sampler
+    // and through the dense one (every group factor drawn by draw_group_factors, one bound per
+    // replica): two samplers of one law. Two-sample KS of 2,000 steps each, below the 0.1%
+    // critical value 1.95 sqrt(2 / 2000).
     const auto hw = testing::test_hardware();
     testing::ProfileShape shape;
     shape.tp = 4;
@@ -268,21 +268,15 @@ TEST(McSparseEvaluator, MatchesTheDenseEvaluatorWhereTheLawsCoincide) {
     const auto profile = testing::make_profile(shape);
     auto var = testing::prism_like(0.01);
     var.persistent.slow_per_node = false;
-    std::vector<double> x[2];
-    for (const auto kind : {PlacementKind::ordered, PlacementKind::random}) {
-        DesignPoint point;
-        point.tp = 4;
-        point.pp = 4;
-        point.dp = 32;
-        point.placement.kind = kind;
-        const auto model = detail::build_step_model(profile, point, hw, {}, var);
-        const auto layout = detail::make_layout(model, point, hw, {});
-        EXPECT_EQ(detail::LazyGroupFactors::supports(model, layout),
-                  kind == PlacementKind::ordered);
-        x[kind == PlacementKind::random] =
-            detail::monte_carlo(model, layout, 2000, 5, kind == PlacementKind::ordered ? 1 : 2);
-    }
-    EXPECT_LT(ks_two_sample(x[0], x[1]), 1.95 * std::sqrt(2.0 / 2000));
+    const DesignPoint point = testing::design_point(shape);
+    const auto model = detail::build_step_model(profile, point, hw, {}, var);
+    const auto layout = detail::make_layout(model, point, hw, {});
+    ASSERT_TRUE(detail::LazyGroupFactors::supports(model, layout));
+
+    const auto sparse = detail::monte_carlo(model, layout, 2000, 5, 1);
+    const auto dense = detail::monte_carlo(model, layout, 2000, 5, 2, detail::McSampler::dense);
+
+    EXPECT_LT(ks_two_sample(sparse, dense), 1.95 * std::sqrt(2.0 / 2000));
 }
 
 }  // namespace

@@ -21,6 +21,17 @@ struct ProfileShape {
     bool fsdp_overlap = false;
 };
 
+/// A shape of tp x pp x dp with `microbatches` per replica (FSDP if `fsdp`), the rest default.
+inline ProfileShape pipeline_shape(int tp, int pp, int dp, int microbatches, bool fsdp = false) {
+    ProfileShape s;
+    s.tp = tp;
+    s.stages = pp;
+    s.dp = dp;
+    s.microbatches = microbatches;
+    s.fsdp = fsdp;
+    return s;
+}
+
 inline Op op(KernelClass c, double t, int sync = 1, LinkLevel link = LinkLevel::local) {
     return Op{c, t, sync, link};
 }

@@ -1,0 +1,285 @@
+#include "explorer/steps_command.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "explorer/cli.hpp"
+#include "explorer/table.hpp"
+#include "io/experiment_loader.hpp"
+#include "io/step_csv.hpp"
+#include "io/trace_reader.hpp"
+#include "io/variability_profile.hpp"
+#include "src/common/error.hpp"
+#include "src/fit/step_fit.hpp"
+#include "src/model/design_space.hpp"
+#include "src/model/deterministic.hpp"
+
+namespace prism::explorer {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string stem(const std::string& path) { return fs::path(path).filename().string(); }
+
+bool is_trace(const std::string& path) {
+    return path.ends_with(".json") || path.ends_with(".json.gz");
+}
+
+// The runs' selected steps; prints what was dropped.
+std::vector<fit::MeasuredSteps> load_runs(const StepsCommand& cmd, std::ostream& out) {
+    io::StepSelection selection;
+    selection.warmup_steps = cmd.warmup_steps;
+    selection.drop_first_after_eval = !cmd.keep_first_after_eval;
+    std::vector<fit::MeasuredSteps> runs;
+    for (const std::string& path : cmd.runs) {
+        fit::MeasuredSteps r;
+        r.name = stem(path);
+        if (is_trace(path)) {
+            for (const io::TraceStep& s : io::read_kineto_trace(path).steps) {
+                r.step_time_s.push_back(s.duration_s);
+            }
+            out << fmt::format("{}: {} profiler steps (all kept)\n", r.name, r.step_time_s.size());
+        } else {
+            const io::StepRun run = io::read_step_csv(path, selection);
+            r.step_time_s = run.step_time_s;
+            out << fmt::format(
+                "{}: {} of {} steps (dropped {} warm-up, {} first after an evaluation)\n", r.name,
+                run.step_time_s.size(), run.rows, run.dropped_warmup, run.dropped_after_eval);
+        }
+        runs.push_back(std::move(r));
+    }
+    return runs;
+}
+
+// The experiment's first point (its [defaults] when it has no [space]) as the model sees it.
+fit::StepModelInput model_input(const Experiment& e, std::ostream& out) {
+    const DesignPoint p = decode_point(e, std::vector<std::size_t>(e.space.dimensions.size(), 0));
+    if (auto why = filter_reason(e, p)) {
+        throw ConfigError(
+            fmt::format("{}: the point {} is filtered: {}", e.file, describe_point(e, p), *why));
+    }
+    const DeterministicResult det = evaluate_deterministic(e, p);
+    out << fmt::format("model: {} ({} GPUs), deterministic step {:.4f} s\n", e.name, p.gpus(),
+                       det.step_time_s);
+    if (!det.feasible) {
+        out << fmt::format(
+            "note: the model finds the point infeasible ({}); the run did fit, so "
+            "it is evaluated anyway\n",
+            det.reason);
+    }
+    fit::StepModelInput m;
+    m.profile = det.profile;
+    m.point = p;
+    m.hardware = e.hardware.at(static_cast<std::size_t>(p.hardware));
+    m.cluster = e.cluster;
+    m.seed = e.seed;
+    return m;
+}
+
+void print_comparison(const fit::StepComparison& c, std::ostream& out) {
+    const auto row = [](const char* what, const fit::StepSummary& s, double p50) {
+        return std::vector<Cell>{
+            what,          s.steps > 0 ? Cell(static_cast<std::uint64_t>(s.steps)) : Cell(),
+            p50,           s.mean_s,
+            s.cv,          s.p95_over_p50,
+            s.p99_over_p50};
+    };
+    out << format_table({{"", ""},
+                         {"steps", ""},
+                         {"p50", "s", Align::automatic, 6},
+                         {"mean", "s", Align::automatic, 6},
+                         {"cv", "", Align::automatic, 3},
+                         {"p95/p50", "", Align::automatic, 6},
+                         {"p99/p50", "", Align::automatic, 6}},
+                        {row("measured", c.measured, c.measured.p50_s),
+                         row("model (one run)", c.model, c.model.p50_s)},
+                        TableOptions{"  ", true, true, ""})
+        << fmt::format(
+               "deterministic step {:.4f} s: {:+.2f}% against the measured median; model median "
+               "over clusters {:.4f} s ({:+.2f}%)\n",
+               c.deterministic_s, 100 * (c.deterministic_s / c.measured.p50_s - 1),
+               c.model_marginal_p50_s, 100 * (c.model_marginal_p50_s / c.measured.p50_s - 1))
+        << fmt::format(
+               "KS shape (each run and the model scaled by their medians) {:.3f}; KS of "
+               "the steps as measured {:.3f}\n",
+               c.ks_shape, c.ks_absolute)
+        << fmt::format("spread of the run medians {:.3g} ({} runs); model, over clusters {:.3g}\n",
+                       c.run_median_cv, c.runs, c.model_cluster_cv);
+}
+
+VariabilitySpec experiment_or_option(const StepsCommand& cmd, const Experiment& e) {
+    return cmd.variability.empty() ? e.variability : io::load_variability(cmd.variability);
+}
+
+int compare(const StepsCommand& cmd) {
+    const Experiment e = io::load_experiment(cmd.experiment);
+    const std::vector<fit::MeasuredSteps> runs = load_runs(cmd, std::cout);
+    fit::StepModelInput m = model_input(e, std::cout);
+    m.monte_carlo_samples = cmd.monte_carlo_samples;
+    const VariabilitySpec v = experiment_or_option(cmd, e);
+    std::cout << fmt::format("variability: {}\n\n",
+                             cmd.variability.empty() ? e.variability.source : cmd.variability);
+    print_comparison(fit::compare_steps(m, v, runs), std::cout);
+    return kExitOk;
+}
+
+fit::StepFitTarget parse_target(const std::string& t) {
+    if (t == "transient") return fit::StepFitTarget::transient;
+    if (t == "regime") return fit::StepFitTarget::regime;
+    if (t == "both") return fit::StepFitTarget::both;
+    throw ConfigError(
+        fmt::format("steps fit: --fit: unknown value '{}' (transient, regime, both)", t));
+}
+
+// KS at the fit and around it: how sharply the steps pin each parameter.
+void print_identifiability(const fit::StepModelInput& m, const VariabilitySpec& base,
+                           const std::vector<fit::MeasuredSteps>& runs, const fit::StepFit& f,
+                           std::ostream& out) {
+    std::vector<std::vector<Cell>> rows;
+    for (double k : {0.5, 0.8, 1.0, 1.25, 2.0}) {
+        fit::StepFitParameters s = f.parameters, r = f.parameters;
+        s.transient_scale *= k;
+        r.regime_cv *= k;
+        s.spatial_cv = r.spatial_cv = 0;
+        rows.push_back({k, fit::shape_ks(m, fit::with_parameters(base, s), runs),
+                        fit::shape_ks(m, fit::with_parameters(base, r), runs)});
+    }
+    out << "\nKS shape around the fit (one parameter times k, the other at its fit):\n"
+        << format_table({{"k", ""}, {"transient scale x k", ""}, {"regime cv x k", ""}}, rows);
+    // The ridge's ends: all of the spread from one source.
+    for (const auto target : {fit::StepFitTarget::transient, fit::StepFitTarget::regime}) {
+        fit::StepFitParameters start = f.parameters;
+        (target == fit::StepFitTarget::transient ? start.regime_cv : start.transient_scale) = 0;
+        const fit::StepFit end = fit::fit_steps(m, base, runs, target, start);
+        out << fmt::format("all from the {}: transient scale {:.4g}, regime cv {:.4g}: KS {:.3f}\n",
+                           target == fit::StepFitTarget::transient ? "transient noise" : "regime",
+                           end.parameters.transient_scale, end.parameters.regime_cv, end.ks_shape);
+    }
+}
+
+io::VariabilityProfile fitted_profile(const StepsCommand& cmd, const Experiment& e,
+                                      const VariabilitySpec& base, const fit::StepFit& f,
+                                      const std::vector<fit::MeasuredSteps>& runs) {
+    io::VariabilityProfile p;
+    p.spec = fit::with_parameters(base, f.parameters);
+    p.spec.persistent.slow_probability = 0;
+    p.name = cmd.name.empty() ? fs::path(cmd.output).stem().string() : cmd.name;
+    std::string files;
+    std::size_t steps = 0;
+    for (const fit::MeasuredSteps& r : runs) {
+        files += (files.empty() ? "" : ", ") + r.name;
+        steps += r.step_time_s.size();
+    }
+    p.source = fmt::format(
+        "prism steps fit of {} steps of {} run(s) of {} ({}); class ratios "
+        "from {}",
+        steps, runs.size(), e.name, files, cmd.base);
+    p.description = "variability fitted from measured step times";
+    p.header = {"Variability profile written by `prism steps fit` (src/fit/step_fit.hpp).",
+                fmt::format("Runs: {}.", files),
+                fmt::format("Configuration: {} ({}).", cmd.experiment, e.name),
+                "Within-run shape fitted by minimum KS of the steps scaled by their run's median "
+                "against",
+                "the model's distribution (persistent factors at 1) scaled by its median."};
+    p.header.insert(p.header.end(), cmd.notes.begin(), cmd.notes.end());
+    for (int k = 0; k < kKernelClassCount; ++k) {
+        const auto c = static_cast<std::size_t>(k);
+        p.class_notes[c] = {fmt::format(
+            "{} cv {:.4g} x fitted transient scale {:.4g} (KS shape {:.3f}); the class ratio is "
+            "not identifiable from step times",
+            cmd.base, base.transient[c].cv, f.parameters.transient_scale, f.ks_shape)};
+    }
+    p.regime_notes = {fmt::format("fitted with the transient scale (target '{}'); KS shape {:.3f}",
+                                  cmd.target, f.ks_shape)};
+    p.spatial_notes = {
+        f.spatial_fitted
+            ? fmt::format("from the spread of the {} runs' medians ({} degrees of freedom: a "
+                          "factor of ~4 either way at 90%)",
+                          runs.size(), runs.size() - 1)
+            : "not identifiable from one run: 0"};
+    const DesignPoint point =
+        decode_point(e, std::vector<std::size_t>(e.space.dimensions.size(), 0));
+    const double node_runs =
+        static_cast<double>(runs.size()) *
+        std::ceil(static_cast<double>(point.gpus()) /
+                  e.hardware.at(static_cast<std::size_t>(point.hardware)).gpus_per_node);
+    p.slow_notes = {fmt::format(
+        "no run's median jumps by a slow factor: 0 slow nodes in {:.0f} node-runs, so below "
+        "{:.2g} at 95% (rule of three); set to 0",
+        node_runs, 3 / node_runs)};
+    return p;
+}
+
+int fit_command(const StepsCommand& cmd) {
+    if (cmd.output.empty()) throw ConfigError("steps fit: --output is required");
+    const Experiment e = io::load_experiment(cmd.experiment);
+    const std::vector<fit::MeasuredSteps> runs = load_runs(cmd, std::cout);
+    fit::StepModelInput m = model_input(e, std::cout);
+    m.monte_carlo_samples = cmd.monte_carlo_samples;
+    VariabilitySpec base = io::load_variability(cmd.base);
+    base.persistent.slow_probability = 0;
+    fit::StepFitParameters start;
+    start.regime_cv = base.comm_regime.cv;
+    const fit::StepFit f = fit::fit_steps(m, base, runs, parse_target(cmd.target), start);
+    std::cout << fmt::format(
+        "\nfitted: transient scale {:.4g} (x the {} class cvs), regime cv {:.4g}, spatial cv "
+        "{:.4g}; KS shape {:.3f} ({} model evaluations)\n",
+        f.parameters.transient_scale, cmd.base, f.parameters.regime_cv, f.parameters.spatial_cv,
+        f.ks_shape, f.profile.size());
+    print_identifiability(m, base, runs, f, std::cout);
+    const io::VariabilityProfile profile = fitted_profile(cmd, e, base, f, runs);
+    std::cout << "\nwith the fitted profile:\n";
+    print_comparison(fit::compare_steps(m, profile.spec, runs), std::cout);
+    io::write_variability_profile(cmd.output, profile);
+    std::cout << fmt::format("wrote {}\n", cmd.output);
+    return kExitOk;
+}
+
+}  // namespace
+
+CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
+    auto* steps = app.add_subcommand("steps", "measured step times against the model");
+    steps->require_subcommand(1);
+    for (const char* name : {"compare", "fit"}) {
+        const bool fit = std::string(name) == "fit";
+        auto* sub = steps->add_subcommand(
+            name, fit ? "fit variability parameters to measured step times"
+                      : "measured step times against the model's distribution");
+        sub->add_option("runs", command.runs, "step CSVs (one per run) or Kineto traces")
+            ->required();
+        sub->add_option("--experiment", command.experiment,
+                        "the runs' configuration (its first point)")
+            ->required();
+        sub->add_option("--warmup", command.warmup_steps, "steps dropped at the start (5)");
+        sub->add_flag("--keep-first-after-eval", command.keep_first_after_eval,
+                      "keep the first step after each evaluation");
+        sub->add_option(
+            "--monte-carlo", command.monte_carlo_samples,
+            "the within-run shape from this many Monte Carlo steps (default: analytic)");
+        if (fit) {
+            sub->add_option("-o,--output", command.output, "variability profile to write")
+                ->required();
+            sub->add_option("--base", command.base,
+                            "class ratios and unfitted values (preset or .toml; prism-paper)");
+            sub->add_option("--fit", command.target, "transient, regime or both (both)");
+            sub->add_option("--name", command.name, "the profile's name");
+            sub->add_option("--note", command.notes, "a comment line for the profile's header");
+        } else {
+            sub->add_option("--variability", command.variability,
+                            "preset or .toml profile (default: the experiment's)");
+        }
+    }
+    return steps;
+}
+
+int run_steps_command(const CLI::App& steps, const StepsCommand& command) {
+    if (steps.got_subcommand("fit")) return fit_command(command);
+    return compare(command);
+}
+
+}  // namespace prism::explorer

@@ -1,0 +1,36 @@
+#pragma once
+
+// `prism steps compare RUNS... --experiment EXP.toml`: measured step times (MLPerf-style CSVs,
+// or the ProfilerStep spans of PyTorch profiler traces) against the model's step-time
+// distribution for the run's configuration; `prism steps fit RUNS... --experiment EXP.toml -o
+// profile.toml`: the variability parameters fitted to them (src/fit/step_fit.hpp), written as a
+// variability profile with their provenance.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace prism::explorer {
+
+struct StepsCommand {
+    std::vector<std::string> runs;  ///< .csv step files or .json[.gz] traces
+    std::string experiment;
+    std::string variability;           ///< compare: preset or profile (default: the experiment's)
+    std::string output;                ///< fit: the profile to write
+    std::string base = "prism-paper";  ///< fit: class ratios and what steps cannot give
+    std::string target = "both";       ///< fit: transient, regime or both
+    std::string name;
+    std::vector<std::string> notes;  ///< fit: extra comment lines for the profile's header
+    int monte_carlo_samples = 0;     ///< 0: the analytic evaluator for the within-run shape
+    int warmup_steps = 5;
+    bool keep_first_after_eval = false;
+};
+
+/// Registers `steps compare` and `steps fit`; returns the `steps` subcommand.
+CLI::App* add_steps_command(CLI::App& app, StepsCommand& command);
+
+/// Runs the chosen one. Throws ConfigError (bad experiment, option) or IoError (bad run file).
+int run_steps_command(const CLI::App& steps, const StepsCommand& command);
+
+}  // namespace prism::explorer

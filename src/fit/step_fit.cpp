@@ -1,0 +1,272 @@
+#include "src/fit/step_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "src/common/error.hpp"
+#include "src/fit/detail/median.hpp"
+#include "src/fit/family_fit.hpp"
+#include "src/stochastic/step_distribution.hpp"
+
+namespace prism::fit {
+
+namespace {
+
+using detail::median_of;
+
+EvaluationSpec analytic_evaluation() {
+    EvaluationSpec e;
+    e.method = Method::analytic;
+    e.sensitivity = false;
+    e.slow_deltas.clear();
+    return e;
+}
+
+// The same profile with the persistent factors at 1: the distribution within one run.
+VariabilitySpec within_run(const VariabilitySpec& v) {
+    VariabilitySpec out = v;
+    out.persistent.spatial = DistributionSpec{};
+    out.persistent.slow_probability = 0;
+    return out;
+}
+
+StepDistribution distribution(const StepModelInput& m, const VariabilitySpec& v) {
+    return step_distribution(m.profile, m.point, m.hardware, m.cluster, v, analytic_evaluation(),
+                             m.seed, 0);
+}
+
+// Type-7 (linear interpolation) quantile of sorted values.
+double quantile_sorted(const std::vector<double>& sorted, double p) {
+    const double h = p * static_cast<double>(sorted.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(h));
+    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+void check_runs(const std::vector<MeasuredSteps>& runs) {
+    if (runs.empty()) throw ModelError("step fit: no runs");
+    for (const MeasuredSteps& r : runs) {
+        if (r.step_time_s.size() < 2) {
+            throw ModelError(fmt::format("step fit: {}: {} steps; need at least 2", r.name,
+                                         r.step_time_s.size()));
+        }
+    }
+}
+
+// Every run's steps scaled so that its median is `target`.
+std::vector<double> scaled_steps(const std::vector<MeasuredSteps>& runs, double target) {
+    std::vector<double> out;
+    for (const MeasuredSteps& r : runs) {
+        const double scale = target / median_of(r.step_time_s);
+        for (double t : r.step_time_s) out.push_back(t * scale);
+    }
+    return out;
+}
+
+StepSummary summarize(std::vector<double> steps) {
+    std::sort(steps.begin(), steps.end());
+    StepSummary s;
+    s.steps = steps.size();
+    const double n = static_cast<double>(steps.size());
+    s.mean_s = std::accumulate(steps.begin(), steps.end(), 0.0) / n;
+    double var = 0;
+    for (double t : steps) var += (t - s.mean_s) * (t - s.mean_s);
+    s.std_s = std::sqrt(var / (n - 1));
+    s.p50_s = quantile_sorted(steps, 0.5);
+    s.p95_over_p50 = quantile_sorted(steps, 0.95) / s.p50_s;
+    s.p99_over_p50 = quantile_sorted(steps, 0.99) / s.p50_s;
+    s.cv = s.std_s / s.mean_s;
+    return s;
+}
+
+double relative_spread(const std::vector<double>& v, bool sample) {
+    const double n = static_cast<double>(v.size());
+    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / n;
+    double var = 0;
+    for (double x : v) var += (x - mean) * (x - mean);
+    return std::sqrt(var / (sample ? n - 1 : n)) / mean;
+}
+
+double ks_of(const StepModelInput& m, const VariabilitySpec& v, const std::vector<double>& t) {
+    const std::vector<double> cdf =
+        stochastic::analytic_cdf(m.profile, m.point, m.hardware, m.cluster, v, t);
+    return ks_uniform(cdf, std::vector<double>(cdf.size(), 1.0));
+}
+
+// Minimizes f over log x in [lo, hi]: a grid of `points`, then golden-section search in the
+// bracket around the best grid point. Returns the argmin.
+double minimize_log(const std::function<double(double)>& f, double lo, double hi, int points) {
+    const double a = std::log(lo), b = std::log(hi);
+    std::vector<double> xs, fs;
+    for (int i = 0; i < points; ++i) {
+        xs.push_back(a + (b - a) * i / (points - 1));
+        fs.push_back(f(std::exp(xs.back())));
+    }
+    const auto best = static_cast<std::size_t>(std::min_element(fs.begin(), fs.end()) - fs.begin());
+    double l = xs[best > 0 ? best - 1 : 0];
+    double r = xs[std::min(best + 1, xs.size() - 1)];
+    constexpr double kGolden = 0.6180339887498949;
+    double x1 = r - kGolden * (r - l), x2 = l + kGolden * (r - l);
+    double f1 = f(std::exp(x1)), f2 = f(std::exp(x2));
+    for (int i = 0; i < 24; ++i) {
+        if (f1 <= f2) {
+            r = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = r - kGolden * (r - l);
+            f1 = f(std::exp(x1));
+        } else {
+            l = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = l + kGolden * (r - l);
+            f2 = f(std::exp(x2));
+        }
+    }
+    const double refined = f1 <= f2 ? x1 : x2;
+    return std::min(f1, f2) <= fs[best] ? std::exp(refined) : std::exp(xs[best]);
+}
+
+}  // namespace
+
+VariabilitySpec with_parameters(const VariabilitySpec& base, const StepFitParameters& p) {
+    VariabilitySpec v = base;
+    for (DistributionSpec& d : v.transient) {
+        const double cv = d.cv * p.transient_scale;
+        d = DistributionSpec{cv > 0 ? DistKind::lognormal : DistKind::constant, 1.0, cv, {}, {}};
+    }
+    v.comm_regime = DistributionSpec{
+        p.regime_cv > 0 ? DistKind::lognormal : DistKind::constant, 1.0, p.regime_cv, {}, {}};
+    v.persistent.spatial = DistributionSpec{
+        p.spatial_cv > 0 ? DistKind::normal : DistKind::constant, 1.0, p.spatial_cv, {}, {}};
+    return v;
+}
+
+// The KS distance of `steps` to the empirical CDF of sorted `model` draws.
+double ks_to_sample(const std::vector<double>& model, const std::vector<double>& steps) {
+    std::vector<double> pit;
+    for (double t : steps) {
+        const auto below = std::upper_bound(model.begin(), model.end(), t) - model.begin();
+        pit.push_back(static_cast<double>(below) / static_cast<double>(model.size()));
+    }
+    return ks_uniform(pit, std::vector<double>(pit.size(), 1.0));
+}
+
+double shape_ks(const StepModelInput& m, const VariabilitySpec& variability,
+                const std::vector<MeasuredSteps>& runs) {
+    check_runs(runs);
+    const VariabilitySpec v = within_run(variability);
+    if (m.monte_carlo_samples > 0) {
+        std::vector<double> draws = stochastic::monte_carlo_samples(
+            m.profile, m.point, m.hardware, m.cluster, v, m.monte_carlo_samples, m.seed, 0);
+        std::sort(draws.begin(), draws.end());
+        return ks_to_sample(draws, scaled_steps(runs, quantile_sorted(draws, 0.5)));
+    }
+    const StepDistribution d = distribution(m, v);
+    return ks_of(m, v, scaled_steps(runs, d.p50_s));
+}
+
+StepComparison compare_steps(const StepModelInput& m, const VariabilitySpec& variability,
+                             const std::vector<MeasuredSteps>& runs) {
+    check_runs(runs);
+    StepComparison c;
+    c.runs = runs.size();
+    std::vector<double> all, medians;
+    for (const MeasuredSteps& r : runs) {
+        all.insert(all.end(), r.step_time_s.begin(), r.step_time_s.end());
+        medians.push_back(median_of(r.step_time_s));
+    }
+    c.measured = summarize(scaled_steps(runs, median_of(all)));
+    c.run_median_cv = runs.size() > 1 ? relative_spread(medians, true) : 0;
+
+    const VariabilitySpec inside = within_run(variability);
+    const StepDistribution d = distribution(m, inside);
+    c.deterministic_s = d.deterministic_s;
+    c.model.mean_s = d.mean_s;
+    c.model.p50_s = d.p50_s;
+    c.model.std_s = d.std_s;
+    c.model.cv = d.std_s / d.mean_s;
+    c.model.p95_over_p50 = d.p95_s / d.p50_s;
+    c.model.p99_over_p50 = d.p99_s / d.p50_s;
+    c.ks_shape = shape_ks(m, variability, runs);
+
+    const StepDistribution marginal = distribution(m, variability);
+    c.model_marginal_p50_s = marginal.p50_s;
+    c.model_cluster_cv =
+        marginal.cluster_mean_s.size() > 1 ? relative_spread(marginal.cluster_mean_s, false) : 0.0;
+    c.ks_absolute = ks_of(m, variability, all);
+    return c;
+}
+
+StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
+                  const std::vector<MeasuredSteps>& runs, StepFitTarget target,
+                  const StepFitParameters& start) {
+    check_runs(runs);
+    StepFit fit;
+    fit.parameters = start;
+    fit.parameters.spatial_cv = 0;
+    const auto objective = [&](const StepFitParameters& p) {
+        const double ks = shape_ks(m, with_parameters(base, p), runs);
+        fit.profile.push_back({p.transient_scale, p.regime_cv, ks});
+        return ks;
+    };
+    // One parameter by minimize_log over [lo, hi], the others at their current fit.
+    const auto fit_one = [&](double StepFitParameters::*field, double lo, double hi) {
+        fit.parameters.*field = minimize_log(
+            [&](double x) {
+                StepFitParameters p = fit.parameters;
+                p.*field = x;
+                return objective(p);
+            },
+            lo, hi, 21);
+    };
+    const auto fit_scale = [&] { fit_one(&StepFitParameters::transient_scale, 1e-3, 10.0); };
+    const auto fit_regime = [&] { fit_one(&StepFitParameters::regime_cv, 1e-5, 0.3); };
+    if (target == StepFitTarget::transient) fit_scale();
+    if (target == StepFitTarget::regime) fit_regime();
+    if (target == StepFitTarget::both) {
+        for (int round = 0; round < 3; ++round) {
+            fit_scale();
+            fit_regime();
+        }
+    }
+    fit.ks_shape = objective(fit.parameters);
+
+    // Between runs: the spatial cv whose cluster means spread as the runs' medians do.
+    if (runs.size() >= 2) {
+        // The medians' spread less what the steps' own spread gives a median of n steps
+        // (variance pi / 2 sigma^2 / n for a normal).
+        std::vector<double> medians;
+        double sampling_var = 0;
+        for (const MeasuredSteps& r : runs) {
+            medians.push_back(median_of(r.step_time_s));
+            const StepSummary s = summarize(r.step_time_s);
+            sampling_var += 1.5707963267948966 * s.cv * s.cv /
+                            static_cast<double>(r.step_time_s.size() * runs.size());
+        }
+        const double spread = relative_spread(medians, true);
+        const double measured = std::sqrt(std::max(0.0, spread * spread - sampling_var));
+        const auto spread_at = [&](double g) {
+            StepFitParameters p = fit.parameters;
+            p.spatial_cv = g;
+            const StepDistribution d = distribution(m, with_parameters(base, p));
+            return d.cluster_mean_s.size() > 1 ? relative_spread(d.cluster_mean_s, false) : 0.0;
+        };
+        double lo = std::log(1e-6), hi = std::log(0.3);
+        if (spread_at(std::exp(lo)) < measured && spread_at(std::exp(hi)) > measured) {
+            for (int i = 0; i < 40; ++i) {
+                const double mid = 0.5 * (lo + hi);
+                (spread_at(std::exp(mid)) < measured ? lo : hi) = mid;
+            }
+            fit.parameters.spatial_cv = std::exp(0.5 * (lo + hi));
+        }
+        fit.spatial_fitted = true;
+    }
+    return fit;
+}
+
+}  // namespace prism::fit
