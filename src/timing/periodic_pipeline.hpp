@@ -23,13 +23,15 @@
 #include <vector>
 
 #include "src/timing/detail/round_program.hpp"
+#include "src/timing/detail/round_runner.hpp"
 #include "src/timing/pipeline.hpp"
 
 namespace prism::timing {
 
 class PeriodicPipeline {
   public:
-    /// the most lanes one pass of makespans() evaluates together (more go in several passes)
+    /// the most lanes one pass of makespans() evaluates together (more go in several passes);
+    /// a pass pads its lanes to 4 or a multiple of 8
     static constexpr std::size_t kLaneBlock = 64;
 
     /// Throws ModelError for an invalid shape (see build_schedule).
@@ -87,6 +89,12 @@ class PeriodicPipeline {
     /// Rounds the last makespans() call of this thread skipped (0 when nothing repeated: the
     /// diagnostic of tests and benchmarks).
     static std::int64_t last_skipped_rounds();
+
+    /// This thread's totals since it started (diagnostics of benchmarks): passes (one per
+    /// block of lanes), lanes, steady rounds, rounds skipped, ops run (per lane block), skips
+    /// by a cycle and by a drift.
+    using Totals = detail::PassTotals;
+    static Totals& totals();
 
   private:
     detail::RoundProgram program_;

@@ -106,19 +106,19 @@ class StepSampler {
   public:
     explicit StepSampler(const StepModel& m)
         : m_(m),
-          dur_(m.pipeline.size()),
-          xfer_(m.pipeline.size()),
-          finish_(m.pipeline.size()),
+          dur_(m.flat().size()),
+          xfer_(m.flat().size()),
+          finish_(m.flat().size()),
           mean_f_(m.stages * m.chunks),
           sd_f_(mean_f_.size()),
           mean_b_(mean_f_.size()),
           sd_b_(mean_f_.size()),
-          var_(m.pipeline.size()),
-          xvar_(m.pipeline.size()),
-          op_j_(m.pipeline.size()),
-          op_bwd_(m.pipeline.size()) {
+          var_(m.flat().size()),
+          xvar_(m.flat().size()),
+          op_j_(m.flat().size()),
+          op_bwd_(m.flat().size()) {
         // longest paths of the comp and comm variances at g = R = 1 (the bound's V)
-        const auto& ops = m.pipeline.ops();
+        const auto& ops = m.flat().ops();
         for (size_t i = 0; i < ops.size(); ++i) {
             op_j_[i] = ops[i].stage * m.chunks + ops[i].chunk;
             op_bwd_[i] = ops[i].backward ? 1 : 0;
@@ -131,7 +131,7 @@ class StepSampler {
             }
             const double start = comm ? m.dataloader.comm_var : m.dataloader.comp_var;
             (comm ? vcomm_ : vcomp_) =
-                m.pipeline.makespan(var_.data(), xvar_.data(), start, finish_.data());
+                m.flat().makespan(var_.data(), xvar_.data(), start, finish_.data());
         }
         // Sparse pruning bound (slowest_sparse): cmax_[s] = the longest path in the stage-s
         // compute means alone, ctot_ = the longest path in all compute means.
@@ -142,7 +142,7 @@ class StepSampler {
                 const ChunkCost& k = (op_bwd_[i] ? m.bwd : m.fwd)[op_j_[i]];
                 var_[i] = only < 0 || ops[i].stage == only ? k.comp_mean : 0.0;
             }
-            const double c = m.pipeline.makespan(var_.data(), xvar_.data(), 0.0, finish_.data());
+            const double c = m.flat().makespan(var_.data(), xvar_.data(), 0.0, finish_.data());
             (only < 0 ? ctot_ : cmax_[only]) = c;
         }
         // F of the noise bound for every (g, R): an op with mean g a + R c and variance
@@ -160,7 +160,7 @@ class StepSampler {
         for (size_t j = 0; j < m.fwd.size(); ++j) {
             f += m.microbatches * (mass(m.fwd[j]) + mass(m.bwd[j]));
         }
-        log_term_ = m.pipeline.log_paths() + std::log1p(f) + kLogInvEps;
+        log_term_ = m.flat().log_paths() + std::log1p(f) + kLogInvEps;
         rep_state_.assign(m.replicas, 0);
         rep_of_.resize(static_cast<size_t>(m.stages) * m.dp);
         for (size_t gi = 0; gi < rep_of_.size(); ++gi) rep_of_[gi] = static_cast<int>(gi) % m.dp;
@@ -358,7 +358,7 @@ class StepSampler {
     double replica(const std::vector<double>& gk, int rep, double r, Stream& rng) {
         const auto& m = m_;
         const int v = m.chunks;
-        const auto& ops = m.pipeline.ops();
+        const auto& ops = m.flat().ops();
         const size_t nops = ops.size();
         const bool single = m.single.present;
         const double p2p_mean = m.p2p.mean(1.0, r);
@@ -377,7 +377,7 @@ class StepSampler {
         }
         const double dl_sd = single ? 0.0 : std::sqrt(m.dataloader.var(1.0, r));
         const double dl = std::max(0.0, m.dataloader.mean(1.0, r) + dl_sd * rng.normal32());
-        double fin = m.pipeline.makespan(dur_.data(), xfer_.data(), dl, finish_.data());
+        double fin = m.flat().makespan(dur_.data(), xfer_.data(), dl, finish_.data());
         if (single) {
             // the replica's only random term, with its exact law
             const auto& t = m.single;
@@ -403,7 +403,7 @@ class StepSampler {
         const auto& m = m_;
         const int p = m.stages;
         const int v = m.chunks;
-        const size_t nops = m.pipeline.size();
+        const size_t nops = m.flat().size();
         const double p2p_mean = m.p2p.mean(1.0, r);
         const double p2p_var = m.p2p.var(1.0, r);
         const double dl_mean = m.dataloader.mean(1.0, r);
@@ -437,13 +437,12 @@ class StepSampler {
             for (size_t i = 0; i < nops; ++i) {
                 dur_[i] = op_bwd_[i] ? mean_b_[op_j_[i]] : mean_f_[op_j_[i]];
             }
-            const double mk =
-                m.pipeline.makespan(dur_.data(), xfer_.data(), dl_mean, finish_.data());
+            const double mk = m.flat().makespan(dur_.data(), xfer_.data(), dl_mean, finish_.data());
             // longest path in sd^2 <= max(1, gmax)^2 (comp part) + r^2 (comm part), both
             // longest paths precomputed: sd^2 = g^2 comp_var + r^2 comm_var per op
             const double vk = gmax * gmax * vcomp_ + r * r * vcomm_;
             const double b =
-                std::sqrt(2.0 * vk * (m.pipeline.log_paths() + std::log1p(f) + kLogInvEps));
+                std::sqrt(2.0 * vk * (m.flat().log_paths() + std::log1p(f) + kLogInvEps));
             bound_[rep] = mk + b;
             order_[rep] = {mk, rep};
         }

@@ -183,6 +183,7 @@ RoundProgram template_program(const Analysis& a) {
         }
     }
     const auto body_reads = pr.live.size();
+    pr.body_reads = body_reads;
     const std::int32_t suffix_begin = a.end_of(kb);
     const auto n_suffix = static_cast<std::int32_t>(ops.size()) - suffix_begin;
     for (std::int32_t j = 0; j < n_suffix; ++j) {
@@ -333,6 +334,55 @@ void level_order(std::vector<ExecOp>& ops, std::int32_t base,
     }
 }
 
+/// Gives the ops of one section (rows old_base + i, in run order) rows from new_base on, a row
+/// going back to the pool once its last reader has run (linear scan): rows referred to from
+/// outside the section (`refs`, moved along) stay until the section's end. Returns the rows used.
+std::int32_t allocate_rows(std::vector<ExecOp>& ops, std::int32_t old_base, std::int32_t new_base,
+                           const std::vector<std::vector<std::int32_t>*>& refs) {
+    const auto n = static_cast<std::int32_t>(ops.size());
+    auto inside = [&](std::int32_t r) { return r >= old_base && r < old_base + n; };
+    std::vector<std::int32_t> last_use(n);
+    for (std::int32_t i = 0; i < n; ++i) last_use[i] = i;
+    for (std::int32_t i = 0; i < n; ++i) {
+        for (const auto r : {ops[i].prev, ops[i].in}) {
+            if (inside(r)) last_use[r - old_base] = std::max(last_use[r - old_base], i);
+        }
+    }
+    for (auto* list : refs) {
+        for (const auto r : *list) {
+            if (inside(r)) last_use[r - old_base] = n;
+        }
+    }
+    std::vector<std::int32_t> slot(n), pool;
+    std::int32_t used = 0;
+    for (std::int32_t i = 0; i < n; ++i) {
+        if (pool.empty()) {
+            slot[i] = used++;
+        } else {
+            slot[i] = pool.back();
+            pool.pop_back();
+        }
+        // rows whose last reader is op i are free after it (not for its own output: no alias)
+        for (const auto r : {ops[i].prev, ops[i].in}) {
+            if (inside(r) && last_use[r - old_base] == i) {
+                pool.push_back(slot[r - old_base]);
+                last_use[r - old_base] = -1;  // freed once, even when read twice
+            }
+        }
+        if (last_use[i] == i) pool.push_back(slot[i]);  // never read
+    }
+    auto move = [&](std::int32_t r) { return inside(r) ? new_base + slot[r - old_base] : r; };
+    for (std::int32_t i = 0; i < n; ++i) {
+        ops[i].prev = move(ops[i].prev);
+        ops[i].in = move(ops[i].in);
+        ops[i].out = new_base + slot[i];
+    }
+    for (auto* list : refs) {
+        for (auto& r : *list) r = move(r);
+    }
+    return used;
+}
+
 }  // namespace
 
 RoundExec executable(const RoundProgram& pr) {
@@ -355,15 +405,24 @@ RoundExec executable(const RoundProgram& pr) {
     for (const auto l : pr.last) x.last.push_back(kSentinelRows + l);
     x.rounds = pr.rounds;
     x.state = pr.live.size();
+    x.body_reads = pr.body_reads;
+    x.classes = static_cast<std::size_t>(2 * pr.shape.stages * pr.shape.chunks);
     const std::int32_t body_base = kSentinelRows + d;
     const auto suffix_base = body_base + static_cast<std::int32_t>(pr.body.size());
     if (x.rounds == 0) {
         level_order(x.prefix, kSentinelRows, {&x.last});
-    } else {
-        level_order(x.prefix, kSentinelRows, {&x.entry});
-        level_order(x.body, body_base, {&x.live});
-        level_order(x.suffix, suffix_base, {&x.last});
+        x.prefix_rows =
+            kSentinelRows + allocate_rows(x.prefix, kSentinelRows, kSentinelRows, {&x.last});
+        return x;
     }
+    level_order(x.prefix, kSentinelRows, {&x.entry});
+    level_order(x.body, body_base, {&x.live});
+    level_order(x.suffix, suffix_base, {&x.last});
+    x.prefix_rows =
+        kSentinelRows + allocate_rows(x.prefix, kSentinelRows, kSentinelRows, {&x.entry});
+    x.body_end = body_base + allocate_rows(x.body, body_base, body_base, {&x.live});
+    const auto end = static_cast<std::int32_t>(x.body_end);
+    x.work_rows = end + allocate_rows(x.suffix, suffix_base, end, {&x.last});
     return x;
 }
 

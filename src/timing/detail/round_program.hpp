@@ -49,6 +49,9 @@ struct RoundProgram {
     std::vector<std::int32_t> last;
     /// Copies of the body between prefix and suffix (0: the prefix is the whole schedule).
     std::int64_t rounds = 0;
+    /// The state slots the body reads (the first ones of `live`): the round's true state, the
+    /// others follow from it.
+    std::size_t body_reads = 0;
 
     /// Microbatch of each op (for tests): prefix and suffix as they are, body ops of the first
     /// round (round j adds j * microbatch_step).
@@ -59,28 +62,35 @@ struct RoundProgram {
 };
 
 /// One op as PeriodicPipeline runs it: its class, the rows of its stage predecessor and input
-/// in the pass's buffer, and whether it is its stage's first op (`source`).
+/// in the pass's buffer, whether it is its stage's first op (`source`), and its own row.
 struct ExecOp {
     std::int32_t cls = 0;
     std::int32_t prev = 0;
     std::int32_t in = 0;
     std::int32_t source = 0;
+    std::int32_t out = 0;
 };
 
 /// Rows 0, 1, 2 of every buffer hold 0, the start of stage 0 and -inf: the stage predecessor of
 /// a stage's first op is row 0 or 1 (the start), the input of an op without one row 2.
 inline constexpr std::int32_t kSentinelRows = 3;
 
-/// A RoundProgram with its slots as buffer rows: the prefix buffer holds the prefix ops at rows
-/// 3 + i; the work buffer the state at rows 3 + k, the body at 3 + D + b, the suffix at
-/// 3 + D + B + i.
+/// A RoundProgram with its slots as buffer rows: the prefix buffer holds the prefix ops from
+/// row 3; the work buffer the state at rows 3 + k, then the body's rows, then the suffix's. An
+/// op's row is reused once every op that reads it has run (a row holds one value at a time of
+/// the few that are live together), so the buffers stay small (in cache) whatever the schedule.
 struct RoundExec {
     std::vector<ExecOp> prefix, body, suffix;
     std::vector<std::int32_t> live;   ///< work rows of the body ops the state holds
     std::vector<std::int32_t> entry;  ///< prefix rows the state starts from (-1: 0)
     std::vector<std::int32_t> last;   ///< prefix rows if rounds == 0, else work rows
     std::int64_t rounds = 0;
-    std::size_t state = 0;  ///< D
+    std::size_t state = 0;        ///< D
+    std::size_t body_reads = 0;   ///< RoundProgram::body_reads
+    std::size_t classes = 0;      ///< op classes, 2 p v
+    std::size_t prefix_rows = 0;  ///< rows of the prefix buffer (sentinels included)
+    std::size_t body_end = 0;     ///< the first row after the body's (the suffix's first)
+    std::size_t work_rows = 0;    ///< rows of the work buffer (sentinels included)
 };
 
 /// The rows of `program`.

@@ -10,31 +10,38 @@ namespace prism::stochastic::detail::ssta {
 
 namespace {
 
-/// The schedule's ops at mean durations (g = g_ref, R = r_bar): thread-local rows.
+/// The schedule's op classes (PeriodicPipeline::class_of) at mean durations (g = g_ref,
+/// R = r_bar): thread-local rows. Every microbatch's op of a class takes the same time, so the
+/// passes cost the same for 16 microbatches or 1,024.
 struct MeanRows {
-    const double* dur;   ///< op durations at (g_ref, r_bar)
-    const double* comp;  ///< op compute means (the part scaled by g)
-    const double* comm;  ///< op communication means (the part scaled by R)
-    const double* xfer;  ///< transfers at r_bar
+    const double* dur;   ///< class durations at (g_ref, r_bar)
+    const double* comp;  ///< class compute means (the part scaled by g)
+    const double* comm;  ///< class communication means (the part scaled by R)
+    double xfer;         ///< every transfer at r_bar
     double dl0;          ///< the dataloader's mean at r_bar: stage 0's start
 };
 
 MeanRows mean_rows(const StepModel& m, double g_ref, double r_bar) {
-    const auto& ops = m.pipeline.ops();
-    thread_local std::vector<double> dur, comp, comm, xfer;
-    grow(dur, ops.size());
-    grow(comp, ops.size());
-    grow(comm, ops.size());
-    xfer.assign(ops.size(), m.p2p.mean(1.0, r_bar));
-    const double dl0 = m.dataloader.mean(1.0, r_bar);
-    for (size_t i = 0; i < ops.size(); ++i) {
-        const int j = ops[i].stage * m.chunks + ops[i].chunk;
-        const ChunkCost& k = ops[i].backward ? m.bwd[j] : m.fwd[j];
-        dur[i] = k.mean(g_ref, r_bar);
-        comp[i] = k.comp_mean;
-        comm[i] = k.comm_mean;
+    const auto& pipe = *m.periodic;
+    const auto classes = static_cast<size_t>(pipe.classes());
+    thread_local std::vector<double> dur, comp, comm;
+    grow(dur, classes);
+    grow(comp, classes);
+    grow(comm, classes);
+    for (int st = 0; st < m.stages; ++st) {
+        for (int ch = 0; ch < m.chunks; ++ch) {
+            const int j = st * m.chunks + ch;
+            for (const bool backward : {false, true}) {
+                const ChunkCost& k = backward ? m.bwd[j] : m.fwd[j];
+                const auto cls = static_cast<size_t>(pipe.class_of(st, ch, backward));
+                dur[cls] = k.mean(g_ref, r_bar);
+                comp[cls] = k.comp_mean;
+                comm[cls] = k.comm_mean;
+            }
+        }
     }
-    return {dur.data(), comp.data(), comm.data(), xfer.data(), dl0};
+    return {dur.data(), comp.data(), comm.data(), m.p2p.mean(1.0, r_bar),
+            m.dataloader.mean(1.0, r_bar)};
 }
 
 /// The contents of ONE critical path at g_ref into c.rest (per stage, in units of its compute)
@@ -45,12 +52,8 @@ MeanRows mean_rows(const StepModel& m, double g_ref, double r_bar) {
 /// mean: 405B sweep's interleaved points KS 0.03-0.07 against 0.007-0.037 at 1.01.
 void critical_contents(const StepModel& m, const MeanRows& rows, StageCurves& c) {
     const int p = m.stages;
-    const auto& ops = m.pipeline.ops();
-    thread_local std::vector<double> fin;
-    grow(fin, ops.size());
     std::vector<double> content(p, 0.0);
-    const auto path = m.pipeline.critical_path(rows.dur, rows.xfer, rows.dl0, fin.data());
-    for (const auto i : path) content[ops[i].stage] += rows.comp[i];
+    m.periodic->critical_path_content(rows.dur, rows.comp, rows.xfer, rows.dl0, content.data());
     double best = -1;
     c.smax = p - 1;
     for (int st = 0; st < p; ++st) {
@@ -68,7 +71,7 @@ struct Pt {
     double d, phi, slope;
 };
 
-/// One multi-lane pass over the schedule (FlatPipeline::makespan_stage_lanes): lanes
+/// One multi-lane pass over the schedule (PeriodicPipeline::makespan_stage_lanes): lanes
 /// (stage, delta) in stage order, after the reference lane (delta 0) when with_ref. The lanes'
 /// makespans and slopes (the stage's content on the lane's critical path) in thread-local rows.
 struct LanePass {
@@ -91,8 +94,8 @@ LanePass run_lanes(const StepModel& m, const MeanRows& rows,
     first[p] = static_cast<std::int32_t>(delta.size());
     grow(end, delta.size());
     grow(slope, delta.size());
-    m.pipeline.makespan_stage_lanes(rows.dur, rows.comp, rows.xfer, rows.dl0, first.data(),
-                                    delta.data(), end.data(), slope.data());
+    m.periodic->makespan_stage_lanes(rows.dur, rows.comp, rows.xfer, rows.dl0, first.data(),
+                                     delta.data(), end.data(), slope.data());
     return {end.data(), slope.data()};
 }
 
@@ -239,15 +242,26 @@ double family_beta(const StepModel& m, const MeanRows& rows, const StageCurves& 
     }
     double beta = 0;
     if (best >= 0) {
-        const auto& ops = m.pipeline.ops();
-        thread_local std::vector<double> dk, fin;
-        grow(dk, ops.size());
-        for (size_t i = 0; i < ops.size(); ++i) {
-            dk[i] = rows.dur[i] + (ops[i].stage == best ? d_typ * rows.comp[i] : 0.0);
+        // one lane: stage `best` slowed by d_typ, its critical path's compute on smax
+        const auto& pipe = *m.periodic;
+        const auto classes = static_cast<size_t>(pipe.classes());
+        thread_local std::vector<double> dk, w, tr;
+        grow(dk, classes);
+        grow(w, classes);
+        tr.assign(classes, rows.xfer);
+        for (size_t k = 0; k < classes; ++k) {
+            const int st = pipe.stage_of_class(static_cast<int>(k));
+            dk[k] = rows.dur[k] + (st == best ? d_typ * rows.comp[k] : 0.0);
+            w[k] = st == c.smax ? rows.comp[k] : 0.0;
         }
-        grow(fin, ops.size());
-        const auto path = m.pipeline.critical_path(dk.data(), rows.xfer, rows.dl0, fin.data());
-        for (const auto i : path) beta += ops[i].stage == c.smax ? rows.comp[i] : 0.0;
+        timing::PeriodicPipeline::Lanes lane;
+        lane.lanes = 1;
+        lane.op_s = dk.data();
+        lane.transfer_s = tr.data();
+        lane.start_s = &rows.dl0;
+        lane.weight = w.data();
+        double end = 0;
+        pipe.makespans(lane, &end, &beta);
     }
     return beta;
 }
@@ -262,7 +276,7 @@ void makespans_at(const StepModel& m, const StageCurves& c, const double* r, std
         tr[k] = m.p2p.mean(1.0, r[k]);
         start[k] = m.dataloader.mean(1.0, r[k]);
     }
-    m.pipeline.makespan_affine_lanes(c.op_comp, c.op_comm, r, tr.data(), start.data(), lanes, end);
+    m.periodic->makespan_affine_lanes(c.op_comp, c.op_comm, r, tr.data(), start.data(), lanes, end);
 }
 
 StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law) {
