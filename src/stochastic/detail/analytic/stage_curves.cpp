@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <unordered_map>
 
 #include "src/stochastic/detail/analytic/common.hpp"
+#include "src/stochastic/detail/hash.hpp"
 
 namespace prism::stochastic::detail::ssta {
 
@@ -279,7 +282,39 @@ void makespans_at(const StepModel& m, const StageCurves& c, const double* r, std
     m.periodic->makespan_affine_lanes(c.op_comp, c.op_comm, r, tr.data(), start.data(), lanes, end);
 }
 
-StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law) {
+namespace {
+
+/// Everything stage_curves reads of the model, as exact values: points of a sweep that differ
+/// only in what the schedule does not see (ZeRO 0-2, the DP sync, the optimizer, the run) give
+/// the same key and share one computation (the same bits: the same inputs in the same order).
+std::vector<double> curves_key(const StepModel& m, double eg, double vg) {
+    std::vector<double> k;
+    k.reserve(16 + 8 * m.fwd.size());
+    auto id = [](std::uint64_t v) {
+        double d = 0;
+        static_assert(sizeof d == sizeof v);
+        std::memcpy(&d, &v, sizeof d);
+        return d;
+    };
+    for (const double x :
+         {double(m.stages), double(m.chunks), double(m.microbatches), double(m.replicas),
+          double(m.dp), double(m.lockstep), double(m.group_gpus),
+          double(m.persistent_deterministic), m.slow_probability, m.slow_factor, m.regime.mean(),
+          id(m.spatial_id), id(m.effective ? m.effective->id() : 0), eg, vg}) {
+        k.push_back(x);
+    }
+    for (const ChunkCost* c : {&m.p2p, &m.dataloader}) {
+        k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var});
+    }
+    for (size_t j = 0; j < m.fwd.size(); ++j) {
+        for (const ChunkCost* c : {&m.fwd[j], &m.bwd[j]}) {
+            k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var});
+        }
+    }
+    return k;
+}
+
+StageCurves compute_stage_curves(const StepModel& m, const GroupLaw& base_law) {
     StageCurves c;
     const int p = m.stages;
     c.r_bar = m.regime.mean();
@@ -318,6 +353,35 @@ StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law) {
     stage_lines(m, pts, c);
     c.mu_o += d_ref;
     if (p > 1) c.beta = family_beta(m, rows, c, sfmax, n_all, top, eps);
+    return c;
+}
+
+}  // namespace
+
+StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law) {
+    // a per-thread cache of recent points' curves, keyed by everything they read
+    struct Entry {
+        std::vector<double> key;
+        StageCurves curves;
+    };
+    thread_local std::unordered_map<std::uint64_t, Entry> cache;
+    double eg = 1, vg = 0;
+    moments_of_g(m, base_law, eg, vg);
+    std::vector<double> key = curves_key(m, eg, vg);
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (const double x : key) h = hash_mix(h, hash_bits(x));
+    auto it = cache.find(h);
+    if (it != cache.end() && it->second.key == key) {
+        StageCurves c = it->second.curves;
+        // the per-class rows are this thread's scratch: the current point's again
+        const MeanRows rows = mean_rows(m, c.g_ref, c.r_bar);
+        c.op_comp = rows.comp;
+        c.op_comm = rows.comm;
+        return c;
+    }
+    StageCurves c = compute_stage_curves(m, base_law);
+    if (cache.size() >= 4096) cache.clear();
+    cache[h] = Entry{std::move(key), c};
     return c;
 }
 
