@@ -6,13 +6,15 @@
 // coarse grid; every point of the quickstart (configs/quickstart.toml) as the sweep evaluates it
 // (all metrics, sensitivity and run model included) and its step distribution under each
 // placement; the accuracy tests' matrix and shapes (tests/src/stochastic/), with the analytic
-// CDF at Monte Carlo draws. Monte Carlo figures (1,000-2,000 samples per point) unless --no-mc.
+// CDF at Monte Carlo draws; narrow steps (a step sd of 1e-5 to 1e-3 of its mean). Monte Carlo
+// figures (1,000-2,000 samples per point) unless --no-mc.
 // About a minute on one core with Monte Carlo.
 
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/points_405b.hpp"
@@ -211,6 +213,31 @@ void accuracy_shapes(int mc) {
     }
 }
 
+/// Narrow steps (tests/src/stochastic/narrow_test.cpp): a step sd of 1e-5 to 1e-3 of its mean
+/// from the transient noise (the DP sync's one draw carrying most of it), with and without a
+/// regime, and a sync that only just hides behind the backward pass.
+void narrow_shapes(int mc) {
+    const auto hw = testing::test_hardware();
+    std::uint64_t index = 1000;
+    for (const auto& [tp, pp, dp, scale, regime_cv, rectified] :
+         {std::tuple{8, 4, 8, 0.018, 0.0, false}, std::tuple{8, 4, 8, 0.18, 0.0, false},
+          std::tuple{8, 4, 8, 0.01, 0.0015, false}, std::tuple{8, 4, 8, 0.01, 0.0, true},
+          std::tuple{8, 1, 64, 0.05, 0.0, false}}) {
+        const auto s = testing::pipeline_shape(tp, pp, dp, 8);
+        auto profile = testing::make_profile(s);
+        if (rectified) profile.dp_overlap_s = profile.dp_sync[0].ops[0].time_s;
+        VariabilitySpec var = testing::prism_like(0.0);
+        var.persistent.spatial = DistributionSpec{};
+        for (auto& t : var.transient) t.cv *= scale;
+        var.comm_regime =
+            regime_cv > 0 ? testing::dist(DistKind::lognormal, regime_cv) : DistributionSpec{};
+        char key[96];
+        std::snprintf(key, sizeof key, "narrow tp%d pp%d dp%d x%g r%g rect%d", tp, pp, dp, scale,
+                      regime_cv, rectified ? 1 : 0);
+        dump_point(key, profile, testing::design_point(s), hw, {}, var, 257, mc, index++);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -219,6 +246,7 @@ int main(int argc, char** argv) {
         sweep_405b(mc ? 1000 : 0);
         quickstart(mc ? 1000 : 0);
         accuracy_shapes(mc ? 2000 : 0);
+        narrow_shapes(mc ? 2000 : 0);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "dump_points: %s\n", e.what());
         return 1;

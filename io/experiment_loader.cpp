@@ -16,6 +16,7 @@
 
 #include "io/detail/toml_cotune.hpp"
 #include "io/detail/toml_reader.hpp"
+#include "io/detail/toml_training.hpp"
 #include "io/detail/toml_variability.hpp"
 #include "io/presets.hpp"
 #include "io/units.hpp"
@@ -98,12 +99,13 @@ void parse_experiment_table(const toml::table& table, Experiment& experiment) {
 
 // ---- [model] ---------------------------------------------------------------------------------
 
-const std::vector<std::string> kModelFields{"layers", "hidden",    "heads", "kv_heads",
-                                            "ffn",    "gated_mlp", "vocab", "seq"};
+const std::vector<std::string> kModelFields{"layers",    "hidden", "heads", "kv_heads",       "ffn",
+                                            "gated_mlp", "vocab",  "seq",   "tied_embeddings"};
 
 struct ModelDraft {
     std::map<std::string, std::int64_t> ints;
     std::optional<bool> gated_mlp;
+    std::optional<bool> tied_embeddings;
     std::vector<std::string> overridden;
 };
 
@@ -121,6 +123,8 @@ void apply_model_fields(const toml::table& table, bool is_preset, ModelDraft& dr
             model.source = as_string(*node, full);
         } else if (name == "gated_mlp") {
             draft.gated_mlp = as_bool(*node, full);
+        } else if (name == "tied_embeddings") {
+            draft.tied_embeddings = as_bool(*node, full);
         } else {
             draft.ints[name] = as_integer_in(*node, full, 1);
         }
@@ -160,6 +164,7 @@ void parse_model(const toml::table& root, const std::string& file, Experiment& e
     model.ffn = static_cast<int>(draft.ints.contains("ffn") ? draft.ints["ffn"]
                                                             : 4 * std::int64_t{model.hidden});
     model.gated_mlp = draft.gated_mlp.value_or(false);
+    model.tied_embeddings = draft.tied_embeddings.value_or(true);
     model.vocab = static_cast<int>(draft.ints["vocab"]);
     model.seq = static_cast<int>(draft.ints["seq"]);
 
@@ -193,7 +198,9 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     const toml::table& table = as_table(*node, "training");
     check_keys(table, "training",
                {"global_batch", "global_batch_tokens", "precision", "optimizer", "total_tokens",
-                "flash_attention", "overlap_grad_reduce"});
+                "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+                "fsdp_prefetch", "first_stage_layers", "last_stage_layers", "layers_per_stage",
+                "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -234,6 +241,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     if (const toml::node* n = table.get("overlap_grad_reduce")) {
         training.overlap_grad_reduce = as_bool(*n, "training.overlap_grad_reduce");
     }
+    detail::apply_training_schedule_keys(table, experiment.model, training);
 }
 
 // ---- [hardware.<name>] -----------------------------------------------------------------------
@@ -272,6 +280,10 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
     {"gemm_half_flops", Quantity::dimensionless, false, false, false,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.half_flops; }},
+    {"fp8_gemm_max_efficiency", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.fp8_gemm_max_efficiency; }},
+    {"attention_efficiency", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency; }},
     {"kernel_launch", Quantity::time, false, true, false,
      [](HardwareSpec& h) -> double& { return h.kernel_launch_s; }},
 };

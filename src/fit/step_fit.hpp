@@ -47,7 +47,8 @@ struct StepModelInput {
     ClusterSpec cluster;
     std::uint64_t seed = 0;
     /// 0: the analytic evaluator; else the model's within-run distribution is this many Monte
-    /// Carlo steps (slower; the reference where the analytic one is coarse, see README).
+    /// Carlo steps (slower; the reference, e.g. where the analytic one is coarse: README Known
+    /// limitations).
     int monte_carlo_samples = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "src/common/error.hpp"
+#include "src/model/pipeline_split.hpp"
 
 namespace prism {
 
@@ -308,8 +309,8 @@ std::optional<std::string> filter_reason(const Experiment& e, const DesignPoint&
         return "tp and kv_heads do not divide one another";
     }
     if (m.ffn % p.tp != 0) return "tp does not divide ffn";
-    if (m.layers % (p.pp * p.interleave) != 0) return "pp * interleave does not divide layers";
     if (p.interleave > 1 && p.pp == 1) return "interleave needs pp > 1";
+    if (auto problem = stage_split_problem(m, e.training, p.pp, p.interleave)) return problem;
     if (m.seq % p.cp != 0) return "cp does not divide seq";
     if (p.cp > 1 && (m.seq / p.cp) % 2 != 0) return "cp needs an even sequence chunk";
     if (p.sequence_parallel && p.tp == 1) return "sequence_parallel needs tp > 1";

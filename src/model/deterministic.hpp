@@ -8,14 +8,18 @@
 // layer norms, QKV (GQA), attention core, output projection, MLP (gated or not), bias-dropout-
 // residual; backward = 2x forward work; recompute selective adds the attention core forward,
 // full the whole forward (with its TP communication) to the backward. TP communication is
-// exposed: 2 AllReduce per pass, or 2 AllGather + 2 ReduceScatter with sequence parallelism.
-// CP exchanges K/V chunks in a ring concurrently with attention. FSDP (ZeRO-3) gathers each
-// layer's weights concurrently with the layer's compute and reduce-scatters its gradients in
-// the backward. A layer pass lasts at least (kernels x HardwareSpec::kernel_launch_s): the
-// host-bound floor of small models.
+// exposed (2 AllReduce per pass, or 2 AllGather + 2 ReduceScatter with sequence parallelism)
+// unless --tp-comm-overlap runs it beside the GEMMs (detail/layer_passes.hpp); the backward's
+// column-parallel collectives run beside the other gradient GEMM. CP exchanges K/V chunks in a
+// ring concurrently with attention. FSDP (ZeRO-3) gathers each layer's weights concurrently with
+// the layer's compute (prefetch) and reduce-scatters its gradients in the backward. A layer pass
+// lasts at least (kernels x HardwareSpec::kernel_launch_s): the host-bound floor of small models.
+// Data parallelism with CP: Megatron-Core reduces gradients and shards the distributed optimizer
+// over the d c ranks that hold the same weights.
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/model/memory.hpp"
 #include "src/model/spec.hpp"
@@ -23,19 +27,32 @@
 
 namespace prism {
 
-/// Where the time of one step goes, on pipeline stage 0 (for `prism eval`).
+/// Where the time of one step goes on one pipeline stage, and the memory of every stage (for
+/// `prism eval`). The time lines from compute_s to optimizer_s add up to the step time.
 struct Breakdown {
-    double layer_forward_s = 0;    ///< one layer, one microbatch (incl. its exposed comm)
-    double layer_backward_s = 0;   ///< incl. recompute
-    double compute_s = 0;          ///< busy compute of stage 0 over the step, comm excluded
-    double tp_comm_exposed_s = 0;  ///< over the step, stage 0
-    double cp_comm_exposed_s = 0;
-    double pp_comm_s = 0;          ///< P2P transfers of stage 0 (send + receive, not all exposed)
-    double dp_comm_exposed_s = 0;  ///< DP sync not hidden behind backward (+ FSDP exposed)
-    double bubble_s = 0;           ///< pipeline idle time of stage 0
+    int stage = 0;                ///< the stage the time lines describe: the busiest one
+    double layer_forward_s = 0;   ///< one layer, one microbatch (incl. its exposed comm)
+    double layer_backward_s = 0;  ///< incl. recompute
+    // ---- lines that add up to the step time ----
+    double compute_s = 0;            ///< transformer layers' busy compute on `stage`
+    double tp_comm_exposed_s = 0;    ///< in the layers of `stage`, over the step
+    double cp_comm_exposed_s = 0;    ///< likewise
+    double fsdp_comm_exposed_s = 0;  ///< ZeRO-3 per-layer gathers / scatters not hidden
+    double host_bound_s = 0;         ///< stretch of layer passes by the kernel-launch floor
+    double embedding_s = 0;          ///< word embedding forward + backward (first stage)
+    double head_s = 0;    ///< LM head and loss: final norm, logits GEMM, cross entropy (last stage)
+    double bubble_s = 0;  ///< idle time of `stage` in the pipeline (fill, drain, waits, transfers)
+    double dp_sync_exposed_s = 0;  ///< gradient reduction / parameter gather not hidden
     double optimizer_s = 0;
-    double host_bound_s = 0;  ///< stretch of layer passes by the kernel-launch floor
-    MemoryBreakdown memory;
+    // ---- not part of the sum ----
+    double pp_comm_s = 0;          ///< P2P transfers of a stage (send + receive, mostly hidden)
+    double dp_comm_exposed_s = 0;  ///< fsdp_comm_exposed_s + dp_sync_exposed_s
+    std::vector<MemoryBreakdown> stage_memory;  ///< per GPU of every pipeline stage
+    int memory_stage = 0;                       ///< the stage with the most memory
+    MemoryBreakdown memory;                     ///< stage_memory[memory_stage]
+
+    /// Sum of the lines that add up to the step time.
+    double lines_sum_s() const;
 };
 
 struct DeterministicResult {
@@ -46,7 +63,7 @@ struct DeterministicResult {
     double megatron_flops_per_step = 0;  ///< 96 B s L h^2 (1 + s/6h + V/16Lh)
     double model_flops_per_step = 0;     ///< exact per-op count, 3 x forward
     double tokens_per_step = 0;
-    MemoryBreakdown memory;  ///< per GPU, pipeline stage 0
+    MemoryBreakdown memory;  ///< per GPU of the most loaded pipeline stage (decides feasibility)
     Breakdown breakdown;
 };
 

@@ -145,11 +145,11 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             have ? det->megatron_flops_per_step / step / gpus / 1e12 : kNaN);
     row.add("mfu", "1", "model FLOPs utilization (exact model FLOPs / peak), deterministic",
             have ? det->model_flops_per_step / step / gpus / peak : kNaN);
-    row.add("memory_per_gpu_gib", "GiB", "peak memory per GPU (pipeline stage 0)",
+    row.add("memory_per_gpu_gib", "GiB", "peak memory per GPU (the most loaded pipeline stage)",
             have ? det->memory.total_bytes() / kGiB : kNaN);
     row.add("memory_fraction", "1", "memory per GPU / HBM capacity",
             have ? det->memory.total_bytes() / hw.gpu.hbm_bytes : kNaN);
-    row.add("bubble_fraction", "1", "pipeline idle time of stage 0 / step time",
+    row.add("bubble_fraction", "1", "pipeline idle time of the busiest stage / step time",
             have ? det->breakdown.bubble_s / step : kNaN);
     row.add("exposed_comm_s", "s", "TP + CP + DP communication not hidden by compute, per step",
             have ? det->breakdown.tp_comm_exposed_s + det->breakdown.cp_comm_exposed_s +

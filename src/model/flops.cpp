@@ -43,6 +43,8 @@ double layer_params(const ModelSpec& m) {
 
 double embedding_params(const ModelSpec& m) { return double(m.vocab) * m.hidden; }
 
-double total_params(const ModelSpec& m) { return m.layers * layer_params(m) + embedding_params(m); }
+double total_params(const ModelSpec& m) {
+    return m.layers * layer_params(m) + (m.tied_embeddings ? 1 : 2) * embedding_params(m);
+}
 
 }  // namespace prism

@@ -37,9 +37,9 @@ double model_flops_per_step(const ModelSpec& model, std::int64_t global_batch_se
 /// Parameters of one transformer layer: attention h(h + 2 h_kv) + h^2 with biases, MLP
 /// h f (x3 gated, x2 not) with biases, two layer norms. 12 h^2 + 13 h for MHA and f = 4h.
 double layer_params(const ModelSpec& model);
-/// Word-embedding parameters V h (tied with the output layer when pp = 1).
+/// Word-embedding parameters V h (the output layer has as many, tied or not).
 double embedding_params(const ModelSpec& model);
-/// Whole model: L layer_params + V h.
+/// Whole model: L layer_params + V h, + V h more for an untied output layer.
 double total_params(const ModelSpec& model);
 
 }  // namespace prism

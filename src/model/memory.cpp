@@ -44,26 +44,27 @@ double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
     return replicated + a.sharded / t + (keep_scores ? a.scores / t : 0.0);
 }
 
-double inflight_microbatches(int pp, int v, int m) {
-    const double base = std::min(m, pp);
-    if (v <= 1 || pp <= 1) return base;
-    return base * (1.0 + double(pp - 1) / (double(pp) * v));
+double inflight_microbatches(int pp, int v, int m, int stage) {
+    if (v <= 1 || pp <= 1) return std::min(m, pp - stage);
+    const int total = m * v;
+    const int warmup = m == pp ? total : 2 * (pp - stage - 1) + (v - 1) * pp;
+    return double(std::min(total, warmup + 1)) / v;
 }
 
-MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
-                               int microbatches) {
-    MemoryBreakdown mem;
-    const double t = p.tp, d = p.dp;
-    const double layers_per_stage = double(m.layers) / p.pp;
-    const double params = (layers_per_stage * layer_params(m) + embedding_params(m)) / t;
-    mem.weights_bytes = kWeightBytesPerParam * params / (p.zero_stage >= 3 ? d : 1.0);
-    mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? d : 1.0);
-    mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? d : 1.0);
+namespace {
 
-    mem.activations_bytes = activation_bytes_per_layer(m, tr, p) * layers_per_stage *
-                            inflight_microbatches(p.pp, p.interleave, microbatches);
+/// What every stage's memory shares: per-layer parameters, activations and recompute buffer.
+struct StageTerms {
+    double layer_params = 0, embedding_params = 0;
+    double activations_per_layer = 0;
+    double recompute_temporary = 0;
+};
 
-    double temporary = 0;
+StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p) {
+    StageTerms t;
+    t.layer_params = layer_params(m);
+    t.embedding_params = embedding_params(m);
+    t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
     if (p.recompute != Recompute::none) {
         // recomputing a layer rebuilds its activations (full) or its attention core (selective)
         DesignPoint none = p;
@@ -71,24 +72,71 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const
         DesignPoint sel = p;
         sel.recompute = Recompute::selective;
         const double whole = activation_bytes_per_layer(m, tr, none);
-        temporary +=
+        t.recompute_temporary =
             p.recompute == Recompute::full ? whole : whole - activation_bytes_per_layer(m, tr, sel);
     }
-    if (p.pp == 1) {
+    return t;
+}
+
+MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const DesignPoint& p,
+                             int microbatches, int stage, int layers) {
+    MemoryBreakdown mem;
+    const double t = p.tp;
+    const double shards = double(p.dp) * p.cp;  // Megatron's data-parallel group with CP
+    const bool first = stage == 0;
+    const bool last = stage == p.pp - 1;
+    // the first stage's embedding; the last stage's output layer (a copy when tied and pp > 1)
+    const double word_embeddings =
+        (first ? 1 : 0) + (last && (p.pp > 1 || !m.tied_embeddings) ? 1 : 0);
+    const double params =
+        (layers * terms.layer_params + word_embeddings * terms.embedding_params) / t;
+    mem.weights_bytes = kWeightBytesPerParam * params / (p.zero_stage >= 3 ? shards : 1.0);
+    mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? shards : 1.0);
+    mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? shards : 1.0);
+
+    mem.activations_bytes = terms.activations_per_layer * layers *
+                            inflight_microbatches(p.pp, p.interleave, microbatches, stage);
+
+    double temporary = terms.recompute_temporary;
+    if (last) {
         // fp32 logits and their gradient (vocab-parallel over t)
         temporary += 2.0 * 4.0 * p.microbatch * double(m.seq) / p.cp * m.vocab / t;
     }
     if (p.zero_stage >= 3) {
         // the gathered weights of the current and the prefetched layer
-        temporary += 2.0 * kWeightBytesPerParam * layer_params(m) / t;
+        temporary += 2.0 * kWeightBytesPerParam * terms.layer_params / t;
     }
     mem.temporary_bytes = temporary;
     return mem;
 }
 
+}  // namespace
+
+MemoryBreakdown memory_of_stage(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
+                                int microbatches, int stage, int layers) {
+    return stage_memory(stage_terms(m, tr, p), m, p, microbatches, stage, layers);
+}
+
+std::vector<MemoryBreakdown> memory_of_stages(const ModelSpec& m, const TrainingSpec& tr,
+                                              const DesignPoint& p, int microbatches,
+                                              const std::vector<int>& stage_layers) {
+    const StageTerms terms = stage_terms(m, tr, p);
+    std::vector<MemoryBreakdown> out;
+    out.reserve(stage_layers.size());
+    for (std::size_t s = 0; s < stage_layers.size(); ++s) {
+        out.push_back(stage_memory(terms, m, p, microbatches, int(s), stage_layers[s]));
+    }
+    return out;
+}
+
+MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
+                               int microbatches) {
+    return memory_of_stage(m, tr, p, microbatches, 0, m.layers / p.pp);
+}
+
 double model_state_bytes_average(const ModelSpec& m, const DesignPoint& p) {
     const double params = total_params(m) / (double(p.tp) * p.pp);
-    const double d = p.dp;
+    const double d = double(p.dp) * p.cp;
     return kWeightBytesPerParam * params / (p.zero_stage >= 3 ? d : 1.0) +
            kGradBytesPerParam * params / (p.zero_stage >= 2 ? d : 1.0) +
            kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? d : 1.0);

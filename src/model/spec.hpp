@@ -24,7 +24,10 @@ struct ModelSpec {
     int ffn = 0;             ///< FFN inner size f
     bool gated_mlp = false;  ///< SwiGLU-style gated MLP (three FFN GEMMs instead of two)
     int vocab = 0;           ///< vocabulary size V
-    int seq = 0;             ///< sequence length s (tokens)
+    /// Output layer shares the word embedding's weights (GPT); false: its own V h weights
+    /// (Llama), so no embedding-gradient AllReduce between the first and last stage.
+    bool tied_embeddings = true;
+    int seq = 0;  ///< sequence length s (tokens)
 
     int head_dim() const { return heads > 0 ? hidden / heads : 0; }
 };
@@ -41,8 +44,34 @@ struct TrainingSpec {
     /// Fused flash-style attention (no materialized s x s scores; causal half skipped). false =
     /// Megatron's unfused core (QK^T, softmax, dropout, PV), as in the published A100 runs.
     bool flash_attention = false;
-    /// DP gradient reduction in buckets overlapped with backward (Megatron --overlap-grad-reduce).
+    /// DP gradient reduction in buckets overlapped with the last microbatch's backward (Megatron
+    /// --overlap-grad-reduce); the last bucket's reduction stays exposed.
     bool overlap_grad_reduce = true;
+    /// With the distributed optimizer (ZeRO 1/2): the parameter AllGather after the optimizer
+    /// step overlapped with the first microbatch's forward of the next step (Megatron
+    /// --overlap-param-gather); the first bucket's gather stays exposed.
+    bool overlap_param_gather = true;
+    /// TP communication overlapped with the GEMMs (Megatron --tp-comm-overlap, TransformerEngine
+    /// userbuffers; needs sequence parallelism): AllGathers as a ring exchange beside the GEMM
+    /// that consumes them, forward ReduceScatters pipelined in chunks behind the GEMM.
+    bool tp_comm_overlap = false;
+    /// ZeRO-3/FSDP: the next layer's AllGather prefetched beside this layer's compute (PyTorch
+    /// FSDP backward/forward prefetch; Megatron-FSDP). false: every gather exposed.
+    bool fsdp_prefetch = true;
+    /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /
+    /// --decoder-last-pipeline-num-layers): layers on the first / last stage, the other stages
+    /// sharing the rest evenly; 0 = not set. Ignored at pp = 1.
+    int first_stage_layers = 0;
+    int last_stage_layers = 0;
+    /// Megatron-Core --account-for-embedding-in-pipeline-split / --account-for-loss-in-
+    /// pipeline-split: the input embedding (the output layer and loss) takes one layer's slot
+    /// on the first (last) stage, so L + 1 (+ 1) slots are split evenly: Llama 3 405B's 126
+    /// layers as 7, 8 x 14, 7 on 16 stages, or 15, 16 x 6, 15 on 8.
+    bool account_for_embedding_in_pipeline_split = false;
+    bool account_for_loss_in_pipeline_split = false;
+    /// Explicit layers of every stage (Megatron --pipeline-model-parallel-layout in spirit);
+    /// applies to points whose pp equals its length, others are filtered. Empty = not set.
+    std::vector<int> layers_per_stage;
 };
 
 /// Size-dependent GEMM efficiency, eff(F) = eff_max * F / (F + flops_half), F = FLOPs of one
@@ -61,6 +90,12 @@ struct GpuSpec {
     double hbm_bytes_per_s = 0;       ///< bandwidth
     double hbm_efficiency = 0.8;  ///< achievable fraction of hbm bandwidth for streaming kernels
     GemmEfficiency gemm;
+    /// FP8 GEMMs: eff_max of the curve against the fp8 peak (F_half scaled by the fp8 / bf16
+    /// peak ratio: the same kernel shapes fill the GPU at twice the FLOPs); 0 = gemm's.
+    double fp8_gemm_max_efficiency = 0;
+    /// Fused (flash) attention: achieved fraction of the bf16 peak on its FLOPs (forward, and
+    /// the backward's 2.5 x forward FLOPs, Dao 2023); 0 = the GEMM curve.
+    double attention_efficiency = 0;
 };
 
 /// A GPU model inside a node type and its network.

@@ -18,14 +18,14 @@ double deterministic_time(const SegmentList& segments) {
 }
 
 double StepProfile::chunk_forward_s(int stage, int chunk) const {
-    double t = layers_per_chunk * deterministic_time(layer_forward);
+    double t = chunk_layers(stage, chunk) * deterministic_time(layer_forward);
     if (stage == 0 && chunk == 0) t += deterministic_time(embedding_forward);
     if (stage == stages - 1 && chunk == chunks - 1) t += deterministic_time(head_forward);
     return t;
 }
 
 double StepProfile::chunk_backward_s(int stage, int chunk) const {
-    double t = layers_per_chunk * deterministic_time(layer_backward);
+    double t = chunk_layers(stage, chunk) * deterministic_time(layer_backward);
     if (stage == 0 && chunk == 0) t += deterministic_time(embedding_backward);
     if (stage == stages - 1 && chunk == chunks - 1) t += deterministic_time(head_backward);
     return t;

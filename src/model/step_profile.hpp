@@ -54,8 +54,11 @@ struct StepProfile {
     int stages = 1;            ///< p
     int chunks = 1;            ///< v (virtual stages per rank)
     int microbatches = 1;      ///< m per replica per step
-    int layers_per_chunk = 1;  ///< L / (p v); uneven splits are rejected before this point
-    int dp = 1;                ///< replicas
+    int layers_per_chunk = 1;  ///< L / (p v) of an even split
+    /// Layers of every model chunk (p v entries, chunk c of stage s at s v + c) when the split
+    /// is uneven (pipeline_split.hpp); empty = layers_per_chunk everywhere.
+    std::vector<int> uneven_chunk_layers;
+    int dp = 1;  ///< replicas
     int tp = 1;
     int cp = 1;
     bool dp_lockstep = false;  ///< FSDP / ZeRO-3: the DP group syncs every layer
@@ -71,6 +74,13 @@ struct StepProfile {
     double dp_overlap_s = 0;  ///< part of dp_sync hidden behind backward compute
     SegmentList optimizer;
     SegmentList dataloader;  ///< before the first forward (usually tiny)
+
+    /// Layers of model chunk `chunk` on `stage`.
+    int chunk_layers(int stage, int chunk) const {
+        return uneven_chunk_layers.empty()
+                   ? layers_per_chunk
+                   : uneven_chunk_layers[static_cast<std::size_t>(stage * chunks + chunk)];
+    }
 
     /// Deterministic durations of one chunk's forward / backward on `stage`, chunk `chunk`.
     double chunk_forward_s(int stage, int chunk) const;

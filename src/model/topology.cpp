@@ -30,7 +30,16 @@ int dim_stride(const DesignPoint& point, ParallelDim dim) {
     return stride;
 }
 
-GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride) {
+namespace {
+
+/// Members of a dim group (`size` ranks `stride` GPUs apart) that share one node.
+int members_per_node(int size, int stride, int gpn) {
+    return stride < gpn ? std::min(size, gpn / stride) : 1;
+}
+
+/// A ring of `size` ranks spanning `span` consecutive GPUs with `per_node` of them in a node.
+GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, std::int64_t span,
+                    int per_node) {
     GroupLink link;
     link.size = size;
     if (size <= 1) {
@@ -38,7 +47,6 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int siz
         link.bytes_per_s = hw.nvlink_bytes_per_s;
         return link;
     }
-    const std::int64_t span = std::int64_t{size} * stride;
     const int gpn = std::max(1, hw.gpus_per_node);
     if (span <= gpn) {
         link.level = LinkLevel::nvlink;
@@ -46,7 +54,6 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int siz
         link.latency_s = hw.nvlink_latency_s;
         return link;
     }
-    const int per_node = stride < gpn ? std::min(size, gpn / stride) : 1;
     const std::int64_t nodes = (span + gpn - 1) / gpn;
     link.level = LinkLevel::nic;
     link.bytes_per_s = std::min(hw.nvlink_bytes_per_s, per_node * hw.nic_bytes_per_s);
@@ -62,9 +69,30 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int siz
     return link;
 }
 
+}  // namespace
+
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride) {
+    const int gpn = std::max(1, hw.gpus_per_node);
+    return ring_link(hw, cluster, size, std::int64_t{size} * stride,
+                     members_per_node(size, stride, gpn));
+}
+
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
                      ParallelDim dim) {
     return group_link(hw, cluster, dim_size(point, dim), dim_stride(point, dim));
+}
+
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
+                     ParallelDim a, ParallelDim b) {
+    const int na = dim_size(point, a), nb = dim_size(point, b);
+    if (na <= 1) return group_link(hw, cluster, point, b);
+    if (nb <= 1) return group_link(hw, cluster, point, a);
+    const int sa = dim_stride(point, a), sb = dim_stride(point, b);
+    const int gpn = std::max(1, hw.gpus_per_node);
+    // the placement order nests the dims: the outer one's stride is at least the inner's extent
+    const std::int64_t span = std::max(std::int64_t{na} * sa, std::int64_t{nb} * sb);
+    const int per_node = members_per_node(na, sa, gpn) * members_per_node(nb, sb, gpn);
+    return ring_link(hw, cluster, na * nb, span, std::min(per_node, gpn));
 }
 
 const char* link_level_name(LinkLevel level) {

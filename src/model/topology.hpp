@@ -37,6 +37,12 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int siz
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
                      ParallelDim dim);
 
+/// Link of the group spanned by two dims of `point` together (e.g. Megatron-Core's data-parallel
+/// group with context parallelism, d c ranks): members per node and nodes spanned as above,
+/// from both dims' sizes and strides.
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
+                     ParallelDim a, ParallelDim b);
+
 const char* link_level_name(LinkLevel level);
 
 }  // namespace prism

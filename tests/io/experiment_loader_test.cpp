@@ -358,12 +358,16 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.model.gated_mlp);
     EXPECT_EQ(e.model.vocab, 128256);
     EXPECT_EQ(e.model.seq, 4096);
+    EXPECT_FALSE(e.model.tied_embeddings);
 
     EXPECT_EQ(e.training.global_batch_seqs, 1024);  // 4194304 tokens / 4096
     EXPECT_EQ(e.training.precision, prism::Precision::bf16);
     EXPECT_DOUBLE_EQ(e.training.total_tokens, 1.5e12);
     EXPECT_TRUE(e.training.flash_attention);
     EXPECT_FALSE(e.training.overlap_grad_reduce);
+    EXPECT_FALSE(e.training.overlap_param_gather);
+    EXPECT_TRUE(e.training.tp_comm_overlap);
+    EXPECT_FALSE(e.training.fsdp_prefetch);
 
     ASSERT_EQ(e.hardware.size(), 2u);
     const prism::HardwareSpec& h100 = e.hardware[0];
@@ -383,6 +387,8 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(custom.gpu.hbm_efficiency, 0.9);
     EXPECT_EQ(custom.gpus_per_node, 4);
     EXPECT_DOUBLE_EQ(custom.nvlink_bytes_per_s, 300e9);
+    EXPECT_DOUBLE_EQ(custom.gpu.fp8_gemm_max_efficiency, 0.6);
+    EXPECT_DOUBLE_EQ(custom.gpu.attention_efficiency, 0.35);
     EXPECT_DOUBLE_EQ(custom.nvlink_latency_s, 2e-6);
     EXPECT_DOUBLE_EQ(custom.nic_bytes_per_s, 100e9);  // 800 Gbit/s / 8
     EXPECT_DOUBLE_EQ(custom.nic_latency_s, 5e-6);
@@ -523,6 +529,37 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(c.batch_ramp[0].until_tokens, 2.52e8);
     EXPECT_DOUBLE_EQ(c.batch_ramp[1].batch_tokens, 2097152.0);
     EXPECT_DOUBLE_EQ(c.batch_ramp[1].until_tokens, 2.87e12);
+}
+
+TEST(ExperimentLoader, UnevenPipelineSplitKeys) {
+    const std::string base =
+        "[model]\npreset = \"llama3-405b\"\n[hardware.h100]\npreset = \"h100-sxm\"\n"
+        "[training]\nglobal_batch = 512\n";  // [training] is on line 5, its keys from 7 on
+
+    const auto slots = parse_experiment(base +
+                                            "account_for_embedding_in_pipeline_split = true\n"
+                                            "account_for_loss_in_pipeline_split = true\n",
+                                        "exp.toml");
+    const auto ends =
+        parse_experiment(base + "first_stage_layers = 7\nlast_stage_layers = 7\n", "exp.toml");
+    const auto list = parse_experiment(base + "layers_per_stage = [62, 64]\n", "exp.toml");
+
+    EXPECT_TRUE(slots.training.account_for_embedding_in_pipeline_split);
+    EXPECT_TRUE(slots.training.account_for_loss_in_pipeline_split);
+    EXPECT_EQ(ends.training.first_stage_layers, 7);
+    EXPECT_EQ(ends.training.last_stage_layers, 7);
+    EXPECT_EQ(list.training.layers_per_stage, (std::vector<int>{62, 64}));
+    EXPECT_EQ(error_of(base + "layers_per_stage = [62, 63]\n"),
+              "exp.toml:7:20: training.layers_per_stage: the stages hold 125 layers, the model "
+              "has layers = 126");
+    EXPECT_EQ(error_of(base + "first_stage_layers = 7\nlayers_per_stage = [62, 64]\n"),
+              "exp.toml:8:20: training.layers_per_stage: give either layers_per_stage or the "
+              "other uneven split settings, not both");
+    EXPECT_EQ(error_of(base + "first_stage_layers = 0\n"),
+              "exp.toml:7:22: training.first_stage_layers: value 0 must be >= 1");
+    EXPECT_EQ(error_of(base + "account_for_loss_in_pipeline_split = true\nlast_stage_layers = 7\n"),
+              "exp.toml:8:21: training.last_stage_layers: give either first/last stage layers "
+              "or the account_for_*_in_pipeline_split slots, not both");
 }
 
 }  // namespace

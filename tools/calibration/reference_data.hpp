@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -69,29 +70,48 @@ inline Table read_table(const std::string& path) {
     return t;
 }
 
-/// One training configuration of a published run, in the terms of the experiment file.
+/// One training configuration of a published run, in the terms of the experiment file. The
+/// defaults are those of the published A100 runs: GPT (MHA, f = 4h, GeLU, tied embedding),
+/// bf16, Megatron's unfused attention core, no distributed optimizer, no overlaps.
 struct Case {
     std::string label;
+    std::string set;  ///< reference set (file) the row comes from
     int layers = 0, hidden = 0, heads = 0, seq = 2048, vocab = 51200;
+    int kv_heads = 0;  ///< 0 = heads
+    int ffn = 0;       ///< 0 = 4 hidden
+    bool gated_mlp = false, tied_embeddings = true;
     std::int64_t global_batch = 0;
-    int tp = 1, pp = 1, dp = 1, microbatch = 1, interleave = 1;
+    int tp = 1, pp = 1, dp = 1, cp = 1, microbatch = 1, interleave = 1, zero_stage = 0;
     std::string recompute = "none";
+    std::string precision = "bf16";
     bool sequence_parallel = false;
-    double measured = 0;  ///< step time (s) or TFLOP/s per GPU, per dataset
+    bool flash_attention = false, overlap_grad_reduce = false, overlap_param_gather = false;
+    bool tp_comm_overlap = false;
+    bool pipeline_slots = false;     ///< Megatron's embedding and loss slots (uneven split)
+    std::string hardware_overrides;  ///< TOML lines added to the [hardware.gpu] table
+    double measured = 0;             ///< step time (s) or TFLOP/s per GPU, per dataset
+    bool train = false;              ///< used by the fit (else held out)
 };
 
-/// Experiment for `c` on the shipped a100-80gb preset. The published runs predate flash
-/// attention (Megatron's unfused softmax) and overlapped gradient reduction.
+/// Experiment for `c` on the shipped GPU preset `gpu_preset`.
 inline Experiment make_experiment(const Case& c, const std::string& gpu_preset = "a100-80gb") {
+    auto flag = [](bool b) { return b ? "true" : "false"; };
     const std::string text = fmt::format(
         "[model]\nlayers = {}\nhidden = {}\nheads = {}\nkv_heads = {}\nffn = {}\nvocab = {}\n"
-        "seq = {}\n\n[training]\nglobal_batch = {}\nflash_attention = false\n"
-        "overlap_grad_reduce = false\n\n[hardware.gpu]\npreset = \"{}\"\n\n[defaults]\n"
-        "tp = {}\npp = {}\ndp = {}\nmicrobatch = {}\ninterleave = {}\nrecompute = \"{}\"\n"
-        "sequence_parallel = {}\n",
-        c.layers, c.hidden, c.heads, c.heads, 4 * c.hidden, c.vocab, c.seq, c.global_batch,
-        gpu_preset, c.tp, c.pp, c.dp, c.microbatch, c.interleave, c.recompute,
-        c.sequence_parallel ? "true" : "false");
+        "seq = {}\ngated_mlp = {}\ntied_embeddings = {}\n\n"
+        "[training]\nglobal_batch = {}\nprecision = \"{}\"\nflash_attention = {}\n"
+        "overlap_grad_reduce = {}\noverlap_param_gather = {}\ntp_comm_overlap = {}\n"
+        "account_for_embedding_in_pipeline_split = {}\naccount_for_loss_in_pipeline_split = {}\n\n"
+        "[hardware.gpu]\npreset = \"{}\"\n{}\n[defaults]\n"
+        "tp = {}\npp = {}\ndp = {}\ncp = {}\nmicrobatch = {}\ninterleave = {}\n"
+        "zero_stage = {}\nrecompute = \"{}\"\nsequence_parallel = {}\n",
+        c.layers, c.hidden, c.heads, c.kv_heads > 0 ? c.kv_heads : c.heads,
+        c.ffn > 0 ? c.ffn : 4 * c.hidden, c.vocab, c.seq, flag(c.gated_mlp),
+        flag(c.tied_embeddings), c.global_batch, c.precision, flag(c.flash_attention),
+        flag(c.overlap_grad_reduce), flag(c.overlap_param_gather), flag(c.tp_comm_overlap),
+        flag(c.pipeline_slots), flag(c.pipeline_slots), gpu_preset, c.hardware_overrides, c.tp,
+        c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage, c.recompute,
+        flag(c.sequence_parallel));
     return io::parse_experiment(text, c.label);
 }
 
@@ -198,5 +218,18 @@ inline double predict(const Experiment& e, const Case& c, Quantity q) {
 inline double relative_error(double predicted, double measured) {
     return (predicted - measured) / measured;
 }
+
+/// Mean and largest absolute relative error over a set of rows.
+struct ErrorStats {
+    double mean_abs = 0;  ///< the sum until finish(), then the mean
+    double max_abs = 0;
+    int n = 0;
+    void add(double e) {
+        mean_abs += std::abs(e);
+        max_abs = std::max(max_abs, std::abs(e));
+        ++n;
+    }
+    void finish() { mean_abs /= std::max(n, 1); }
+};
 
 }  // namespace prism::calibration

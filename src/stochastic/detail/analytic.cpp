@@ -122,17 +122,14 @@ void analytic(const StepModel& model, const PersistentLayout& layout, const Eval
     const std::vector<double> FD = max.table(sfs.type, sfs.mix);
     double d_mean, d_var;
     ssta::grid_moments(FD, x, d_mean, d_var);
-    // 6. the regime's cells and the sync / optimizer tail. A normal part of the tail with sd
-    // sigma small against the x grid step or against the sd S of D is collapsed onto its mean
-    // (one node instead of 8): the CDF moves by about sigma^2 / 2 |f'| <= 0.12 (sigma / S)^2
-    // for a unimodal D (< 5e-5 at sigma = 0.02 S), or by a fraction of one grid step's mass;
-    // its variance still enters the moments (tail_var).
-    const double collapse_sd = std::max(0.05 * x.h, 0.02 * std::sqrt(d_var));
-    const std::vector<ssta::Cell> cells = ssta::regime_cells(model, curves, collapse_sd);
+    // 6. the regime's cells and the sync / optimizer tail (its normal part collapsed where
+    // narrow against D, folded into D where wide against it: regime.hpp)
+    const ssta::RegimePart regime = ssta::regime_cells(model, curves, std::sqrt(d_var), x.h);
     // 7. the step: the regime part convolved with D
-    const ssta::StepCdf cdf(cells, FD, x, d_mean);
+    const ssta::StepCdf cdf(regime, FD, x, d_mean);
     // 8. the metrics
-    ssta::step_moments(cells, d_mean, d_var, out.mean_s, out.std_s);
+    const double folded_var = regime.folded_sd * regime.folded_sd;
+    ssta::step_moments(regime.cells, d_mean, d_var + folded_var, out.mean_s, out.std_s);
     if (query != nullptr && cdf_out != nullptr) {
         cdf_out->clear();
         for (double t : *query) cdf_out->push_back(cdf.cdf(t));

@@ -221,7 +221,8 @@ void set_chunk_costs(StepModel& m, const StepProfile& profile, SegmentCosts& cos
         for (int c = 0; c < v; ++c) {
             const bool first = s == 0 && c == 0;
             const bool last = s == p - 1 && c == v - 1;
-            if (!first && !last) {
+            const int layers = profile.chunk_layers(s, c);  // differs on an uneven split
+            if (!first && !last && layers == profile.layers_per_chunk) {
                 m.fwd[s * v + c] = layers_f.cost;
                 m.bwd[s * v + c] = layers_b.cost;
                 fwd_single[s * v + c] = layers_f.single;
@@ -230,10 +231,10 @@ void set_chunk_costs(StepModel& m, const StepProfile& profile, SegmentCosts& cos
             }
             Accumulator f, b;
             if (first) costs.add(f, profile.embedding_forward, 1);
-            costs.add(f, profile.layer_forward, profile.layers_per_chunk);
+            costs.add(f, profile.layer_forward, layers);
             if (last) costs.add(f, profile.head_forward, 1);
             if (last) costs.add(b, profile.head_backward, 1);
-            costs.add(b, profile.layer_backward, profile.layers_per_chunk);
+            costs.add(b, profile.layer_backward, layers);
             if (first) costs.add(b, profile.embedding_backward, 1);
             m.fwd[s * v + c] = f.cost;
             m.bwd[s * v + c] = b.cost;

@@ -67,6 +67,23 @@ TEST(Flops, GptLayerHasTwelveHSquaredPlusThirteenHParameters) {
     EXPECT_NEAR(prism::total_params(m) / 1e9, 174.6, 0.1);
 }
 
+TEST(Flops, UntiedOutputLayerCountsItsOwnWeights) {
+    ModelSpec m;  // Llama 3 8B (config.json)
+    m.layers = 32;
+    m.hidden = 4096;
+    m.heads = 32;
+    m.kv_heads = 8;
+    m.ffn = 14336;
+    m.gated_mlp = true;
+    m.vocab = 128256;
+    m.tied_embeddings = false;
+
+    // 8.03e9 (Hugging Face model card); the count keeps biases Llama does not have (0.01%)
+    EXPECT_NEAR(prism::total_params(m) / 1e9, 8.03, 0.005);
+    m.tied_embeddings = true;
+    EXPECT_NEAR(prism::total_params(m) / 1e9, 8.03 - 0.525, 0.005);
+}
+
 TEST(Flops, ModelFlopsAreThreeForwardPasses) {
     const ModelSpec m = gpt3_175b();
 

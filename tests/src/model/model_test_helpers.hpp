@@ -41,4 +41,24 @@ inline Experiment small_experiment() {
     return e;
 }
 
+/// The same with h = 4096 (32 heads, f = 4h): 201 M parameters per layer, so that a stage's
+/// gradients fill many of Megatron's 40 M-parameter buckets.
+inline Experiment wide_experiment() {
+    Experiment e = small_experiment();
+    e.model.hidden = 4096;
+    e.model.heads = 32;
+    e.model.kv_heads = 32;
+    e.model.ffn = 4 * 4096;
+    return e;
+}
+
+/// tp 8 (a full node) x dp 4, microbatch 4 (one microbatch per replica of the helpers' 16).
+inline DesignPoint tp8_dp4() {
+    DesignPoint p;
+    p.tp = 8;
+    p.dp = 4;
+    p.microbatch = 4;
+    return p;
+}
+
 }  // namespace prism::test

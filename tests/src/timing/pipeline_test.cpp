@@ -107,5 +107,59 @@ TEST(StepProfile, DeterministicStepOfManyMicrobatchesFollowsTheClosedForm) {
     EXPECT_NEAR(t, 1007 * 0.6, 1e-12 * t);
 }
 
+TEST(Pipeline, UnequalStagesByHand) {
+    // p = 2, m = 2, stage 0 (F 1, B 2), stage 1 (F 2, B 4), no transfers. Stage 0 runs F1 F2 B1
+    // B2, stage 1 F1 B1 F2 B2: S0 F1 [0,1], F2 [1,2]; S1 F1 [1,3], B1 [3,7]; S0 B1 [7,9];
+    // S1 F2 [7,9], B2 [9,13]; S0 B2 [13,15].
+    const PipelineShape shape{2, 1, 2};
+    PipelineDurations d;
+    d.op_s = [](int stage, const PipeOp& op) { return (op.backward ? 2.0 : 1.0) * (stage + 1); };
+    d.transfer_s = [](int, int, const PipeOp&) { return 0.0; };
+
+    const auto finish = evaluate_pipeline(shape, build_schedule(shape), d);
+
+    EXPECT_DOUBLE_EQ(finish[0], 15.0);
+    EXPECT_DOUBLE_EQ(finish[1], 13.0);
+}
+
+TEST(StepProfile, UnevenStagesTimeLikeTheEventDrivenSchedule) {
+    // Llama 3's split shape: one layer fewer on the first and the last stage; the flat form of
+    // deterministic_step_time against evaluate_pipeline (event-driven) with per-stage durations
+    for (const int v : {1, 2}) {
+        StepProfile prof;
+        prof.stages = 4;
+        prof.chunks = v;
+        prof.microbatches = 8;
+        const std::vector<int> stages{6, 8, 8, 6};
+        for (int layers : stages)
+            prof.uneven_chunk_layers.insert(prof.uneven_chunk_layers.end(), v, layers / v);
+        prof.layers_per_chunk = 8 / v;
+        prof.layer_forward = {Segment{{Op{KernelClass::gemm, 0.1, 1, LinkLevel::local}}}};
+        prof.layer_backward = {Segment{{Op{KernelClass::gemm, 0.2, 1, LinkLevel::local}}}};
+        prof.embedding_forward = {
+            Segment{{Op{KernelClass::elementwise, 0.05, 1, LinkLevel::local}}}};
+        prof.head_forward = {Segment{{Op{KernelClass::gemm, 0.15, 1, LinkLevel::local}}}};
+        prof.head_backward = {Segment{{Op{KernelClass::gemm, 0.3, 1, LinkLevel::local}}}};
+        prof.p2p = Op{KernelClass::p2p, 0.01, 1, LinkLevel::nvlink};
+        const PipelineShape shape{4, v, 8};
+        PipelineDurations d;
+        d.op_s = [&](int stage, const PipeOp& op) {
+            const double layers = stages[stage] / double(v);
+            const bool first = stage == 0 && op.chunk == 0;
+            const bool last = stage == 3 && op.chunk == v - 1;
+            return op.backward ? layers * 0.2 + (last ? 0.3 : 0.0)
+                               : layers * 0.1 + (first ? 0.05 : 0.0) + (last ? 0.15 : 0.0);
+        };
+        d.transfer_s = [](int, int, const PipeOp&) { return 0.01; };
+        const auto finish = evaluate_pipeline(shape, build_schedule(shape), d);
+
+        const double t = deterministic_step_time(prof);
+
+        EXPECT_NEAR(t, *std::max_element(finish.begin(), finish.end()), 1e-12) << "v=" << v;
+        EXPECT_EQ(prof.chunk_layers(0, v - 1), 6 / v);
+        EXPECT_EQ(prof.chunk_layers(1, 0), 8 / v);
+    }
+}
+
 }  // namespace
 }  // namespace prism::timing

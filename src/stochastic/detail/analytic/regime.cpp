@@ -62,9 +62,50 @@ const RegimeCells& regime_cells_of(const StepModel& m, const CellGrid& grid) {
     return rc;
 }
 
+/// Whether the tail at regime value r is one normal (no rectification in reach: the sync
+/// exposed or hidden by more than 6 sd, the optimizer positive), and its sd; -1 if not.
+double tail_normal_sd(const StepModel& m, double r) {
+    const double sm = m.sync.mean(1.0, r), ssd = std::sqrt(m.sync.var(1.0, r));
+    const double om = m.optimizer.mean(1.0, r), osd = std::sqrt(m.optimizer.var(1.0, r));
+    if (!(om > 6.0 * osd)) return -1;
+    if (!(ssd > 0)) return osd;  // a constant sync (none without DP)
+    if (sm - m.sync_overlap_s > 6.0 * ssd) return std::sqrt(ssd * ssd + osd * osd);
+    if (sm - m.sync_overlap_s < -6.0 * ssd) return osd;
+    return -1;
+}
+
+/// A tail normal of sd at least 1/rho of what smooths it is folded into D: 8 Gauss-Hermite
+/// atoms smoothed by a normal of rho times their sd are off by at most 1.7e-5 in the CDF at
+/// rho = 1 (5e-4 at 0.7, 0.013 at 0.4).
+constexpr double kFoldRatio = 1.0;
+
+/// The sd to fold into D (regime.hpp): the smallest of the cells' tail sd when every cell's
+/// tail is one normal and it exceeds the sd of what smooths the Gauss-Hermite atoms, D and
+/// the regime's shift across the cells (their means' spread, a lower bound); else 0.
+double folded_tail_sd(const StepModel& m, const std::vector<Cell>& cells,
+                      const std::vector<double>& r_of_cell, double d_sd) {
+    // the tail's sd is at most the sync's and optimizer's at the largest R (the sync's
+    // variance grows with R): most points stop here, D being wider than that
+    const double r_max = *std::max_element(r_of_cell.begin(), r_of_cell.end());
+    const double sd_max = std::sqrt(m.sync.var(1.0, r_max) + m.optimizer.var(1.0, r_max));
+    if (!(d_sd < kFoldRatio * sd_max)) return 0;
+    double sd_lo = HUGE_VAL;
+    for (double r : r_of_cell) {
+        const double sd = tail_normal_sd(m, r);
+        if (!(sd > 0)) return 0;
+        sd_lo = std::min(sd_lo, sd);
+    }
+    double m1 = 0, m2 = 0;
+    for (const auto& c : cells) m1 += c.w * c.shift_mean;
+    for (const auto& c : cells) m2 += c.w * (c.shift_mean - m1) * (c.shift_mean - m1);
+    const double smooth_sd = std::sqrt(d_sd * d_sd + m2);
+    return smooth_sd < kFoldRatio * sd_lo ? sd_lo : 0.0;
+}
+
 /// Appends the tail nodes (value, weight) for regime value r to `nodes`; returns how many, and
-/// in tail_var the variance of the normal parts collapsed onto their means.
-std::size_t tail_nodes(const StepModel& m, double r, double collapse_sd,
+/// in tail_var the variance of the normal parts collapsed onto their means. `folded_var` (only
+/// where the tail is one normal) is taken out of the normal part's variance: D carries it.
+std::size_t tail_nodes(const StepModel& m, double r, double collapse_sd, double folded_var,
                        std::vector<std::pair<double, double>>& nodes, double& tail_var) {
     const size_t first = nodes.size();
     tail_var = 0;
@@ -80,7 +121,9 @@ std::size_t tail_nodes(const StepModel& m, double r, double collapse_sd,
     const double om = m.optimizer.mean(1.0, r), osd = std::sqrt(m.optimizer.var(1.0, r));
     if (sm - m.sync_overlap_s > 6.0 * ssd && om > 6.0 * osd) {
         // no rectification in reach: the sum of two normals is normal
-        const double sd = std::sqrt(ssd * ssd + osd * osd);
+        const double sd = folded_var > 0
+                              ? std::sqrt(std::max(0.0, ssd * ssd + osd * osd - folded_var))
+                              : std::sqrt(ssd * ssd + osd * osd);
         const int n = node_count(sd);
         for (int a = 0; a < n; ++a) {
             const double z = n > 1 ? kGhZ[a] : 0.0;
@@ -90,18 +133,21 @@ std::size_t tail_nodes(const StepModel& m, double r, double collapse_sd,
     }
     if (sm - m.sync_overlap_s < -6.0 * ssd && om > 6.0 * osd) {
         // the sync stays hidden
-        const int n = node_count(osd);
+        const double sd = folded_var > 0 ? std::sqrt(std::max(0.0, osd * osd - folded_var)) : osd;
+        const int n = node_count(sd);
         for (int a = 0; a < n; ++a) {
-            nodes.push_back({om + osd * (n > 1 ? kGhZ[a] : 0.0), n > 1 ? kGhW[a] : 1.0});
+            nodes.push_back({om + sd * (n > 1 ? kGhZ[a] : 0.0), n > 1 ? kGhW[a] : 1.0});
         }
         return nodes.size() - first;
     }
+    // (a folded part only with a constant sync: tail_normal_sd)
     const int ns = ssd > 0 ? 8 : 1;
-    const int no = om > 6.0 * osd ? node_count(osd) : (osd > 0 ? 8 : 1);
+    const double osd_left = folded_var > 0 ? std::sqrt(std::max(0.0, osd * osd - folded_var)) : osd;
+    const int no = om > 6.0 * osd ? node_count(osd_left) : (osd > 0 ? 8 : 1);
     for (int a = 0; a < ns; ++a) {
         for (int b = 0; b < no; ++b) {
             const double s = ns > 1 ? sm + ssd * kGhZ[a] : sm;
-            const double o = no > 1 ? om + osd * kGhZ[b] : om;
+            const double o = no > 1 ? om + osd_left * kGhZ[b] : om;
             const double w = (ns > 1 ? kGhW[a] : 1.0) * (no > 1 ? kGhW[b] : 1.0);
             nodes.push_back({std::max(0.0, s - m.sync_overlap_s) + std::max(0.0, o), w});
         }
@@ -148,17 +194,17 @@ void regime_shifts(const StepModel& m, const StageCurves& c,
 
 }  // namespace
 
-std::vector<Cell> regime_cells(const StepModel& m, const StageCurves& c, double collapse_sd) {
-    thread_local std::vector<std::pair<double, double>> node_store;
-    node_store.clear();
-    double tail_var = 0;
-    std::vector<Cell> cells;
+RegimePart regime_cells(const StepModel& m, const StageCurves& c, double d_sd, double grid_h) {
+    // the cells (weight and shift) and their regime values, then the tail nodes
+    RegimePart out;
+    std::vector<Cell>& cells = out.cells;
+    thread_local std::vector<double> r_of_cell;
+    r_of_cell.clear();
     if (m.regime.is_constant()) {
         const double r = m.regime.mean();
         const double s = makespan_at(m, c, r);
-        const size_t first = node_store.size();
-        const size_t count = tail_nodes(m, r, collapse_sd, node_store, tail_var);
-        cells.push_back({1.0, s, s, s, 0.5, {}, tail_var, first, count});
+        cells.push_back({1.0, s, s, s, 0.5, {}, 0.0, 0, 0});
+        r_of_cell.push_back(r);
     } else {
         static const CellGrid grid;
         const RegimeCells& rc = regime_cells_of(m, grid);
@@ -167,9 +213,6 @@ std::vector<Cell> regime_cells(const StepModel& m, const StageCurves& c, double 
         regime_shifts(m, c, rs, shift);
         cells.reserve(kCells);
         for (int i = 0; i < kCells; ++i) {
-            const double rmid = rc.mid[i];
-            const size_t first = node_store.size();
-            const size_t count = tail_nodes(m, rmid, collapse_sd, node_store, tail_var);
             // the cell's mean of R mapped through the shift, affine in R inside the cell
             const double r_mean = rc.mean[i];
             double mean = 0.5 * (shift[i] + shift[i + 1]);
@@ -183,12 +226,24 @@ std::vector<Cell> regime_cells(const StepModel& m, const StageCurves& c, double 
             const double half = 0.5 * (shift[i + 1] - shift[i]);
             const double hi_mean = 0.5 * (0.5 * (shift[i] + shift[i + 1]) + shift[i + 1]);
             const double lo_share = half > 0 ? std::clamp((hi_mean - mean) / half, 0.0, 1.0) : 0.5;
-            cells.push_back(
-                {grid.w[i], shift[i], shift[i + 1], mean, lo_share, {}, tail_var, first, count});
+            cells.push_back({grid.w[i], shift[i], shift[i + 1], mean, lo_share, {}, 0.0, 0, 0});
+            r_of_cell.push_back(rc.mid[i]);
         }
     }
+    out.folded_sd = folded_tail_sd(m, cells, r_of_cell, d_sd);
+    const double folded_var = out.folded_sd * out.folded_sd;
+    const double collapse_sd = std::max(
+        0.05 * grid_h, 0.02 * (out.folded_sd > 0 ? std::sqrt(d_sd * d_sd + folded_var) : d_sd));
+    thread_local std::vector<std::pair<double, double>> node_store;
+    node_store.clear();
+    for (size_t i = 0; i < cells.size(); ++i) {
+        Cell& cell = cells[i];
+        cell.first = node_store.size();
+        cell.count =
+            tail_nodes(m, r_of_cell[i], collapse_sd, folded_var, node_store, cell.tail_var);
+    }
     for (auto& cell : cells) cell.tail = {node_store.data() + cell.first, cell.count};
-    return cells;
+    return out;
 }
 
 }  // namespace prism::stochastic::detail::ssta

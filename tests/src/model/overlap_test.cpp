@@ -1,0 +1,160 @@
+// Context parallelism in the data-parallel sharding and reduction, and Megatron's overlap
+// options (--tp-comm-overlap, --overlap-param-gather, FSDP prefetch), against hand calculations.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model_test_helpers.hpp"
+#include "src/model/deterministic.hpp"
+#include "src/model/flops.hpp"
+#include "src/model/memory.hpp"
+
+namespace {
+
+using prism::DesignPoint;
+
+// The helper model: h = 1024, a = 16, L = 8, s = 1024, V = 32000, f = 4h, MHA.
+constexpr double kH = 1024, kLayerParams = 12 * kH * kH + 13 * kH, kVocab = 32000;
+constexpr double kStageParams = 8 * kLayerParams + kVocab * kH;
+
+/// Ring ReduceScatter / AllGather of `bytes` over n ranks at 0.8 x `link_bytes_per_s`.
+double ring(double bytes, int n, double link_bytes_per_s, double latency_s) {
+    return double(n - 1) / n * bytes / (0.8 * link_bytes_per_s) + (n - 1) * latency_s;
+}
+
+/// Compute at 0.7 x 300 TFLOP/s for every GEMM; memory and host costs zero.
+prism::Experiment compute_only() {
+    auto e = prism::test::small_experiment();
+    e.hardware[0].gpu.gemm.half_flops = 0;
+    e.hardware[0].gpu.hbm_bytes_per_s = 1e30;
+    e.hardware[0].kernel_launch_s = 0;
+    return e;
+}
+
+/// cp 2 x dp 2 with the distributed optimizer, 4 microbatches of 2 per replica.
+DesignPoint cp2_dp2_zero1() {
+    DesignPoint p;
+    p.cp = 2;
+    p.dp = 2;
+    p.microbatch = 2;
+    p.zero_stage = 1;
+    return p;
+}
+
+TEST(ContextParallelData, DistributedOptimizerShardsOverDataTimesContextRanks) {
+    const auto e = prism::test::small_experiment();
+    DesignPoint p = cp2_dp2_zero1();
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // Megatron-Core's data-parallel group with CP: 4 ranks hold the same weights
+    EXPECT_DOUBLE_EQ(r.memory.optimizer_bytes, 12 * kStageParams / 4);
+    EXPECT_DOUBLE_EQ(r.memory.grads_bytes, 4 * kStageParams);
+    EXPECT_DOUBLE_EQ(r.memory.weights_bytes, 2 * kStageParams);
+    p.zero_stage = 3;
+    const auto z3 = prism::memory_per_gpu(e.model, e.training, p, 4);
+    EXPECT_DOUBLE_EQ(z3.weights_bytes, 2 * kStageParams / 4);
+    EXPECT_DOUBLE_EQ(z3.grads_bytes, 4 * kStageParams / 4);
+}
+
+TEST(ContextParallelData, GradientsAreReducedOverDataTimesContextRanks) {
+    auto e = prism::test::small_experiment();
+    e.training.overlap_param_gather = false;  // overlap_grad_reduce is off in the helper
+    DesignPoint p = cp2_dp2_zero1();
+
+    const auto inside = prism::evaluate_deterministic(e, p);
+    e.hardware[0].gpus_per_node = 2;  // cp inside a node, dp across nodes: 2 NICs per node
+    const auto across = prism::evaluate_deterministic(e, p);
+    p.dp = 1;  // cp alone still reduces: its ranks computed gradients of different tokens
+    p.microbatch = 4;
+    const auto cp_only = prism::evaluate_deterministic(e, p);
+
+    // ReduceScatter of 2-byte gradients + AllGather of 2-byte weights over the 4 ranks
+    const double bytes = 2 * kStageParams;
+    EXPECT_NEAR(inside.breakdown.dp_sync_exposed_s, 2 * ring(bytes, 4, 300e9, 3e-6), 1e-12);
+    EXPECT_NEAR(across.breakdown.dp_sync_exposed_s, 2 * ring(bytes, 4, 2 * 25e9, 10e-6), 1e-12);
+    EXPECT_NEAR(cp_only.breakdown.dp_sync_exposed_s, 2 * ring(bytes, 2, 300e9, 3e-6), 1e-12);
+}
+
+TEST(Overlap, TpCommOverlapRunsGathersAsRingExchangeAndScattersPipelined) {
+    auto e = compute_only();
+    e.training.tp_comm_overlap = true;
+    DesignPoint p;
+    p.tp = 4;
+    p.sequence_parallel = true;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // per GEMM g = 2 M k n / (0.7 x 300e12), M = 1024 tokens; the SP collectives move 2 M h
+    // bytes over 4 GPUs on NVLink: c = 3/4 x 2 M h / 240e9 + 3 x 3 us
+    const double M = 1024, t = 4;
+    auto g = [&](double k, double n) { return 2 * M * k * n / (0.7 * 300e12); };
+    const double c = ring(2 * M * kH, 4, 300e9, 3e-6);
+    // ring exchange (n = 4 chunks): max(3/4 g, c) + g/4; pipelined scatter (4 splits):
+    // g/4 + max(3/4 g, 3/4 c) + c/4 (TransformerEngine userbuffers)
+    auto ring_exchange = [&](double gemm) { return std::max(0.75 * gemm, c) + 0.25 * gemm; };
+    auto pipelined = [&](double gemm) {
+        return 0.25 * gemm + std::max(0.75 * gemm, 0.75 * c) + 0.25 * c;
+    };
+    const double attention = 4 * M * 1024 * kH / t / (0.7 * 300e12);
+    const double expected = ring_exchange(g(kH, 3 * kH / t)) + attention +
+                            pipelined(g(kH / t, kH)) + ring_exchange(g(kH, 4 * kH / t)) +
+                            pipelined(g(4 * kH / t, kH));
+    EXPECT_NEAR(prism::deterministic_time(r.profile.layer_forward), expected, 1e-15);
+    EXPECT_NEAR(r.breakdown.layer_forward_s, expected, 1e-15);
+}
+
+TEST(Overlap, TpCommOverlapNeedsSequenceParallelism) {
+    auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.tp = 4;
+    const auto plain = prism::evaluate_deterministic(e, p);
+    e.training.tp_comm_overlap = true;
+
+    const auto overlap = prism::evaluate_deterministic(e, p);
+
+    EXPECT_EQ(plain.step_time_s, overlap.step_time_s);
+}
+
+TEST(Overlap, ParamGatherRunsUnderTheFirstForwardButTheFirstBucket) {
+    auto e = prism::test::wide_experiment();
+    e.training.overlap_param_gather = false;
+    DesignPoint p = prism::test::tp8_dp4();
+    p.zero_stage = 1;
+    const auto exposed = prism::evaluate_deterministic(e, p);
+    e.training.overlap_param_gather = true;
+
+    const auto overlapped = prism::evaluate_deterministic(e, p);
+
+    const double h = 4096;
+    const double params = (8 * (12 * h * h + 13 * h) + 32000 * h) / 8;
+    // ReduceScatter, and AllGather, over 4 nodes (tp 8 fills a node): one 25 GB/s NIC
+    const double one = ring(2 * params, 4, 25e9, 10e-6);
+    const double window = 8 * overlapped.breakdown.layer_forward_s;
+    EXPECT_NEAR(exposed.breakdown.dp_sync_exposed_s, 2 * one, 1e-12);
+    EXPECT_NEAR(overlapped.breakdown.dp_sync_exposed_s,
+                one + std::max(40e6 / params * one, one - window), 1e-12);
+}
+
+TEST(Overlap, FsdpWithoutPrefetchExposesEveryGather) {
+    auto e = compute_only();
+    DesignPoint p;
+    p.dp = 4;
+    p.microbatch = 4;
+    p.zero_stage = 3;
+    const auto prefetch = prism::evaluate_deterministic(e, p);
+    e.training.fsdp_prefetch = false;
+
+    const auto on_demand = prism::evaluate_deterministic(e, p);
+
+    // the layer's 2-byte weights gathered over 4 GPUs of a node, before its forward
+    const double gather = ring(2 * kLayerParams, 4, 300e9, 3e-6);
+    const double compute = prism::deterministic_time(prefetch.profile.layer_forward);
+    EXPECT_NEAR(prism::deterministic_time(on_demand.profile.layer_forward), compute + gather,
+                1e-15);
+    EXPECT_GT(compute, gather);  // with prefetch the gather hides entirely
+    EXPECT_EQ(prefetch.breakdown.fsdp_comm_exposed_s, 0.0);
+}
+
+}  // namespace

@@ -1,0 +1,126 @@
+#pragma once
+
+// The published H100 measurements of tests/data/reference (NeMo / Megatron-Bridge performance
+// summaries, llm-foundry's MPT throughput tables) as experiments of the model, with the fit /
+// held-out split and the size classes the calibration reports. Header-only, shared by
+// prism_calibrate and tests/calibration like reference_data.hpp.
+
+#include <string>
+#include <vector>
+
+#include "tools/calibration/reference_data.hpp"
+
+namespace prism::calibration {
+
+/// Size classes of the error report, by total parameters.
+inline const char* size_class(double params) {
+    if (params < 2e9) return "<2B";
+    if (params < 15e9) return "2-15B";
+    if (params < 100e9) return "15-100B";
+    return ">100B";
+}
+
+/// Step time (s) from a throughput in tokens per second per GPU.
+inline double step_from_throughput(double tokens_per_s_per_gpu, std::int64_t global_batch, int seq,
+                                   int gpus) {
+    return double(global_batch) * seq / (tokens_per_s_per_gpu * gpus);
+}
+
+/// NeMo 24.07 / 24.03 (long sequences) and Megatron-Bridge 25.09-26.02 performance summaries,
+/// DGX-H100; measured = step time (s). Settings of NVIDIA's performance recipes (NeMo-
+/// Framework-Launcher conf/training, Megatron-Bridge scripts/performance): Transformer Engine
+/// with FP8, fused (flash) attention, no activation recomputation, sequence parallelism and
+/// --tp-comm-overlap with TP, the distributed optimizer with overlapped gradient reduction and
+/// parameter gather (Megatron-FSDP where the table says FSDP), Megatron's embedding and loss
+/// pipeline slots for Llama 3.1 405B's 126 layers.
+/// Split: every other row of each table fits (the first, third, ...); the GPT3-175B rows are
+/// held out (their configuration is MLPerf's, which checks the model elsewhere).
+inline std::vector<Case> nemo_h100(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "nemo_h100.csv"));
+    std::vector<Case> cases;
+    std::string last_table;
+    int index_in_table = 0;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.set = t.text(i, "table");
+        index_in_table = c.set == last_table ? index_in_table + 1 : 0;
+        last_table = c.set;
+        c.label = c.set + " " + t.text(i, "model");
+        c.layers = int(t.number(i, "layers"));
+        c.hidden = int(t.number(i, "hidden"));
+        c.heads = int(t.number(i, "heads"));
+        c.kv_heads = int(t.number(i, "kv_heads"));
+        c.ffn = int(t.number(i, "ffn"));
+        c.gated_mlp = t.number(i, "gated") != 0;
+        c.vocab = int(t.number(i, "vocab"));
+        c.tied_embeddings = t.number(i, "tied") != 0;
+        c.seq = int(t.number(i, "seq"));
+        const int gpus = int(t.number(i, "gpus"));
+        c.global_batch = std::int64_t(t.number(i, "global_batch"));
+        c.microbatch = int(t.number(i, "micro_batch"));
+        c.tp = int(t.number(i, "tp"));
+        c.pp = int(t.number(i, "pp"));
+        c.cp = int(t.number(i, "cp"));
+        c.interleave = int(t.number(i, "vp"));
+        c.dp = gpus / (c.tp * c.pp * c.cp);
+        c.zero_stage = t.number(i, "fsdp") != 0 ? 3 : 1;
+        c.precision = t.text(i, "precision");
+        c.flash_attention = true;
+        c.sequence_parallel = c.tp > 1;
+        c.tp_comm_overlap = c.tp > 1;
+        c.overlap_grad_reduce = true;
+        c.overlap_param_gather = true;
+        c.pipeline_slots = c.layers % (c.pp * c.interleave) != 0;
+        c.measured =
+            step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
+        c.train = index_in_table % 2 == 0 && t.text(i, "model") != "GPT3-175B";
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+/// The llm-foundry stack's own kernel efficiencies on H100 (PyTorch FSDP, Triton flash attention
+/// of 2023, unfused elementwise kernels), fitted by `prism_calibrate h100` on that set's fitted
+/// rows with the shared constants of configs/presets/gpus/h100-sxm.toml (README, "The model").
+inline constexpr double kLlmFoundryAttentionEfficiency = 0.1795;
+inline constexpr double kLlmFoundryHbmEfficiency = 0.4067;
+
+/// llm-foundry (MosaicML) MPT throughput on H100-80GB, bf16 and fp8: PyTorch FSDP FULL_SHARD
+/// over all GPUs (ZeRO-3, prefetched), flash attention, full activation checkpointing where the
+/// table says so; measured = step time (s). MPT: GeLU MLP of 4h, tied embedding, ALiBi. The
+/// stack's attention and HBM efficiency override the preset's.
+/// Split: every other row (the first, third, ...) fits.
+inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "llmfoundry_mpt_h100.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.set = "llm-foundry";
+        c.layers = int(t.number(i, "layers"));
+        c.hidden = int(t.number(i, "hidden"));
+        c.heads = int(t.number(i, "heads"));
+        c.ffn = int(t.number(i, "ffn"));
+        c.vocab = int(t.number(i, "vocab"));
+        c.seq = int(t.number(i, "seq"));
+        const int gpus = int(t.number(i, "gpus"));
+        c.global_batch = std::int64_t(t.number(i, "global_batch"));
+        c.microbatch = int(t.number(i, "micro_batch"));
+        c.dp = gpus;
+        c.zero_stage = 3;
+        c.precision = t.text(i, "precision");
+        c.recompute = t.text(i, "recompute");
+        c.flash_attention = true;
+        c.hardware_overrides =
+            fmt::format("attention_efficiency = {}\nhbm_efficiency = {}\n",
+                        kLlmFoundryAttentionEfficiency, kLlmFoundryHbmEfficiency);
+        c.measured =
+            step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
+        c.label = fmt::format("{} s{} g{} mb{} {}", t.text(i, "model"), c.seq, gpus, c.microbatch,
+                              c.precision);
+        c.train = i % 2 == 0;
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+}  // namespace prism::calibration
