@@ -303,6 +303,31 @@ bool same_steps(const DesignPoint& a, const DesignPoint& b) {
 
 }  // namespace
 
+PointResult Evaluator::screen(const DesignPoint& point, std::uint64_t index,
+                              std::uint64_t stream_index) const {
+    PointResult result;
+    result.index = index;
+    const DeterministicResult det = evaluate_deterministic(*experiment_, point);
+    const Experiment& e = *experiment_;
+    RowBuilder row(nullptr, &result.values);
+    result.values.reserve(schema_.size());
+    std::optional<std::string> infeasible;
+    if (!det.feasible) {
+        infeasible = det.reason;
+    } else if (cotune_) {
+        std::vector<double> ramp_ratios;
+        infeasible = detail::ramp_step_time_ratios(e, *cotune_, point, det, ramp_ratios);
+    }
+    build_row(e, point, &det, nullptr, baseline_step_s_, stream_index, row, false);
+    if (infeasible) {
+        result.status = PointStatus::infeasible;
+        result.reason = *infeasible;
+    } else {
+        result.status = PointStatus::dominated;
+    }
+    return result;
+}
+
 PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
                                 std::uint64_t stream_index, StepCache* cache) const {
     PointResult result;

@@ -72,6 +72,13 @@ class Evaluator {
     PointResult evaluate(const DesignPoint& point, std::uint64_t index, std::uint64_t stream_index,
                          StepCache* cache) const;
 
+    /// The deterministic part of evaluate(): for a point that does not fit, its final
+    /// (infeasible) row; otherwise the row of a `dominated` point (deterministic metrics, the
+    /// stochastic ones NaN), from which the objectives' bounds follow (bounds.hpp) and which a
+    /// sweep keeps when they are dominated. Throws as evaluate() does.
+    PointResult screen(const DesignPoint& point, std::uint64_t index,
+                       std::uint64_t stream_index) const;
+
   private:
     const Experiment* experiment_;
     MetricSchema schema_;

@@ -1,0 +1,115 @@
+#include "explorer/pruning.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "explorer/result_sink.hpp"
+#include "src/model/bounds.hpp"
+
+namespace prism::explorer {
+
+Pruning::Pruning(const Experiment& experiment, const MetricSchema& schema)
+    : archive_(objective_senses(experiment)) {
+    for (const auto& o : experiment.objectives) {
+        metric_.push_back(find_metric(schema, o.metric));
+        name_.push_back(o.metric);
+        maximize_.push_back(o.maximize);
+    }
+    enabled_ = experiment.evaluation.prune;
+    if (!enabled_) {
+        off_reason_ = "[evaluation] prune = false";
+        return;
+    }
+    if (experiment.objectives.empty()) {
+        enabled_ = false;
+        off_reason_ = "no objectives";
+        return;
+    }
+    std::string why;
+    if (!objectives_bounded(experiment, &why)) {
+        enabled_ = false;
+        off_reason_ = why;
+        return;
+    }
+    // the bounds read deterministic metrics of the schema: all there
+    for (std::size_t j = 0; j < metric_.size(); ++j) {
+        if (metric_[j] < 0) {
+            enabled_ = false;
+            off_reason_ = "objective " + name_[j] + " is not a metric of this experiment";
+            return;
+        }
+    }
+    schema_ = schema;
+}
+
+std::vector<double> Pruning::bounds(const std::vector<double>& screened) const {
+    std::vector<double> b(name_.size(), kNaN);
+    if (!enabled_) return b;
+    for (std::size_t j = 0; j < name_.size(); ++j) b[j] = metric_bound(schema_, screened, name_[j]);
+    return b;
+}
+
+std::vector<double> Pruning::objectives(const std::vector<double>& row) const {
+    std::vector<double> v(metric_.size(), kNaN);
+    for (std::size_t j = 0; j < metric_.size(); ++j) {
+        if (metric_[j] >= 0 && static_cast<std::size_t>(metric_[j]) < row.size()) {
+            v[j] = row[metric_[j]];
+        }
+    }
+    return v;
+}
+
+bool Pruning::dominated(const std::vector<double>& bounds) const {
+    return enabled_ && !violated() && archive_.dominated(bounds.data());
+}
+
+bool Pruning::add_evaluated(std::uint64_t index, const std::vector<double>& objectives,
+                            const std::vector<double>& bounds) {
+    archive_.insert(index, objectives);
+    if (!enabled_) return true;
+    evaluated_index_.push_back(index);
+    evaluated_bounds_.insert(evaluated_bounds_.end(), bounds.begin(), bounds.end());
+    for (std::size_t j = 0; j < objectives.size(); ++j) {
+        const double v = objectives[j], b = bounds[j];
+        if (std::isnan(v) || std::isnan(b)) continue;
+        const double tol = 1e-12 * std::abs(b);
+        const bool broken = maximize_[j] ? v > b + tol : v < b - tol;
+        if (broken && !violated()) {
+            violation_ = {index, fmt::format("{} = {:.17g} {} its bound {:.17g}", name_[j], v,
+                                             maximize_[j] ? "above" : "below", b)};
+        }
+    }
+    return !violated();
+}
+
+std::vector<std::uint64_t> Pruning::mark_at_end() const {
+    std::vector<std::uint64_t> out;
+    if (!enabled_ || violated()) return out;
+    const std::size_t k = name_.size();
+    for (std::size_t i = 0; i < evaluated_index_.size(); ++i) {
+        if (archive_.dominated(evaluated_bounds_.data() + i * k))
+            out.push_back(evaluated_index_[i]);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::vector<double> Pruning::front_values() const {
+    std::vector<double> out;
+    for (const auto& v : archive_.values()) out.insert(out.end(), v.begin(), v.end());
+    return out;
+}
+
+ParetoArchive Pruning::archive_of(const std::vector<double>& values) const {
+    ParetoArchive a(maximize_.empty() ? std::vector<bool>{false} : maximize_);
+    const std::size_t k = std::max<std::size_t>(1, maximize_.size());
+    for (std::size_t i = 0; i + k <= values.size(); i += k) {
+        a.insert(i / k, std::vector<double>(values.begin() + static_cast<std::ptrdiff_t>(i),
+                                            values.begin() + static_cast<std::ptrdiff_t>(i + k)));
+    }
+    return a;
+}
+
+}  // namespace prism::explorer

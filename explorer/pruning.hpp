@@ -1,0 +1,89 @@
+#pragma once
+
+// The exact Pareto front without evaluating the dominated (no MPI: the master's and the
+// workers' bookkeeping, tested alone).
+//
+// Every objective has a bound from the deterministic model (src/model/bounds.hpp): L <= value
+// for a minimized one, U >= value for a maximized one. A point whose bound vector is dominated
+// by an evaluated point's objectives is dominated itself (the evaluated point is at least as
+// good in every objective and strictly better in one, since the point's values are no better
+// than its bounds), so it is not on the front, and without it the front of the others is the
+// same (whatever it dominates, the evaluated point dominates too). Such a point is kept as a
+// `dominated` row: its deterministic metrics, its stochastic ones NaN.
+//
+// Which points a sweep skips depends on the order results arrive in (more ranks, other
+// order); the file does not: at the end every evaluated point whose bounds the final front
+// dominates is marked `dominated` as well (its stochastic metrics cleared). A point is then
+// `dominated` exactly when the final front dominates its bounds, whatever the order, the
+// number of ranks or the resumes: skipping needs an evaluated point dominating the bounds, and
+// every evaluated point is weakly dominated by the front.
+//
+// Order of promise: the points whose bounds no other point's bounds dominate (the front of the
+// bounds) are evaluated first (a pilot); their front then prunes the rest of the sweep, which
+// runs in index order.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "explorer/pareto.hpp"
+#include "src/model/metrics.hpp"
+#include "src/model/spec.hpp"
+
+namespace prism::explorer {
+
+class Pruning {
+  public:
+    /// `schema`: the evaluator's. Pruning is on when the experiment asks for it
+    /// ([evaluation] prune, default on) and every objective has a bound (else off, with the
+    /// reason).
+    Pruning(const Experiment& experiment, const MetricSchema& schema);
+
+    bool enabled() const noexcept { return enabled_; }
+    /// Why pruning is off ("" when on).
+    const std::string& off_reason() const noexcept { return off_reason_; }
+
+    /// The objectives' bounds from a screened row (Evaluator::screen, schema order).
+    std::vector<double> bounds(const std::vector<double>& screened) const;
+    /// The objectives' values of a full row.
+    std::vector<double> objectives(const std::vector<double>& row) const;
+
+    /// Whether some evaluated point recorded so far dominates `bounds`.
+    bool dominated(const std::vector<double>& bounds) const;
+
+    /// Records an evaluated `ok` point: its objectives (which prune later points) and its
+    /// bounds (for mark_at_end). Returns false, and turns pruning off for what follows, when
+    /// the point's value breaks its own bound beyond rounding (1e-12 relative): the bound did
+    /// not hold, so it cannot be trusted for the points not yet evaluated.
+    bool add_evaluated(std::uint64_t index, const std::vector<double>& objectives,
+                       const std::vector<double>& bounds);
+
+    /// The evaluated points whose bounds the front of every evaluated point dominates: they
+    /// are to be marked `dominated` at the end (ascending indices).
+    std::vector<std::uint64_t> mark_at_end() const;
+
+    /// The front's objective vectors, flat (num_objectives() each): what workers prune with.
+    std::vector<double> front_values() const;
+    /// An archive of `values` (front_values() of some Pruning of the same experiment).
+    ParetoArchive archive_of(const std::vector<double>& values) const;
+
+    std::size_t num_objectives() const noexcept { return metric_.size(); }
+    /// The first bound violation seen (index, message), if any.
+    const std::pair<std::uint64_t, std::string>& violation() const noexcept { return violation_; }
+    bool violated() const noexcept { return !violation_.second.empty(); }
+
+  private:
+    MetricSchema schema_;
+    std::vector<int> metric_;        ///< schema index per objective
+    std::vector<std::string> name_;  ///< per objective
+    std::vector<bool> maximize_;
+    bool enabled_ = false;
+    std::string off_reason_;
+    ParetoArchive archive_;
+    std::vector<std::uint64_t> evaluated_index_;
+    std::vector<double> evaluated_bounds_;  ///< flat, num_objectives() per evaluated point
+    std::pair<std::uint64_t, std::string> violation_{0, ""};
+};
+
+}  // namespace prism::explorer
