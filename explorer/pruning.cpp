@@ -1,10 +1,13 @@
 #include "explorer/pruning.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <random>
 
 #include <fmt/format.h>
 
+#include "explorer/design_space.hpp"
 #include "explorer/result_sink.hpp"
 #include "src/model/bounds.hpp"
 
@@ -110,6 +113,52 @@ ParetoArchive Pruning::archive_of(const std::vector<double>& values) const {
                                             values.begin() + static_cast<std::ptrdiff_t>(i + k)));
     }
     return a;
+}
+
+PilotProbe probe_pilot(const DesignSpace& space, const Evaluator& evaluator, const Pruning& pruning,
+                       std::uint64_t max_screened, std::size_t max_points, std::uint64_t seed,
+                       bool keep_bounds) {
+    PilotProbe out;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+    const std::uint64_t n = space.size();
+    std::vector<std::uint64_t> candidates;
+    if (n <= 2'000'000) {
+        for (std::uint64_t i = 0; i < n; ++i) {
+            if (!space.decode(i).filtered) candidates.push_back(i);
+        }
+        out.whole_space = candidates.size() <= max_screened;
+    } else {
+        for (std::uint64_t k = 0; k < 4 * max_screened && candidates.size() < max_screened; ++k) {
+            const std::uint64_t i = rng() % n;
+            if (!space.decode(i).filtered) candidates.push_back(i);
+        }
+        std::sort(candidates.begin(), candidates.end());
+        candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    }
+    if (candidates.size() > max_screened) {
+        std::shuffle(candidates.begin(), candidates.end(), rng);
+        candidates.resize(max_screened);
+        std::sort(candidates.begin(), candidates.end());
+    }
+    ParetoArchive front(pruning.maximize().empty() ? std::vector<bool>{false} : pruning.maximize());
+    for (const std::uint64_t i : candidates) {
+        PointResult screened;
+        try {
+            screened = evaluator.screen(space.decode(i).point, i, space.stream_index(i));
+        } catch (const std::exception&) {
+            continue;  // the sweep reports it as a failed point
+        }
+        ++out.screened;
+        if (screened.status != PointStatus::dominated) continue;  // infeasible
+        auto b = pruning.bounds(screened.values);
+        front.insert(i, b);
+        if (keep_bounds) out.bounds.emplace_back(i, std::move(b));
+    }
+    out.pilot = front.indices();
+    if (out.pilot.size() > max_points) out.pilot.resize(max_points);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
 }
 
 }  // namespace prism::explorer

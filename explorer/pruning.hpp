@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "explorer/pareto.hpp"
+#include "src/model/evaluate.hpp"
 #include "src/model/metrics.hpp"
 #include "src/model/spec.hpp"
 
@@ -69,6 +70,8 @@ class Pruning {
     ParetoArchive archive_of(const std::vector<double>& values) const;
 
     std::size_t num_objectives() const noexcept { return metric_.size(); }
+    /// The objectives' Pareto senses (maximize flags).
+    const std::vector<bool>& maximize() const noexcept { return maximize_; }
     /// The first bound violation seen (index, message), if any.
     const std::pair<std::uint64_t, std::string>& violation() const noexcept { return violation_; }
     bool violated() const noexcept { return !violation_.second.empty(); }
@@ -85,5 +88,26 @@ class Pruning {
     std::vector<double> evaluated_bounds_;  ///< flat, num_objectives() per evaluated point
     std::pair<std::uint64_t, std::string> violation_{0, ""};
 };
+
+class DesignSpace;
+
+/// What the pilot knows before a sweep (and a dry run's estimate of the share skipped).
+struct PilotProbe {
+    /// The pilot: the points whose bounds no other probed point's bounds dominate (at most
+    /// `max_points` of them, the smallest indices), ascending.
+    std::vector<std::uint64_t> pilot;
+    /// Every probed point that fits, with its objectives' bounds (when asked for).
+    std::vector<std::pair<std::uint64_t, std::vector<double>>> bounds;
+    std::uint64_t screened = 0;  ///< points screened (the deterministic model run)
+    bool whole_space = false;    ///< every point the filters keep was screened
+    double seconds = 0;          ///< wall time of the screening
+};
+
+/// Screens the space for the pilot: every point the filters keep when the space has at most
+/// 2,000,000 points and at most `max_screened` of them pass, else `max_screened` drawn at
+/// random (seeded: the same pilot every time, so that a resumed sweep evaluates the same).
+PilotProbe probe_pilot(const DesignSpace& space, const Evaluator& evaluator, const Pruning& pruning,
+                       std::uint64_t max_screened, std::size_t max_points, std::uint64_t seed,
+                       bool keep_bounds);
 
 }  // namespace prism::explorer

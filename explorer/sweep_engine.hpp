@@ -37,6 +37,13 @@ struct EngineOptions {
     double grace_s = 5.0;           ///< after a stop, wait this long for chunks in flight
     const std::atomic<int>* stop_signal = nullptr;     ///< non-zero = stop (signal handler)
     std::function<void(std::uint64_t done)> progress;  ///< indices done since `begin`
+    /// Adds to each work order before it goes out (a pruned sweep's current front).
+    std::function<void(WorkOrder&)> prepare;
+    /// Indices evaluated first, in full, one work order each (a pruned sweep's pilot,
+    /// explorer/pruning.hpp): their results go to `pilot_result`, not to the consumer, and the
+    /// range starts once all are back.
+    std::vector<std::uint64_t> pilot;
+    std::function<void(ChunkResult&&)> pilot_result;
 };
 
 enum class EngineOutcome { complete, interrupted, aborted, worker_failed };

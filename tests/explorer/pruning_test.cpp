@@ -159,6 +159,34 @@ TEST(Pruning, TheFrontAndTheDominatedRowsDoNotDependOnTheOrder) {
     }
 }
 
+TEST(Pruning, ThePilotIsTheFrontOfTheBounds) {
+    // truth: pareto_front over every feasible point's bounds (the quickstart is screened whole)
+    const Experiment e = quickstart();
+    const DesignSpace space(e);
+    const Evaluator evaluator(e);
+    const Pruning pruning(e, evaluator.schema());
+    std::vector<std::vector<double>> table;
+    std::vector<std::uint64_t> index;
+    for (std::uint64_t i = 0; i < space.size(); ++i) {
+        const auto d = space.decode(i);
+        if (d.filtered) continue;
+        const auto s = evaluator.screen(d.point, i, space.stream_index(i));
+        if (s.status != PointStatus::dominated) continue;
+        table.push_back(pruning.bounds(s.values));
+        index.push_back(i);
+    }
+    std::vector<std::uint64_t> want;
+    for (const auto r : pareto_front(table, {false, false})) want.push_back(index[r]);
+
+    const PilotProbe probe = probe_pilot(space, evaluator, pruning, 100000, 1000, 1, true);
+
+    EXPECT_TRUE(probe.whole_space);
+    EXPECT_EQ(probe.bounds.size(), index.size());
+    EXPECT_EQ(probe.pilot, want);
+    const PilotProbe few = probe_pilot(space, evaluator, pruning, 100000, 2, 1, false);
+    EXPECT_EQ(few.pilot, std::vector<std::uint64_t>(want.begin(), want.begin() + 2));
+}
+
 // Every bound of bounds.hpp against the analytic evaluator's values, on every quickstart point
 // and a spread of the GPT-3 175B / 1024-A100 space (pp 1-32, interleaved and not, ZeRO 0-3;
 // bench/bound_check runs the whole space: none broken, worst p95 / deterministic 1.050).
