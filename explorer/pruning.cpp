@@ -14,7 +14,7 @@
 namespace prism::explorer {
 
 Pruning::Pruning(const Experiment& experiment, const MetricSchema& schema)
-    : archive_(objective_senses(experiment)) {
+    : front_(objective_senses(experiment)) {
     for (const auto& o : experiment.objectives) {
         metric_.push_back(find_metric(schema, o.metric));
         name_.push_back(o.metric);
@@ -64,44 +64,35 @@ std::vector<double> Pruning::objectives(const std::vector<double>& row) const {
     return v;
 }
 
-bool Pruning::dominated(const std::vector<double>& bounds) const {
-    return enabled_ && !violated() && archive_.dominated(bounds.data());
+void Pruning::set_pilot(const std::vector<PointResult>& rows) {
+    for (const auto& r : rows) {
+        if (r.status == PointStatus::ok) front_.insert(r.index, objectives(r.values));
+    }
 }
 
-bool Pruning::add_evaluated(std::uint64_t index, const std::vector<double>& objectives,
-                            const std::vector<double>& bounds) {
-    archive_.insert(index, objectives);
-    if (!enabled_) return true;
-    evaluated_index_.push_back(index);
-    evaluated_bounds_.insert(evaluated_bounds_.end(), bounds.begin(), bounds.end());
-    for (std::size_t j = 0; j < objectives.size(); ++j) {
-        const double v = objectives[j], b = bounds[j];
-        if (std::isnan(v) || std::isnan(b)) continue;
-        const double tol = 1e-12 * std::abs(b);
-        const bool broken = maximize_[j] ? v > b + tol : v < b - tol;
+bool Pruning::dominated(const std::vector<double>& bounds) const {
+    return enabled_ && !violated() && front_.dominated(bounds.data());
+}
+
+bool Pruning::check(const PointResult& row) {
+    if (!enabled_ || row.status != PointStatus::ok) return !violated();
+    const auto v = objectives(row.values);
+    const auto b = bounds(row.values);
+    for (std::size_t j = 0; j < v.size(); ++j) {
+        if (std::isnan(v[j]) || std::isnan(b[j])) continue;
+        const double tol = 1e-12 * std::abs(b[j]);
+        const bool broken = maximize_[j] ? v[j] > b[j] + tol : v[j] < b[j] - tol;
         if (broken && !violated()) {
-            violation_ = {index, fmt::format("{} = {:.17g} {} its bound {:.17g}", name_[j], v,
-                                             maximize_[j] ? "above" : "below", b)};
+            violation_ = {row.index, fmt::format("{} = {:.17g} {} its bound {:.17g}", name_[j],
+                                                 v[j], maximize_[j] ? "above" : "below", b[j])};
         }
     }
     return !violated();
 }
 
-std::vector<std::uint64_t> Pruning::mark_at_end() const {
-    std::vector<std::uint64_t> out;
-    if (!enabled_ || violated()) return out;
-    const std::size_t k = name_.size();
-    for (std::size_t i = 0; i < evaluated_index_.size(); ++i) {
-        if (archive_.dominated(evaluated_bounds_.data() + i * k))
-            out.push_back(evaluated_index_[i]);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
 std::vector<double> Pruning::front_values() const {
     std::vector<double> out;
-    for (const auto& v : archive_.values()) out.insert(out.end(), v.begin(), v.end());
+    for (const auto& v : front_.values()) out.insert(out.end(), v.begin(), v.end());
     return out;
 }
 

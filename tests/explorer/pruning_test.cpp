@@ -78,9 +78,17 @@ TEST(Pruning, ABrokenBoundTurnsItOff) {
     const Evaluator evaluator(e);
     Pruning pruning(e, evaluator.schema());
     ASSERT_TRUE(pruning.enabled());
+    const auto& schema = evaluator.schema();
+    PointResult row;
+    row.index = 7;
+    row.values.assign(schema.size(), kNaN);
+    row.values[find_metric(schema, "step_time_s")] = 10.0;
+    row.values[find_metric(schema, "gpus")] = 256.0;
+    row.values[find_metric(schema, "steps_total")] = 1000.0;
+    row.values[find_metric(schema, "step_time_p95_s")] = 9.0;  // below the deterministic step
+    row.values[find_metric(schema, "gpu_hours_mean")] = 1e9;
 
-    // p95 below the deterministic step it is bounded by
-    const bool held = pruning.add_evaluated(7, {9.0, 100.0}, {10.0, 100.0});
+    const bool held = pruning.check(row);
 
     EXPECT_FALSE(held);
     EXPECT_TRUE(pruning.violated());
@@ -89,19 +97,19 @@ TEST(Pruning, ABrokenBoundTurnsItOff) {
     EXPECT_FALSE(pruning.dominated({1e9, 1e18}));  // no more pruning
 }
 
-// The quickstart's 288 points screened and evaluated in full (analytic), then swept in random
-// orders the way a sweep prunes: a point is skipped when the points evaluated so far dominate
-// its bounds. Truth: the front of all points (every one evaluated, pareto_front) and the
-// definition of the canonical set (the points whose bounds that front dominates).
-TEST(Pruning, TheFrontAndTheDominatedRowsDoNotDependOnTheOrder) {
+// The quickstart's points screened and evaluated in full (analytic); the pilot (the front of
+// the bounds) prunes the others. Truth: the front of all points (every one evaluated,
+// pareto_front) and the definition of dominance.
+TEST(Pruning, ThePilotsFrontPrunesOnlyDominatedPointsAndKeepsTheFront) {
     const Experiment e = quickstart();
     const DesignSpace space(e);
     const Evaluator evaluator(e);
-    const Pruning reference(e, evaluator.schema());
-    ASSERT_TRUE(reference.enabled());
+    Pruning pruning(e, evaluator.schema());
+    ASSERT_TRUE(pruning.enabled());
     struct Point {
         std::uint64_t index;
         std::vector<double> bounds, objectives;
+        PointResult full;
     };
     std::vector<Point> points;
     for (std::uint64_t i = 0; i < space.size(); ++i) {
@@ -109,54 +117,47 @@ TEST(Pruning, TheFrontAndTheDominatedRowsDoNotDependOnTheOrder) {
         if (d.filtered) continue;
         const auto screened = evaluator.screen(d.point, i, space.stream_index(i));
         if (screened.status != PointStatus::dominated) continue;  // infeasible
-        const auto full = evaluator.evaluate(d.point, i, space.stream_index(i), nullptr);
+        auto full = evaluator.evaluate(d.point, i, space.stream_index(i), nullptr);
         ASSERT_EQ(full.status, PointStatus::ok);
-        points.push_back({i, reference.bounds(screened.values), reference.objectives(full.values)});
+        EXPECT_TRUE(pruning.check(full)) << i;
+        points.push_back(
+            {i, pruning.bounds(screened.values), pruning.objectives(full.values), full});
     }
     const std::vector<bool> maximize{false, false};
-    std::vector<std::vector<double>> table;
-    for (const auto& p : points) table.push_back(p.objectives);
-    std::set<std::uint64_t> front, canonical;
-    for (const auto r : pareto_front(table, maximize)) front.insert(points[r].index);
+    std::vector<std::vector<double>> table, bound_table;
     for (const auto& p : points) {
-        for (const auto& q : points) {
-            if (front.count(q.index) && brute_dominates(q.objectives, p.bounds, maximize)) {
-                canonical.insert(p.index);
-            }
-        }
+        table.push_back(p.objectives);
+        bound_table.push_back(p.bounds);
     }
-    ASSERT_GT(canonical.size(), points.size() / 2);  // the quickstart prunes (seen ~90%)
+    std::set<std::uint64_t> front;
+    for (const auto r : pareto_front(table, maximize)) front.insert(points[r].index);
+    std::vector<PointResult> pilot;
+    for (const auto r : pareto_front(bound_table, maximize)) pilot.push_back(points[r].full);
 
-    std::mt19937_64 rng(11);
-    for (int trial = 0; trial < 5; ++trial) {
-        std::vector<Point> order = points;
-        std::shuffle(order.begin(), order.end(), rng);
-        Pruning pruning(e, evaluator.schema());
-        std::set<std::uint64_t> evaluated, skipped;
-        for (const auto& p : order) {
-            if (pruning.dominated(p.bounds)) {
-                skipped.insert(p.index);
-                continue;
+    pruning.set_pilot(pilot);
+
+    std::vector<std::vector<double>> kept;
+    std::vector<std::uint64_t> kept_index;
+    int skipped = 0;
+    for (const auto& p : points) {
+        if (pruning.dominated(p.bounds)) {
+            ++skipped;
+            // dominated indeed, by the definition, and not on the front
+            bool by_some = false;
+            for (const auto& q : points) {
+                by_some = by_some || brute_dominates(q.objectives, p.objectives, maximize);
             }
-            ASSERT_TRUE(pruning.add_evaluated(p.index, p.objectives, p.bounds));
-            evaluated.insert(p.index);
+            EXPECT_TRUE(by_some) << p.index;
+            EXPECT_EQ(front.count(p.index), 0u) << p.index;
+            continue;
         }
-        const auto late = pruning.mark_at_end();
-        std::set<std::uint64_t> marked(skipped.begin(), skipped.end());
-        marked.insert(late.begin(), late.end());
-
-        EXPECT_EQ(marked, canonical) << "trial " << trial;
-        std::vector<std::vector<double>> kept;
-        std::vector<std::uint64_t> kept_index;
-        for (const auto& p : points) {
-            if (marked.count(p.index)) continue;
-            kept.push_back(p.objectives);
-            kept_index.push_back(p.index);
-        }
-        std::set<std::uint64_t> pruned_front;
-        for (const auto r : pareto_front(kept, maximize)) pruned_front.insert(kept_index[r]);
-        EXPECT_EQ(pruned_front, front) << "trial " << trial;
+        kept.push_back(p.objectives);
+        kept_index.push_back(p.index);
     }
+    std::set<std::uint64_t> pruned_front;
+    for (const auto r : pareto_front(kept, maximize)) pruned_front.insert(kept_index[r]);
+    EXPECT_EQ(pruned_front, front);
+    EXPECT_GT(skipped, static_cast<int>(points.size()) / 2);  // the quickstart prunes
 }
 
 TEST(Pruning, ThePilotIsTheFrontOfTheBounds) {
