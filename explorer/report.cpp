@@ -122,8 +122,12 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
     std::size_t ok = 0;
     std::size_t infeasible = 0;
     std::size_t failed = 0;
+    std::size_t dominated = 0;
     for (auto s : data.status) {
-        (s == PointStatus::ok ? ok : s == PointStatus::infeasible ? infeasible : failed)++;
+        (s == PointStatus::ok           ? ok
+         : s == PointStatus::infeasible ? infeasible
+         : s == PointStatus::dominated  ? dominated
+                                        : failed)++;
     }
     std::uint64_t filtered = 0;
     const auto filtered_by = reader.filtered();
@@ -134,8 +138,17 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
                        h.experiment_sha256.substr(0, 12), h.seed);
     out << fmt::format("status      {} ({} of {} indices processed; prism {})\n", h.status,
                        h.next_index, h.space_size, h.program_version);
-    out << fmt::format("points      {} evaluated: {} ok, {} infeasible, {} failed; {} filtered\n",
-                       data.index.size(), ok, infeasible, failed, filtered);
+    if (dominated > 0) {
+        // dominated: deterministic metrics only (their bounds dominated by the pilot's front)
+        out << fmt::format(
+            "points      {} evaluated: {} ok, {} dominated, {} infeasible, {} failed; {} "
+            "filtered\n",
+            data.index.size(), ok, dominated, infeasible, failed, filtered);
+    } else {
+        out << fmt::format(
+            "points      {} evaluated: {} ok, {} infeasible, {} failed; {} filtered\n",
+            data.index.size(), ok, infeasible, failed, filtered);
+    }
     for (const auto& [reason, count] : filtered_by) {
         out << fmt::format("  filtered  {:>10}  {}\n", count, reason);
     }

@@ -18,6 +18,7 @@
 #include "explorer/cli.hpp"
 #include "explorer/design_space.hpp"
 #include "explorer/progress.hpp"
+#include "explorer/pruning.hpp"
 #include "explorer/report.hpp"
 #include "explorer/result_sink.hpp"
 #include "explorer/sweep_engine.hpp"
@@ -29,6 +30,10 @@
 namespace prism::explorer {
 
 namespace {
+
+/// Points screened for a pruned sweep's pilot, and the most points it evaluates.
+constexpr std::uint64_t kPilotScreened = 50'000;
+constexpr std::size_t kPilotPoints = 4096;
 
 std::atomic<int> g_stop_signal{0};
 
@@ -68,8 +73,47 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
 
 /// `--dry-run`: space size, what the filters keep, and an estimate of the run time from a
 /// short sample of evaluations.
+/// A pruned sweep's expected share of points skipped: the pilot of a sample (the front of its
+/// points' bounds, at most `kDryPilot` evaluated) against the sample's bounds. A lower bound of
+/// the sweep's share (its pilot is the front of more points). Also the pilot's time.
+struct PruneEstimate {
+    bool on = false;
+    std::size_t sample = 0, pilot = 0;
+    double share = 0, pilot_s = 0, screen_per_point_s = 0;
+};
+
+PruneEstimate estimate_pruning(const Experiment& e, const DesignSpace& space,
+                               const Evaluator& evaluator, const Pruning& pruning) {
+    constexpr std::uint64_t kDryScreened = 20'000;
+    constexpr std::size_t kDryPilot = 256;
+    PruneEstimate est;
+    if (!pruning.enabled()) return est;
+    est.on = true;
+    const PilotProbe probe =
+        probe_pilot(space, evaluator, pruning, kDryScreened, kDryPilot, e.seed, true);
+    est.sample = probe.bounds.size();
+    est.pilot = probe.pilot.size();
+    est.screen_per_point_s = probe.screened ? probe.seconds / probe.screened : 0;
+    std::vector<PointResult> rows;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto i : probe.pilot) {
+        try {
+            rows.push_back(
+                evaluator.evaluate(space.decode(i).point, i, space.stream_index(i), nullptr));
+        } catch (const std::exception&) {
+        }
+    }
+    est.pilot_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Pruning p = pruning;
+    p.set_pilot(rows);
+    std::size_t skipped = 0;
+    for (const auto& [index, b] : probe.bounds) skipped += p.dominated(b) ? 1 : 0;
+    est.share = est.sample ? static_cast<double>(skipped) / static_cast<double>(est.sample) : 0;
+    return est;
+}
+
 int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& evaluator,
-            int workers) {
+            const Pruning& pruning, int workers) {
     const std::uint64_t n = space.size();
     constexpr std::uint64_t kExact = 2'000'000;
     const bool exact = n <= kExact;
@@ -85,8 +129,14 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
         if (d.filtered) {
             ++filtered[*d.filtered];
         } else {
+            // a uniform sample of the kept points (reservoir): evaluation cost varies over
+            // the space, and its first points are not typical of it
             ++kept;
-            if (feasible_sample.size() < 400) feasible_sample.push_back(index);
+            if (feasible_sample.size() < 400) {
+                feasible_sample.push_back(index);
+            } else if (const std::uint64_t r = rng() % kept; r < 400) {
+                feasible_sample[r] = index;
+            }
         }
     }
     const double filter_s =
@@ -125,9 +175,14 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
     const double shared = static_cast<double>(space.points_per_stream());
     const double per_point_sweep = per_hit + (per_point - per_hit) / shared;
     const double filter_per_point = probes ? filter_s / probes : 0;
+    const PruneEstimate prune = estimate_pruning(e, space, evaluator, pruning);
+    // pruned: every point screened (the deterministic model), the share not skipped evaluated
+    const double evaluated_share = prune.on ? 1.0 - prune.share : 1.0;
     const double total_s =
-        (kept_total * per_point_sweep + static_cast<double>(n) * filter_per_point) /
-        std::max(1, workers);
+        (kept_total * (per_point_sweep * evaluated_share + prune.screen_per_point_s) +
+         static_cast<double>(n) * filter_per_point) /
+            std::max(1, workers) +
+        prune.pilot_s;
 
     std::cout << fmt::format("experiment     {}\n", e.name);
     std::cout << fmt::format("space size     {} points ({} dimensions)\n", n,
@@ -153,6 +208,14 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
             "checkpoint_interval): {:.3g} ms per point in the sweep\n",
             shared, per_point_sweep * 1e3);
     }
+    if (prune.on) {
+        std::cout << fmt::format(
+            "pruning        expected share skipped >= {:.1f}% (points whose bounds the front of "
+            "a pilot dominates; pilot of {} points from a sample of {}, {:.2g} s)\n",
+            100 * prune.share, prune.pilot, prune.sample, prune.pilot_s);
+    } else if (e.evaluation.prune && !e.objectives.empty()) {
+        std::cout << fmt::format("pruning        off: {}\n", pruning.off_reason());
+    }
     std::cout << fmt::format("estimated run  {:.1f} s with {} worker{}\n", total_s, workers,
                              workers == 1 ? "" : "s");
     return kExitOk;
@@ -165,9 +228,9 @@ void print_summary(const EngineReport& report, const ResultSink& sink, std::uint
     for (const auto& [reason, count] : sink.filtered()) filtered += count;
     std::cout << fmt::format(
         "processed {} points in {:.2f} s ({:.0f} points/s, {} worker{}); rows {}, filtered {}, "
-        "failed {}\n",
+        "failed {}, dominated {}\n",
         report.next_index - begin, report.wall_s, points / std::max(report.wall_s, 1e-9), workers,
-        workers == 1 ? "" : "s", sink.rows_written(), filtered, sink.failures());
+        workers == 1 ? "" : "s", sink.rows_written(), filtered, sink.failures(), sink.dominated());
     if (workers > 1 || report.wall_s > 0) {
         rusage usage{};
         getrusage(RUSAGE_SELF, &usage);
@@ -263,12 +326,13 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
 
     const DesignSpace space(experiment);
     const Evaluator evaluator(experiment);
-    const ChunkEvaluator chunk_evaluator(space, evaluator);
+    Pruning pruning(experiment, evaluator.schema());
+    const ChunkEvaluator chunk_evaluator(space, evaluator, &pruning);
     const ChunkFunction evaluate = [&](const WorkOrder& order) { return chunk_evaluator(order); };
 
     if (options.dry_run) {
         if (!master) return kExitOk;
-        return dry_run(experiment, space, evaluator, workers);
+        return dry_run(experiment, space, evaluator, pruning, workers);
     }
 
     // The master opens the file before any work is handed out; workers learn whether it could.
@@ -337,6 +401,43 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     if (resumed && begin > 0 && !options.quiet) {
         std::cerr << fmt::format("resuming {} at index {} of {}\n", options.output_path, begin,
                                  space.size());
+    }
+    // Pruning: the pilot (the front of the points' bounds) first, then its front decides which
+    // points of the range are evaluated (explorer/pruning.hpp)
+    std::map<std::uint64_t, PointResult> pilot_rows;
+    std::vector<double> pilot_front;
+    bool front_ready = false;
+    PilotProbe probe;
+    if (pruning.enabled()) {
+        probe = probe_pilot(space, evaluator, pruning, kPilotScreened, kPilotPoints,
+                            experiment.seed, false);
+        engine.pilot = probe.pilot;
+        engine.pilot_result = [&](ChunkResult&& r) {
+            for (auto& row : r.rows) pilot_rows[row.index] = std::move(row);
+        };
+        engine.prepare = [&](WorkOrder& order) {
+            if (!front_ready) {
+                std::vector<PointResult> rows;
+                for (const auto& [index, row] : pilot_rows) rows.push_back(row);
+                pruning.set_pilot(rows);
+                pilot_front = pruning.front_values();
+                sink->set_pruning(&pruning, pilot_rows);
+                front_ready = true;
+            }
+            order.prune = !pruning.violated();
+            if (order.prune) order.front = pilot_front;
+            for (auto it = pilot_rows.lower_bound(order.begin);
+                 it != pilot_rows.end() && it->first < order.end; ++it) {
+                order.known.push_back(it->first);
+            }
+        };
+        if (!options.quiet) {
+            std::cerr << fmt::format(
+                "pruning: a pilot of {} points (the front of {} points' bounds{}) first\n",
+                probe.pilot.size(), probe.screened, probe.whole_space ? "" : ", a sample");
+        }
+    } else if (!options.quiet && experiment.evaluation.prune && !experiment.objectives.empty()) {
+        std::cerr << fmt::format("pruning: off: {}\n", pruning.off_reason());
     }
     EngineReport report;
     try {

@@ -27,7 +27,7 @@ using detail::Where;
 
 namespace {
 
-const std::vector<std::string> kStatusLabels = {"ok", "infeasible", "failed"};
+const std::vector<std::string> kStatusLabels = {"ok", "infeasible", "failed", "dominated"};
 const std::vector<std::string> kValidStatus = {"running", "interrupted", "complete", "failed"};
 constexpr const char* kHistogram = "step_time";
 constexpr const char* kHistogramLo = "step_time_lo_s";
