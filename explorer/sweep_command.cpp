@@ -17,6 +17,7 @@
 #include "explorer/chunk_evaluator.hpp"
 #include "explorer/cli.hpp"
 #include "explorer/design_space.hpp"
+#include "explorer/front_verification.hpp"
 #include "explorer/progress.hpp"
 #include "explorer/pruning.hpp"
 #include "explorer/report.hpp"
@@ -362,6 +363,7 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     }
     if (!master) {
         run_worker(evaluate);
+        if (experiment.evaluation.verify_montecarlo) verify_front_worker(experiment, space, mpi);
         return kExitOk;
     }
 
@@ -484,17 +486,37 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
                                  report.next_index, space.size());
     }
     std::vector<std::uint64_t> front;
+    bool closed = true;
     try {
         front = sink->finish(file_status);
     } catch (const Error& e) {
         std::cerr << "prism: error: " << e.what() << "\n";
         if (report.workers_still_busy) mpi.abort(kExitError);
-        return kExitError;
+        closed = false;
+        code = kExitError;
     }
     if (report.workers_still_busy) {
         std::cerr << "prism: workers did not finish their chunks in time; ending them\n";
         mpi.abort(code);
     }
+    if (experiment.evaluation.verify_montecarlo) {
+        // the workers wait for the front to verify: an empty one releases them
+        if (code != kExitOk) front.clear();
+        try {
+            if (!verify_front(experiment, space, front, options.output_path, mpi, &g_stop_signal,
+                              std::cerr, options.quiet)) {
+                std::cerr << "prism: verification stopped by a signal; the sweep's results are "
+                             "complete, /verify was not written (run again with --resume to "
+                             "verify)\n";
+                code = kExitInterrupted;
+            }
+        } catch (const Error& e) {
+            std::cerr << "prism: error: " << e.what() << "\n";
+            if (mpi.size() > 1) mpi.abort(kExitError);
+            code = kExitError;
+        }
+    }
+    if (!closed) return code;
     if (!options.quiet) {
         print_summary(report, *sink, begin, static_cast<std::uint64_t>(workers));
         if (code == kExitOk) {

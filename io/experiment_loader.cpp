@@ -861,6 +861,11 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "objectives")) {
         parse_objectives(*t, experiment);
     }
+    if (experiment.evaluation.verify_montecarlo && experiment.objectives.empty()) {
+        fail_at(*root["evaluation"]["verify"].node(),
+                "evaluation.verify: \"montecarlo\" verifies the Pareto front; it needs "
+                "[objectives]");
+    }
     return experiment;
 }
 

@@ -11,6 +11,7 @@
 #include "src/model/metrics.hpp"
 #include "src/model/spec.hpp"
 #include "src/stochastic/step_distribution.hpp"
+#include "src/stochastic/verify.hpp"
 
 namespace prism {
 
@@ -85,5 +86,12 @@ class Evaluator {
     double baseline_step_s_ = 0;           ///< 0 = no baseline
     std::optional<cotune::Model> cotune_;  ///< with a [cotune] table
 };
+
+/// `[evaluation] verify = "montecarlo"`: the analytic step-time distribution of `point` against
+/// `experiment.evaluation.samples` Monte Carlo steps (stochastic/verify.hpp), the random streams
+/// keyed by `stream_index` as a sweep keys them (explorer::DesignSpace::stream_index). Throws
+/// ModelError for a point that does not fit, and as the evaluators do.
+stochastic::Verification verify_point(const Experiment& experiment, const DesignPoint& point,
+                                      std::uint64_t stream_index);
 
 }  // namespace prism
