@@ -1,8 +1,10 @@
 // Per-point cost of a whole experiment by pipeline depth: every point the filters keep is
 // evaluated as a sweep's worker evaluates it (Evaluator::evaluate, one core, in index order)
 // and timed; the mean time per point is printed per pp, with the deterministic model alone
-// (evaluate_deterministic) beside it. A measurement, not a benchmark (one pass; run it twice
-// when the machine is loaded).
+// (evaluate_deterministic) beside it, and the mean over the points that fit (status ok: those
+// whose step-time distribution is computed; a point that does not fit costs its deterministic
+// model only, and the share that fits differs by pp). A measurement, not a benchmark (one pass; run
+// it twice when the machine is loaded).
 //
 //   ./cost_by_pp configs/examples/gpt3_175b_1024_space.toml
 
@@ -29,8 +31,8 @@ int main(int argc, char** argv) {
         const explorer::DesignSpace space(e);
         const Evaluator evaluator(e);
         struct Cost {
-            int points = 0;
-            double full_s = 0, deterministic_s = 0;
+            int points = 0, fitting = 0;
+            double full_s = 0, deterministic_s = 0, fitting_s = 0;
         };
         std::map<int, Cost> by_pp;
         Cost all;
@@ -49,12 +51,18 @@ int main(int argc, char** argv) {
                 x->points += 1;
                 x->deterministic_s += std::chrono::duration<double>(t1 - t0).count();
                 x->full_s += std::chrono::duration<double>(t2 - t1).count();
+                if (row.status == PointStatus::ok) {
+                    x->fitting += 1;
+                    x->fitting_s += std::chrono::duration<double>(t2 - t1).count();
+                }
             }
         }
-        std::printf("%6s %8s %14s %14s\n", "pp", "points", "ms/point", "det ms/point");
+        std::printf("%6s %8s %14s %14s %8s %16s\n", "pp", "points", "ms/point", "det ms/point",
+                    "fitting", "ms/fitting point");
         auto line = [](const std::string& what, const Cost& c) {
-            std::printf("%6s %8d %14.3f %14.4f\n", what.c_str(), c.points,
-                        1e3 * c.full_s / c.points, 1e3 * c.deterministic_s / c.points);
+            std::printf("%6s %8d %14.3f %14.4f %8d %16.3f\n", what.c_str(), c.points,
+                        1e3 * c.full_s / c.points, 1e3 * c.deterministic_s / c.points, c.fitting,
+                        c.fitting ? 1e3 * c.fitting_s / c.fitting : 0.0);
         };
         for (const auto& [pp, c] : by_pp) line(std::to_string(pp), c);
         line("all", all);
