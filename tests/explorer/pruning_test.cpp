@@ -15,22 +15,12 @@
 #include "io/experiment_loader.hpp"
 #include "src/model/bounds.hpp"
 #include "src/model/evaluate.hpp"
+#include "tests/explorer/brute_dominance.hpp"
 
 namespace prism::explorer {
 namespace {
 
-// Independent truth: the definition of dominance, for every pair.
-bool brute_dominates(const std::vector<double>& a, const std::vector<double>& b,
-                     const std::vector<bool>& maximize) {
-    bool strictly = false;
-    for (std::size_t j = 0; j < a.size(); ++j) {
-        const bool better = maximize[j] ? a[j] > b[j] : a[j] < b[j];
-        const bool worse = maximize[j] ? a[j] < b[j] : a[j] > b[j];
-        if (worse) return false;
-        if (better) strictly = true;
-    }
-    return strictly;
-}
+using truth::brute_dominates;
 
 TEST(ParetoArchive, DominatedAsksWhetherAnyInsertedRowDominates) {
     // truth: every inserted row checked by the definition (ties and duplicates on a coarse
