@@ -43,37 +43,58 @@ stochastic::Verification from_figures(const double* x, int samples) {
     return v;
 }
 
-template <class T>
-std::string to_bytes(const std::vector<T>& v) {
-    std::string bytes(v.size() * sizeof(T), '\0');
-    if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+/// Figures of front point `index`; NaN for a point the evaluators cannot run (with a warning).
+void verify_one(const Experiment& e, const DesignSpace& space, std::uint64_t index, double* out) {
+    try {
+        to_figures(verify_point(e, space.decode(index).point, space.stream_index(index)), out);
+    } catch (const std::exception& err) {
+        std::cerr << fmt::format("prism: warning: verify: point {}: {}\n", index, err.what());
+        std::fill(out, out + kFigures, std::numeric_limits<double>::quiet_NaN());
+    }
+}
+
+/// Wire format: a task is (position in the front, index) as two uint64s, an empty message
+/// releases the worker; a reply is the position (one uint64) and the point's figures.
+std::string task(std::uint64_t position, std::uint64_t index) {
+    std::string bytes(2 * sizeof(std::uint64_t), '\0');
+    std::memcpy(bytes.data(), &position, sizeof position);
+    std::memcpy(bytes.data() + sizeof position, &index, sizeof index);
     return bytes;
 }
 
-template <class T>
-std::vector<T> from_bytes(const std::string& bytes) {
-    std::vector<T> v(bytes.size() / sizeof(T));
-    if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
-    return v;
-}
-
-/// Figures of the points front[first], front[first + stride], ...; NaN for a point that
-/// fails. Stops early (returns false) when `stop` becomes non-zero.
-bool verify_share(const Experiment& e, const DesignSpace& space,
-                  const std::vector<std::uint64_t>& front, std::size_t first, std::size_t stride,
-                  const std::atomic<int>* stop, std::vector<double>& figures) {
-    for (std::size_t k = first; k < front.size(); k += stride) {
-        if (stop != nullptr && stop->load() != 0) return false;
-        const std::uint64_t index = front[k];
-        double* out = figures.data() + k * kFigures;
-        try {
-            to_figures(verify_point(e, space.decode(index).point, space.stream_index(index)), out);
-        } catch (const std::exception& err) {
-            std::cerr << fmt::format("prism: warning: verify: point {}: {}\n", index, err.what());
-            std::fill(out, out + kFigures, std::numeric_limits<double>::quiet_NaN());
+/// Master with workers: one point at a time to whichever worker is free (points differ in
+/// cost by 10x and more), polling with sleeps; fills `figures` by position.
+void verify_on_workers(const std::vector<std::uint64_t>& front, std::size_t workers,
+                       std::vector<double>& figures) {
+    std::size_t next = 0;
+    std::size_t busy = 0;
+    for (std::size_t w = 1; w <= workers; ++w) {
+        if (next < front.size()) {
+            send_bytes(static_cast<int>(w), static_cast<int>(Tag::verify), task(next, front[next]));
+            ++next;
+            ++busy;
+        } else {
+            send_bytes(static_cast<int>(w), static_cast<int>(Tag::verify), std::string());
         }
     }
-    return true;
+    constexpr std::size_t kReply = sizeof(std::uint64_t) + kFigures * sizeof(double);
+    while (busy > 0) {
+        const Envelope env = receive_polling();
+        if (env.tag != static_cast<int>(Tag::verify) || env.bytes.size() != kReply) continue;
+        std::uint64_t position = 0;
+        std::memcpy(&position, env.bytes.data(), sizeof position);
+        if (position < front.size()) {
+            std::memcpy(figures.data() + position * kFigures, env.bytes.data() + sizeof position,
+                        kFigures * sizeof(double));
+        }
+        if (next < front.size()) {
+            send_bytes(env.source, static_cast<int>(Tag::verify), task(next, front[next]));
+            ++next;
+        } else {
+            send_bytes(env.source, static_cast<int>(Tag::verify), std::string());
+            --busy;
+        }
+    }
 }
 
 }  // namespace
@@ -84,10 +105,12 @@ bool verify_front(const Experiment& experiment, const DesignSpace& space,
                   bool quiet) {
     const int samples = experiment.evaluation.samples;
     const auto workers = static_cast<std::size_t>(mpi.size() - 1);
-    for (std::size_t w = 1; w <= workers; ++w) {
-        send_bytes(static_cast<int>(w), static_cast<int>(Tag::verify), to_bytes(front));
+    if (front.empty()) {
+        for (std::size_t w = 1; w <= workers; ++w) {
+            send_bytes(static_cast<int>(w), static_cast<int>(Tag::verify), std::string());
+        }
+        return true;
     }
-    if (front.empty()) return true;
     if (!quiet) {
         log << fmt::format(
             "verify: {} Pareto-front points by Monte Carlo ({} samples each, {} process{})\n",
@@ -96,22 +119,12 @@ bool verify_front(const Experiment& experiment, const DesignSpace& space,
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<double> figures(front.size() * kFigures);
     if (workers == 0) {
-        if (!verify_share(experiment, space, front, 0, 1, stop, figures)) return false;
-    } else {
-        for (std::size_t received = 0; received < workers;) {
-            const Envelope env = receive_polling();
-            if (env.tag != static_cast<int>(Tag::verify)) continue;
-            const auto w = static_cast<std::size_t>(env.source);
-            const auto share = from_bytes<double>(env.bytes);
-            std::size_t j = 0;
-            for (std::size_t k = w - 1; k < front.size() && j + kFigures <= share.size();
-                 k += workers, j += kFigures) {
-                std::copy(share.begin() + static_cast<std::ptrdiff_t>(j),
-                          share.begin() + static_cast<std::ptrdiff_t>(j + kFigures),
-                          figures.begin() + static_cast<std::ptrdiff_t>(k * kFigures));
-            }
-            ++received;
+        for (std::size_t k = 0; k < front.size(); ++k) {
+            if (stop != nullptr && stop->load() != 0) return false;
+            verify_one(experiment, space, front[k], figures.data() + k * kFigures);
         }
+    } else {
+        verify_on_workers(front, workers, figures);
     }
     std::vector<io::VerifiedPoint> rows(front.size());
     double worst_ks = 0, worst_p95 = 0;
@@ -136,24 +149,21 @@ bool verify_front(const Experiment& experiment, const DesignSpace& space,
     return true;
 }
 
-void verify_front_worker(const Experiment& experiment, const DesignSpace& space,
-                         const MpiEnvironment& mpi) {
-    Envelope env;
-    do {
-        env = receive_polling(0);
-    } while (env.tag != static_cast<int>(Tag::verify));
-    const auto front = from_bytes<std::uint64_t>(env.bytes);
-    if (front.empty()) return;
-    const auto workers = static_cast<std::size_t>(mpi.size() - 1);
-    const auto me = static_cast<std::size_t>(mpi.rank() - 1);
-    std::vector<double> figures(front.size() * kFigures);
-    verify_share(experiment, space, front, me, workers, nullptr, figures);
-    std::vector<double> share;
-    for (std::size_t k = me; k < front.size(); k += workers) {
-        share.insert(share.end(), figures.begin() + static_cast<std::ptrdiff_t>(k * kFigures),
-                     figures.begin() + static_cast<std::ptrdiff_t>((k + 1) * kFigures));
+void verify_front_worker(const Experiment& experiment, const DesignSpace& space) {
+    for (;;) {
+        const Envelope env = receive_polling(0);
+        if (env.tag != static_cast<int>(Tag::verify)) continue;
+        if (env.bytes.size() != 2 * sizeof(std::uint64_t)) return;  // released
+        std::uint64_t position = 0, index = 0;
+        std::memcpy(&position, env.bytes.data(), sizeof position);
+        std::memcpy(&index, env.bytes.data() + sizeof position, sizeof index);
+        std::string reply(sizeof position + kFigures * sizeof(double), '\0');
+        std::memcpy(reply.data(), &position, sizeof position);
+        double figures[kFigures];
+        verify_one(experiment, space, index, figures);
+        std::memcpy(reply.data() + sizeof position, figures, sizeof figures);
+        send_bytes(0, static_cast<int>(Tag::verify), reply);
     }
-    send_bytes(0, static_cast<int>(Tag::verify), to_bytes(share));
 }
 
 }  // namespace prism::explorer

@@ -4,10 +4,10 @@
 // points are re-evaluated by Monte Carlo (src/model/evaluate.hpp verify_point, the sweep's
 // random streams) and written to the result file's /verify group (io/verify_store.hpp). The
 // analytic evaluator's known weak spots (interleaved schedules, ZeRO-3 with pipeline stages;
-// README Known limitations) are where a front is worth this check. Under MPI the workers share
-// the points (point k goes to worker 1 + k mod workers) and the master waits without polling a
-// core away; every point's figures depend only on the point, so the file does not depend on
-// the rank count.
+// README Known limitations) are where a front is worth this check. Under MPI the master hands
+// the points out one at a time to whichever worker is free (their cost differs by 10x and more)
+// and waits without polling a core away; every point's figures depend only on the point, so
+// the file does not depend on the rank count.
 
 #include <atomic>
 #include <cstdint>
@@ -32,8 +32,7 @@ bool verify_front(const Experiment& experiment, const DesignSpace& space,
                   const MpiEnvironment& mpi, const std::atomic<int>* stop, std::ostream& log,
                   bool quiet);
 
-/// Worker: waits for the master's list, verifies its share, sends the figures back.
-void verify_front_worker(const Experiment& experiment, const DesignSpace& space,
-                         const MpiEnvironment& mpi);
+/// Worker: verifies the points the master hands out until it is released.
+void verify_front_worker(const Experiment& experiment, const DesignSpace& space);
 
 }  // namespace prism::explorer

@@ -22,8 +22,9 @@ enum class Tag : int {
     result = 3,  ///< worker -> master: ChunkResult (also asks for more work)
     stop = 4,    ///< master -> worker: no more work, leave the loop
     fatal = 5,   ///< worker -> master: a std::string describing an error outside a point
-    /// after the sweep (explorer/front_verification.hpp), master -> worker: the front's indices
-    /// to verify (raw uint64s; empty: nothing); worker -> master: its share's figures
+    /// after the sweep (explorer/front_verification.hpp), master -> worker: a front point to
+    /// verify (its position and index, raw uint64s; empty: released); worker -> master: the
+    /// position and the point's figures (raw)
     verify = 6,
 };
 

@@ -363,7 +363,7 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     }
     if (!master) {
         run_worker(evaluate);
-        if (experiment.evaluation.verify_montecarlo) verify_front_worker(experiment, space, mpi);
+        if (experiment.evaluation.verify_montecarlo) verify_front_worker(experiment, space);
         return kExitOk;
     }
 
