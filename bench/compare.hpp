@@ -9,20 +9,12 @@
 #include <vector>
 
 #include "src/stochastic/step_distribution.hpp"
+#include "src/stochastic/verify.hpp"
 
 namespace prism::bench {
 
-/// Kolmogorov-Smirnov distance between the empirical CDF of `sorted` (ascending) and a CDF
-/// given at those samples (`cdf_at[k]` at sorted[k]).
-inline double ks_to_samples(const std::vector<double>& sorted, const std::vector<double>& cdf_at) {
-    const auto n = static_cast<double>(sorted.size());
-    double ks = 0;
-    for (std::size_t k = 0; k < sorted.size(); ++k) {
-        ks = std::max({ks, std::fabs(cdf_at[k] - static_cast<double>(k) / n),
-                       std::fabs(cdf_at[k] - static_cast<double>(k + 1) / n)});
-    }
-    return ks;
-}
+/// Kolmogorov-Smirnov distance between the empirical CDF of `sorted` and a CDF at its samples.
+using stochastic::ks_to_samples;
 
 /// The analytic p50, p95 and p99 of `d` over the Monte Carlo ones (order statistic
 /// floor(p (n - 1)) of `sorted`).

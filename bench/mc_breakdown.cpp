@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
             stochastic::detail::check_monte_carlo_pruning(model, layout, samples, 2026, i);
         const auto per = [&](std::int64_t n) { return static_cast<double>(n) / samples; };
         std::printf("%3zu %-28s %5zu %9.2f %7.2f %8.2f %7.2f %7.2f %7.1f%%%s\n", i,
-                    bench::label(pt).c_str(), model.pipeline.size(), ms, per(c.drawn),
-                    per(c.bounded), per(c.dag_runs), per(c.extends),
+                    bench::label(pt).c_str(), model.flat().size(), ms, per(c.drawn), per(c.bounded),
+                    per(c.dag_runs), per(c.extends),
                     100.0 * static_cast<double>(c.skipped) / static_cast<double>(c.replicas),
                     c.violations > 0 ? "  PRUNING VIOLATED" : "");
     }

@@ -1,8 +1,10 @@
 #include "explorer/chunk_evaluator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -12,8 +14,9 @@
 
 namespace prism::explorer {
 
-ChunkEvaluator::ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator)
-    : space_(&space), evaluator_(&evaluator) {
+ChunkEvaluator::ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator,
+                               const Pruning* pruning)
+    : space_(&space), evaluator_(&evaluator), pruning_(pruning) {
     if (const char* env = std::getenv("PRISM_FAULT_INJECT_INDICES")) {
         std::stringstream in(env);
         std::string item;
@@ -24,13 +27,36 @@ ChunkEvaluator::ChunkEvaluator(const DesignSpace& space, const Evaluator& evalua
     if (const char* env = std::getenv("PRISM_TEST_POINT_DELAY_MS")) delay_ms_ = std::atof(env);
 }
 
+PointResult ChunkEvaluator::row(const DesignPoint& point, std::uint64_t index,
+                                const ParetoArchive* front) const {
+    const std::uint64_t stream = space_->stream_index(index);
+    if (front != nullptr) {
+        // the deterministic row first: a point that does not fit, or whose bounds the front
+        // dominates, ends there (the same row evaluate() would give an infeasible point)
+        PointResult screened = evaluator_->screen(point, index, stream);
+        if (screened.status != PointStatus::dominated ||
+            front->dominated(pruning_->bounds(screened.values).data())) {
+            return screened;
+        }
+    }
+    return evaluator_->evaluate(point, index, stream, &cache_);
+}
+
 ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
     ChunkResult out;
     out.chunk_id = order.chunk_id;
     out.begin = order.begin;
     out.end = order.end;
+    std::optional<ParetoArchive> front;
+    if (order.prune && pruning_ != nullptr && pruning_->enabled()) {
+        front.emplace(pruning_->archive_of(order.front));
+    }
     io::FilteredCounts filtered;  // in order of first appearance
-    for (std::uint64_t index = order.begin; index < order.end; ++index) {
+    const bool listed = !order.indices.empty();
+    const std::uint64_t count = listed ? order.indices.size() : order.end - order.begin;
+    for (std::uint64_t k = 0; k < count; ++k) {
+        const std::uint64_t index = listed ? order.indices[k] : order.begin + k;
+        if (std::binary_search(order.known.begin(), order.known.end(), index)) continue;
         const auto decoded = space_->decode(index);
         if (decoded.filtered) {
             io::add_filtered(filtered, *decoded.filtered, 1);
@@ -41,8 +67,7 @@ ChunkResult ChunkEvaluator::operator()(const WorkOrder& order) const {
                 throw ModelError("injected failure at index " + std::to_string(index) +
                                  " (PRISM_FAULT_INJECT_INDICES)");
             }
-            out.rows.push_back(
-                evaluator_->evaluate(decoded.point, index, space_->stream_index(index), &cache_));
+            out.rows.push_back(row(decoded.point, index, front ? &*front : nullptr));
             if (delay_ms_ > 0) {
                 std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
             }

@@ -5,6 +5,8 @@
 
 #include "explorer/design_space.hpp"
 #include "explorer/messages.hpp"
+#include "explorer/pareto.hpp"
+#include "explorer/pruning.hpp"
 #include "src/model/evaluate.hpp"
 
 namespace prism::explorer {
@@ -15,15 +17,22 @@ namespace prism::explorer {
 /// few thousand stream indices are reused (StepCache): one per worker, not thread-safe.
 class ChunkEvaluator {
   public:
-    ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator);
+    /// With `pruning`, work orders that ask to prune skip the points their front dominates.
+    ChunkEvaluator(const DesignSpace& space, const Evaluator& evaluator,
+                   const Pruning* pruning = nullptr);
 
     ChunkResult operator()(const WorkOrder& order) const;
 
     const StepCache& step_cache() const noexcept { return cache_; }
 
   private:
+    /// One point's row: in full, or screened first when `front` may prune it.
+    PointResult row(const DesignPoint& point, std::uint64_t index,
+                    const ParetoArchive* front) const;
+
     const DesignSpace* space_;
     const Evaluator* evaluator_;
+    const Pruning* pruning_;
     mutable StepCache cache_;
     /// Fault injection for tests of the failure policy: indices listed in the environment
     /// variable PRISM_FAULT_INJECT_INDICES ("3,17,...") throw as if the model had failed.

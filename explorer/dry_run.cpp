@@ -12,11 +12,55 @@
 #include <fmt/format.h>
 
 #include "explorer/cli.hpp"
+#include "explorer/pruning.hpp"
 
 namespace prism::explorer {
 
+namespace {
+
+/// A pruned sweep's expected share of points skipped: the pilot of a sample (the front of its
+/// points' bounds, at most `kDryPilot` evaluated) against the sample's bounds. A lower bound of
+/// the sweep's share (its pilot is the front of more points). Also the pilot's time.
+struct PruneEstimate {
+    bool on = false;
+    std::size_t sample = 0, pilot = 0;
+    double share = 0, pilot_s = 0, screen_per_point_s = 0;
+};
+
+PruneEstimate estimate_pruning(const Experiment& e, const DesignSpace& space,
+                               const Evaluator& evaluator, const Pruning& pruning) {
+    constexpr std::uint64_t kDryScreened = 20'000;
+    constexpr std::size_t kDryPilot = 256;
+    PruneEstimate est;
+    if (!pruning.enabled()) return est;
+    est.on = true;
+    const PilotProbe probe =
+        probe_pilot(space, evaluator, pruning, kDryScreened, kDryPilot, e.seed, true);
+    est.sample = probe.bounds.size();
+    est.pilot = probe.pilot.size();
+    est.screen_per_point_s = probe.screened ? probe.seconds / probe.screened : 0;
+    std::vector<PointResult> rows;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto i : probe.pilot) {
+        try {
+            rows.push_back(
+                evaluator.evaluate(space.decode(i).point, i, space.stream_index(i), nullptr));
+        } catch (const std::exception&) {
+        }
+    }
+    est.pilot_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Pruning p = pruning;
+    p.set_pilot(rows);
+    std::size_t skipped = 0;
+    for (const auto& [index, b] : probe.bounds) skipped += p.dominated(b) ? 1 : 0;
+    est.share = est.sample ? static_cast<double>(skipped) / static_cast<double>(est.sample) : 0;
+    return est;
+}
+
+}  // namespace
+
 int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& evaluator,
-            int workers) {
+            const Pruning& pruning, int workers) {
     const std::uint64_t n = space.size();
     constexpr std::uint64_t kExact = 2'000'000;
     const bool exact = n <= kExact;
@@ -32,8 +76,14 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
         if (d.filtered) {
             ++filtered[*d.filtered];
         } else {
+            // a uniform sample of the kept points (reservoir): evaluation cost varies over
+            // the space, and its first points are not typical of it
             ++kept;
-            if (feasible_sample.size() < 400) feasible_sample.push_back(index);
+            if (feasible_sample.size() < 400) {
+                feasible_sample.push_back(index);
+            } else if (const std::uint64_t r = rng() % kept; r < 400) {
+                feasible_sample[r] = index;
+            }
         }
     }
     const double filter_s =
@@ -78,9 +128,14 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
     const double shared = static_cast<double>(space.points_per_stream());
     const double per_point_sweep = per_hit + (per_point - per_hit) / shared;
     const double filter_per_point = probes ? filter_s / probes : 0;
+    const PruneEstimate prune = estimate_pruning(e, space, evaluator, pruning);
+    // pruned: every point screened (the deterministic model), the share not skipped evaluated
+    const double evaluated_share = prune.on ? 1.0 - prune.share : 1.0;
     const double total_s =
-        (kept_total * per_point_sweep + static_cast<double>(n) * filter_per_point) /
-        std::max(1, workers);
+        (kept_total * (per_point_sweep * evaluated_share + prune.screen_per_point_s) +
+         static_cast<double>(n) * filter_per_point) /
+            std::max(1, workers) +
+        prune.pilot_s;
 
     std::cout << fmt::format("experiment     {}\n", e.name);
     std::cout << fmt::format("space size     {} points ({} dimensions)\n", n,
@@ -108,6 +163,14 @@ int dry_run(const Experiment& e, const DesignSpace& space, const Evaluator& eval
             "shared steps   {:.0f} points per step-time distribution (learning_rate, "
             "checkpoint_interval): {:.3g} ms per point in the sweep\n",
             shared, per_point_sweep * 1e3);
+    }
+    if (prune.on) {
+        std::cout << fmt::format(
+            "pruning        expected share skipped >= {:.1f}% (points whose bounds the front of "
+            "a pilot dominates; pilot of {} points from a sample of {}, {:.2g} s)\n",
+            100 * prune.share, prune.pilot, prune.sample, prune.pilot_s);
+    } else if (e.evaluation.prune && !e.objectives.empty()) {
+        std::cout << fmt::format("pruning        off: {}\n", pruning.off_reason());
     }
     std::cout << fmt::format("estimated run  {:.1f} s with {} worker{}\n", total_s, workers,
                              workers == 1 ? "" : "s");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "explorer/design_space.hpp"
+#include "explorer/pruning.hpp"
 #include "src/model/evaluate.hpp"
 #include "src/model/spec.hpp"
 
@@ -12,8 +13,9 @@ inline constexpr double kDryRunSampleBudgetS = 10.0;
 
 /// `prism sweep --dry-run`: the space size, what the filters keep (exactly up to 2 million
 /// points, else from 200,000 random probes), and the run time estimated from a timed sample.
-/// Prints to stdout; returns the exit code.
+/// With pruning on, also the expected share of points skipped (a pilot on a sample). Prints to
+/// stdout; returns the exit code.
 int dry_run(const Experiment& experiment, const DesignSpace& space, const Evaluator& evaluator,
-            int workers);
+            const Pruning& pruning, int workers);
 
 }  // namespace prism::explorer

@@ -24,16 +24,33 @@ enum class Tag : int {
     fatal = 5,   ///< worker -> master: a std::string describing an error outside a point
     exit = 6,    ///< master -> worker, after `stop` and after the file is closed: the job's exit
                  ///< status (decimal text), so that every rank returns the same one
+    /// after the sweep (explorer/front_verification.hpp), master -> worker: a front point to
+    /// verify (its position and index, raw uint64s; empty: released); worker -> master: the
+    /// position and the point's figures (raw)
+    verify = 7,
 };
 
 struct WorkOrder {
+    WorkOrder() = default;
+    WorkOrder(std::uint64_t chunk, std::uint64_t first, std::uint64_t last)
+        : chunk_id(chunk), begin(first), end(last) {}
+
     std::uint64_t chunk_id = 0;
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
+    /// Exactly these indices, each evaluated in full (a pruned sweep's pilot; begin and end are
+    /// then unused); empty: the range [begin, end).
+    std::vector<std::uint64_t> indices;
+    /// Prune (explorer/pruning.hpp): a point whose objectives' bounds `front` (evaluated
+    /// points' objective vectors, flat) dominates gets its `dominated` row, not evaluated.
+    bool prune = false;
+    std::vector<double> front;
+    /// Indices of the range the master already holds full rows for (the pilot's): no row.
+    std::vector<std::uint64_t> known;
 
     template <class Archive>
     void serialize(Archive& ar, unsigned /*version*/) {
-        ar& chunk_id& begin& end;
+        ar& chunk_id& begin& end& indices& prune& front& known;
     }
 };
 

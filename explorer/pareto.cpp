@@ -240,6 +240,28 @@ bool ParetoArchive::insert2(std::uint64_t index, double f0, double f1) {
     return true;
 }
 
+bool ParetoArchive::dominated(const double* values) const {
+    const std::size_t k = maximize_.size();
+    std::vector<double> v(k);
+    for (std::size_t j = 0; j < k; ++j) {
+        if (std::isnan(values[j])) return false;
+        v[j] = maximize_[j] ? -values[j] : values[j];
+    }
+    if (k == 2) {
+        // the member with the greatest f0 <= v0 has the least f1 among those (insert2)
+        constexpr double inf = std::numeric_limits<double>::infinity();
+        constexpr std::uint64_t last = std::numeric_limits<std::uint64_t>::max();
+        auto after = front2_.upper_bound(Point2{v[0], inf, last});
+        if (after == front2_.begin()) return false;
+        const Point2& q = *std::prev(after);
+        return q.f1 < v[1] || (q.f1 == v[1] && q.f0 < v[0]);
+    }
+    for (std::size_t i = 0; i < indicesk_.size(); ++i) {
+        if (dominates(frontk_.data() + i * k, v.data(), k)) return true;
+    }
+    return false;
+}
+
 bool ParetoArchive::insertk(std::uint64_t index, const std::vector<double>& minimized) {
     const std::size_t k = maximize_.size();
     const double* v = minimized.data();

@@ -45,6 +45,11 @@ class ParetoArchive {
     bool insert(std::uint64_t index, const double* values);
     bool insert(std::uint64_t index, const std::vector<double>& values);
 
+    /// Whether some member dominates the vector `values` (num_objectives() entries, not
+    /// negated; false when one is NaN): exactly when some row inserted so far dominates it
+    /// (a dominated row is dominated by a member too). O(log |front|) for two objectives.
+    bool dominated(const double* values) const;
+
     /// Inserts every row of `other` (same objectives; throws prism::Error otherwise): merging
     /// per-worker archives gives the archive of all their rows.
     void merge(const ParetoArchive& other);

@@ -10,6 +10,7 @@
 #include "explorer/table.hpp"
 #include "io/experiment_loader.hpp"
 #include "io/result_store.hpp"
+#include "io/verify_store.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::explorer {
@@ -68,6 +69,34 @@ std::vector<TableColumn> table_columns(const Loaded& data,
     return cols;
 }
 
+/// The /verify table (`[evaluation] verify = "montecarlo"`): per front point, the KS distance and
+/// the analytic and Monte Carlo mean, p95 and p99 with their relative difference.
+void print_verification(const std::vector<io::VerifiedPoint>& rows, std::ostream& out) {
+    if (rows.empty()) return;
+    const int samples = rows.front().verification.samples;
+    out << fmt::format(
+        "\nMonte Carlo verification of the front ({} points, {} samples each; diff = analytic / "
+        "Monte Carlo - 1)\n",
+        rows.size(), samples);
+    std::vector<TableColumn> cols{{"index", "", Align::right, 4}, {"ks", "1", Align::right, 3}};
+    for (const char* q : {"mean", "p95", "p99"}) {
+        cols.push_back({fmt::format("{}_analytic", q), "s", Align::right, 5});
+        cols.push_back({fmt::format("{}_mc", q), "s", Align::right, 5});
+        cols.push_back({fmt::format("{}_diff", q), "%", Align::right, 2});
+    }
+    std::vector<std::vector<Cell>> lines;
+    const auto percent = [](double a, double m) { return 100 * (a / m - 1); };
+    for (const auto& r : rows) {
+        const auto& v = r.verification;
+        lines.push_back({Cell(r.index), Cell(v.ks), Cell(v.analytic_mean_s), Cell(v.mc_mean_s),
+                         Cell(percent(v.analytic_mean_s, v.mc_mean_s)), Cell(v.analytic_p95_s),
+                         Cell(v.mc_p95_s), Cell(percent(v.analytic_p95_s, v.mc_p95_s)),
+                         Cell(v.analytic_p99_s), Cell(v.mc_p99_s),
+                         Cell(percent(v.analytic_p99_s, v.mc_p99_s))});
+    }
+    out << format_table(cols, lines);
+}
+
 }  // namespace
 
 void print_report(const std::string& path, const ReportOptions& options, std::ostream& out) {
@@ -122,8 +151,12 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
     std::size_t ok = 0;
     std::size_t infeasible = 0;
     std::size_t failed = 0;
+    std::size_t dominated = 0;
     for (auto s : data.status) {
-        (s == PointStatus::ok ? ok : s == PointStatus::infeasible ? infeasible : failed)++;
+        (s == PointStatus::ok           ? ok
+         : s == PointStatus::infeasible ? infeasible
+         : s == PointStatus::dominated  ? dominated
+                                        : failed)++;
     }
     std::uint64_t filtered = 0;
     const auto filtered_by = reader.filtered();
@@ -134,8 +167,17 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
                        h.experiment_sha256.substr(0, 12), h.seed);
     out << fmt::format("status      {} ({} of {} indices processed; prism {})\n", h.status,
                        h.next_index, h.space_size, h.program_version);
-    out << fmt::format("points      {} evaluated: {} ok, {} infeasible, {} failed; {} filtered\n",
-                       data.index.size(), ok, infeasible, failed, filtered);
+    if (dominated > 0) {
+        // dominated: deterministic metrics only (their bounds dominated by the pilot's front)
+        out << fmt::format(
+            "points      {} evaluated: {} ok, {} dominated, {} infeasible, {} failed; {} "
+            "filtered\n",
+            data.index.size(), ok, dominated, infeasible, failed, filtered);
+    } else {
+        out << fmt::format(
+            "points      {} evaluated: {} ok, {} infeasible, {} failed; {} filtered\n",
+            data.index.size(), ok, infeasible, failed, filtered);
+    }
     for (const auto& [reason, count] : filtered_by) {
         out << fmt::format("  filtered  {:>10}  {}\n", count, reason);
     }
@@ -170,6 +212,10 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
                                rows.size());
             out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
         }
+    }
+
+    if (options.show_front) {
+        if (const auto verified = io::read_verification(path)) print_verification(*verified, out);
     }
 
     std::string sort = options.sort_metric;

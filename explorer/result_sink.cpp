@@ -1,6 +1,9 @@
 #include "explorer/result_sink.hpp"
 
 #include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
 
 #include "src/common/error.hpp"
 #include "src/model/design_space.hpp"
@@ -173,6 +176,16 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
             writer_.add_failure(row.index, row.reason);
             ++failures_;
         }
+        if (row.status == PointStatus::dominated) ++dominated_;
+        if (pruning_ != nullptr && row.status == PointStatus::ok && !pruning_->violated() &&
+            !pruning_->check(row)) {
+            const auto& [index, what] = pruning_->violation();
+            std::cerr << fmt::format(
+                "prism: warning: point {} ({}): {}: the bounds pruning relies on do not hold "
+                "here, so pruning stops; points skipped before it may be missing from the front "
+                "(run again with [evaluation] prune = false)\n",
+                index, describe_point(*experiment_, space_->decode(index).point), what);
+        }
         if (row.status == PointStatus::ok && !objective_metric_.empty()) {
             std::vector<double> objectives;
             for (int k : objective_metric_) objectives.push_back(row.values[k]);
@@ -183,8 +196,23 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
     rows_written_ += n;
 }
 
+void ResultSink::set_pruning(Pruning* pruning, std::map<std::uint64_t, PointResult> pilot_rows) {
+    pruning_ = pruning;
+    pilot_rows_ = std::move(pilot_rows);
+}
+
 void ResultSink::consume(ChunkResult&& chunk) {
     if (abort_failure_) return;  // nothing after the failing point is recorded
+    if (!pilot_rows_.empty()) {
+        // the pilot's rows of this range, which its work order told the worker it need not send
+        const auto first = pilot_rows_.lower_bound(chunk.begin);
+        const auto last = pilot_rows_.lower_bound(chunk.end);
+        if (first != last) {
+            for (auto it = first; it != last; ++it) chunk.rows.push_back(it->second);
+            std::sort(chunk.rows.begin(), chunk.rows.end(),
+                      [](const PointResult& a, const PointResult& b) { return a.index < b.index; });
+        }
+    }
     if (experiment_->on_error == Experiment::OnError::abort) {
         const auto bad = std::find_if(chunk.rows.begin(), chunk.rows.end(), [](const auto& r) {
             return r.status == PointStatus::failed;

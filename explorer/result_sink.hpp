@@ -11,6 +11,7 @@
 
 #include "explorer/design_space.hpp"
 #include "explorer/pareto.hpp"
+#include "explorer/pruning.hpp"
 #include "explorer/sweep_engine.hpp"
 #include "io/result_store.hpp"
 #include "src/model/spec.hpp"
@@ -40,11 +41,17 @@ class ResultSink : public ResultConsumer {
     /// Returns the front's indices.
     std::vector<std::uint64_t> finish(const std::string& status);
 
+    /// Pruning (explorer/pruning.hpp): the pilot's full rows, which chunks leave out (their
+    /// work orders name them `known`) and the sink puts back at their index; every evaluated
+    /// row is checked against its bounds (a broken bound turns pruning off and is reported).
+    void set_pruning(Pruning* pruning, std::map<std::uint64_t, PointResult> pilot_rows);
+
     std::uint64_t rows_written() const noexcept { return rows_written_; }
     /// Rows the file holds for sure (its last commit).
     std::uint64_t committed_rows() const { return writer_.header().rows_committed; }
     /// Every index below it is in the file (committed): where the sweep starts.
     std::uint64_t next_index() const { return writer_.next_index(); }
+    std::uint64_t dominated() const noexcept { return dominated_; }
     std::uint64_t failures() const noexcept { return failures_; }
     const io::FilteredCounts& filtered() const noexcept { return filtered_; }
 
@@ -62,6 +69,9 @@ class ResultSink : public ResultConsumer {
     std::optional<std::pair<std::uint64_t, std::string>> abort_failure_;
     std::uint64_t rows_written_ = 0;
     std::uint64_t failures_ = 0;
+    std::uint64_t dominated_ = 0;
+    Pruning* pruning_ = nullptr;
+    std::map<std::uint64_t, PointResult> pilot_rows_;
 };
 
 /// Objectives as Pareto `maximize` flags.

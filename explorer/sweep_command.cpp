@@ -9,8 +9,12 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -18,7 +22,9 @@
 #include "explorer/cli.hpp"
 #include "explorer/design_space.hpp"
 #include "explorer/dry_run.hpp"
+#include "explorer/front_verification.hpp"
 #include "explorer/progress.hpp"
+#include "explorer/pruning.hpp"
 #include "explorer/report.hpp"
 #include "explorer/result_commands.hpp"
 #include "explorer/result_sink.hpp"
@@ -34,6 +40,10 @@
 namespace prism::explorer {
 
 namespace {
+
+/// Points screened for a pruned sweep's pilot, and the most points it evaluates.
+constexpr std::uint64_t kPilotScreened = 50'000;
+constexpr std::size_t kPilotPoints = 4096;
 
 int broadcast_int(int value) {
     PRISM_MPI_CHECK(MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -167,9 +177,57 @@ int open_results(const SweepOptions& options, const Experiment& experiment,
     return kExitOk;
 }
 
+/// Pruning (explorer/pruning.hpp): the pilot (the front of the points' bounds) is evaluated
+/// first, then its front decides which points of the range are evaluated.
+void set_up_pruning(const SweepOptions& options, const Experiment& experiment,
+                    const DesignSpace& space, const Evaluator& evaluator, Pruning& pruning,
+                    ResultSink& sink, EngineOptions& engine) {
+    if (!pruning.enabled()) {
+        if (!options.quiet && experiment.evaluation.prune && !experiment.objectives.empty()) {
+            std::cerr << fmt::format("pruning: off: {}\n", pruning.off_reason());
+        }
+        return;
+    }
+    const PilotProbe probe = probe_pilot(space, evaluator, pruning, kPilotScreened, kPilotPoints,
+                                         experiment.seed, false);
+    engine.pilot = probe.pilot;
+    // shared by the engine's callbacks, which outlive this function
+    struct PilotState {
+        std::map<std::uint64_t, PointResult> rows;
+        std::vector<double> front;
+        bool front_ready = false;
+    };
+    auto state = std::make_shared<PilotState>();
+    engine.pilot_result = [state](ChunkResult&& r) {
+        for (auto& row : r.rows) state->rows[row.index] = std::move(row);
+    };
+    engine.prepare = [state, &pruning, &sink](WorkOrder& order) {
+        if (!state->front_ready) {
+            std::vector<PointResult> rows;
+            for (const auto& [index, row] : state->rows) rows.push_back(row);
+            pruning.set_pilot(rows);
+            state->front = pruning.front_values();
+            sink.set_pruning(&pruning, state->rows);
+            state->front_ready = true;
+        }
+        order.prune = !pruning.violated();
+        if (order.prune) order.front = state->front;
+        for (auto it = state->rows.lower_bound(order.begin);
+             it != state->rows.end() && it->first < order.end; ++it) {
+            order.known.push_back(it->first);
+        }
+    };
+    if (!options.quiet) {
+        std::cerr << fmt::format(
+            "pruning: a pilot of {} points (the front of {} points' bounds{}) first\n",
+            probe.pilot.size(), probe.screened, probe.whole_space ? "" : ", a sample");
+    }
+}
+
 /// Stage 3 (rank 0): the engine, alone or as master, with progress.
 EngineReport run_engine(const SweepOptions& options, int ranks, const DesignSpace& space,
-                        const ChunkFunction& evaluate, ResultSink& sink, std::uint64_t begin) {
+                        const ChunkFunction& evaluate, ResultSink& sink, std::uint64_t begin,
+                        const std::function<void(EngineOptions&)>& configure) {
     const bool terminal = !options.quiet && isatty(STDERR_FILENO) == 1;
     const auto clock0 = std::chrono::steady_clock::now();
     Progress progress(
@@ -196,6 +254,7 @@ EngineReport run_engine(const SweepOptions& options, int ranks, const DesignSpac
         std::cerr << fmt::format("resuming {} at index {} of {}\n", options.output_path, begin,
                                  space.size());
     }
+    configure(engine);
     EngineReport report =
         ranks > 1 ? run_master(engine, ranks - 1, sink) : run_serial(engine, evaluate, sink);
     if (!options.quiet) progress.finish();
@@ -205,7 +264,7 @@ EngineReport run_engine(const SweepOptions& options, int ranks, const DesignSpac
 /// Stage 4 (rank 0): what the run's outcome means for the user, the file and the exit status;
 /// finishes the file (Pareto front, filtered counts, status) unless a write failed.
 int conclude(const SweepOptions& options, const Experiment& experiment, const DesignSpace& space,
-             const EngineReport& report, ResultSink& sink) {
+             const EngineReport& report, ResultSink& sink, std::vector<std::uint64_t>& front) {
     const std::string& path = options.output_path;
     if (report.consumer_error) {
         print_write_error(report.consumer_error, path, sink.committed_rows());
@@ -237,9 +296,32 @@ int conclude(const SweepOptions& options, const Experiment& experiment, const De
                                  report.next_index, space.size());
     }
     try {
-        sink.finish(file_status);
+        front = sink.finish(file_status);
     } catch (const Error&) {
         print_write_error(std::current_exception(), path, sink.committed_rows());
+        return kExitError;
+    }
+    return code;
+}
+
+/// Stage 5 (rank 0, `[evaluation] verify = "montecarlo"`): the front of a complete sweep by
+/// Monte Carlo into /verify (explorer/front_verification.hpp); with any other outcome the
+/// workers are only released. Returns the job's exit status.
+int verify_the_front(const SweepOptions& options, const Experiment& experiment,
+                     const DesignSpace& space, std::vector<std::uint64_t> front, int code,
+                     MpiEnvironment& mpi) {
+    if (code != kExitOk) front.clear();
+    try {
+        if (!verify_front(experiment, space, front, options.output_path, mpi, &stop_signal(),
+                          std::cerr, options.quiet)) {
+            std::cerr << "prism: verification stopped by a signal; the sweep's results are "
+                         "complete, /verify was not written (run again with --resume to "
+                         "verify)\n";
+            return kExitInterrupted;
+        }
+    } catch (const Error& e) {
+        print_error(e.what());
+        if (mpi.size() > 1) mpi.abort(kExitError);
         return kExitError;
     }
     return code;
@@ -252,9 +334,9 @@ void print_summary(const EngineReport& report, const ResultSink& sink, std::uint
     for (const auto& [reason, count] : sink.filtered()) filtered += count;
     std::cout << fmt::format(
         "processed {} points in {:.2f} s ({:.0f} points/s, {} worker{}); rows {}, filtered {}, "
-        "failed {}\n",
+        "failed {}, dominated {}\n",
         report.next_index - begin, report.wall_s, points / std::max(report.wall_s, 1e-9), workers,
-        workers == 1 ? "" : "s", sink.rows_written(), filtered, sink.failures());
+        workers == 1 ? "" : "s", sink.rows_written(), filtered, sink.failures(), sink.dominated());
     if (workers > 1 || report.wall_s > 0) {
         rusage usage{};
         getrusage(RUSAGE_SELF, &usage);
@@ -329,11 +411,13 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
 
     const DesignSpace space(experiment);
     const Evaluator evaluator(experiment);
-    const ChunkEvaluator chunk_evaluator(space, evaluator);
+    Pruning pruning(experiment, evaluator.schema());
+    const ChunkEvaluator chunk_evaluator(space, evaluator, &pruning);
     const ChunkFunction evaluate = [&](const WorkOrder& order) { return chunk_evaluator(order); };
+    const int workers = std::max(1, ranks - 1);
     if (options.dry_run) {
         if (master) restore_stop_signals();  // nothing to keep: a signal ends it at once
-        return master ? dry_run(experiment, space, evaluator, std::max(1, ranks - 1)) : kExitOk;
+        return master ? dry_run(experiment, space, evaluator, pruning, workers) : kExitOk;
     }
 
     // The master claims and opens the file before any work is handed out; workers learn
@@ -346,13 +430,26 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     } else if (status != kExitOk) {
         return status;
     }
-    if (!master) return run_worker(evaluate);
+    const bool verify = experiment.evaluation.verify_montecarlo;
+    if (!master) {
+        // after the sweep, the front's verification (the master releases the workers with an
+        // empty front when there is nothing to verify)
+        return run_worker(evaluate, [&] {
+            if (verify) verify_front_worker(experiment, space);
+        });
+    }
 
     const std::uint64_t begin = sink->next_index();
-    const EngineReport report = run_engine(options, ranks, space, evaluate, *sink, begin);
-    const int code = conclude(options, experiment, space, report, *sink);
+    const EngineReport report =
+        run_engine(options, ranks, space, evaluate, *sink, begin, [&](EngineOptions& engine) {
+            set_up_pruning(options, experiment, space, evaluator, pruning, *sink, engine);
+        });
+    std::vector<std::uint64_t> front;
+    int code = conclude(options, experiment, space, report, *sink, front);
+    if (verify && !report.workers_still_busy)
+        code = verify_the_front(options, experiment, space, front, code, mpi);
     if (!options.quiet && !report.consumer_error) {
-        print_summary(report, *sink, begin, static_cast<std::uint64_t>(std::max(1, ranks - 1)));
+        print_summary(report, *sink, begin, static_cast<std::uint64_t>(workers));
         if (code == kExitOk) {
             ReportOptions ropt;
             ropt.top = 5;
@@ -369,7 +466,7 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
         // test program; 1 of 40 for prism), while MPI_Abort's code came back in 40 of 40. So a
         // sweep stopped by a signal ends, its file closed, with MPI_Abort(3), and MPICH adds
         // its one line "Abort(3) on node 0 ...".
-        if (code != kExitOk && report.stop_signal != 0) {
+        if (code != kExitOk && stop_signal().load() != 0) {
             std::cerr.flush();
             std::cout.flush();
             mpi.abort(code);

@@ -63,6 +63,15 @@ class OrderedSink {
     Clock::time_point last_flush_ = Clock::now();
 };
 
+/// Pilot work orders carry this bit in their id (range chunks count from 0).
+constexpr std::uint64_t kPilotChunk = std::uint64_t{1} << 63;
+
+WorkOrder pilot_order(const EngineOptions& options, std::size_t k) {
+    WorkOrder order(kPilotChunk | k, 0, 0);
+    order.indices = {options.pilot[k]};
+    return order;
+}
+
 EngineOutcome outcome_of(const ResultConsumer& consumer, std::uint64_t next, std::uint64_t end) {
     if (consumer.abort_requested()) return EngineOutcome::aborted;
     return next >= end ? EngineOutcome::complete : EngineOutcome::interrupted;
@@ -85,12 +94,18 @@ EngineReport run_serial(const EngineOptions& options, const ChunkFunction& evalu
     OrderedSink sink(options, consumer);
     EngineReport report;
     try {
+        for (std::size_t k = 0; k < options.pilot.size(); ++k) {
+            if (watch.signal() != 0 || watch.time_up()) break;
+            options.pilot_result(evaluate(pilot_order(options, k)));
+        }
         while (true) {
             if (watch.signal() != 0 || watch.time_up() || consumer.abort_requested()) break;
             const auto chunk = scheduler.next();
             if (!chunk) break;
             const auto t0 = Clock::now();
-            ChunkResult result = evaluate(WorkOrder{chunk->id, chunk->begin, chunk->end});
+            WorkOrder order(chunk->id, chunk->begin, chunk->end);
+            if (options.prepare) options.prepare(order);
+            ChunkResult result = evaluate(order);
             scheduler.record(*chunk, seconds_since(t0));
             sink.add(std::move(result));
         }
@@ -118,19 +133,29 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
     Clock::time_point stop_time{};
     std::string fatal;
     std::exception_ptr consumer_error;
-    auto stop = [&] {
-        if (stopping) return;
-        stopping = true;
-        stop_time = Clock::now();
-        scheduler.stop();
-    };
+    std::size_t pilot_next = 0;  // the pilot's orders go out first, one index each
+    int pilot_in_flight = 0;
+    std::vector<int> waiting;  // workers with nothing to do until the pilot is back
 
     auto assign = [&](int worker) {
+        if (!stopping && pilot_next < options.pilot.size()) {
+            send_bytes(worker, static_cast<int>(Tag::work),
+                       serialize_message(pilot_order(options, pilot_next++)));
+            busy[worker] = true;
+            ++in_flight;
+            ++pilot_in_flight;
+            return;
+        }
+        if (!stopping && pilot_in_flight > 0) {
+            waiting.push_back(worker);
+            return;
+        }
         std::optional<Chunk> chunk;
         if (!stopping) chunk = scheduler.next();
         if (chunk) {
-            send_bytes(worker, static_cast<int>(Tag::work),
-                       serialize_message(WorkOrder{chunk->id, chunk->begin, chunk->end}));
+            WorkOrder order(chunk->id, chunk->begin, chunk->end);
+            if (options.prepare) options.prepare(order);
+            send_bytes(worker, static_cast<int>(Tag::work), serialize_message(order));
             busy[worker] = true;
             ++in_flight;
         } else {
@@ -138,6 +163,16 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
             busy[worker] = false;
             --active;
         }
+    };
+    // Stop handing out work; the workers waiting for the pilot are sent `stop` at once.
+    auto stop = [&] {
+        if (stopping) return;
+        stopping = true;
+        stop_time = Clock::now();
+        scheduler.stop();
+        const std::vector<int> idle = std::move(waiting);
+        waiting.clear();
+        for (const int w : idle) assign(w);
     };
 
     std::chrono::microseconds sleep(20);
@@ -159,9 +194,21 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
         if (tag == Tag::result) {
             ChunkResult result;
             deserialize_message(message->bytes, result);
-            scheduler.record(Chunk{result.chunk_id, result.begin, result.end}, result.seconds);
             busy[message->source] = false;
             --in_flight;
+            if ((result.chunk_id & kPilotChunk) != 0) {
+                --pilot_in_flight;
+                if (!stopping) options.pilot_result(std::move(result));
+                assign(message->source);
+                if (pilot_in_flight == 0 && pilot_next == options.pilot.size()) {
+                    // the pilot is back: the range for everyone waiting
+                    const std::vector<int> now = std::move(waiting);
+                    waiting.clear();
+                    for (const int w : now) assign(w);
+                }
+                continue;
+            }
+            scheduler.record(Chunk{result.chunk_id, result.begin, result.end}, result.seconds);
             if (!consumer_error) {
                 try {
                     sink.add(std::move(result));
@@ -253,8 +300,9 @@ void work(const ChunkFunction& evaluate) {
 
 }  // namespace
 
-int run_worker(const ChunkFunction& evaluate) {
+int run_worker(const ChunkFunction& evaluate, const std::function<void()>& after_work) {
     work(evaluate);
+    if (after_work) after_work();
     // The master sends the exit status once its file is closed.
     while (true) {
         const Envelope message = receive_polling(0);

@@ -41,6 +41,13 @@ struct EngineOptions {
     /// A worker reported for duty: its rank and "pid P on host H" (MPICH names a rank it kills
     /// by pid only).
     std::function<void(int rank, const std::string& where)> worker_ready;
+    /// Adds to each work order before it goes out (a pruned sweep's current front).
+    std::function<void(WorkOrder&)> prepare;
+    /// Indices evaluated first, in full, one work order each (a pruned sweep's pilot,
+    /// explorer/pruning.hpp): their results go to `pilot_result`, not to the consumer, and the
+    /// range starts once all are back.
+    std::vector<std::uint64_t> pilot;
+    std::function<void(ChunkResult&&)> pilot_result;
 };
 
 enum class EngineOutcome { complete, interrupted, aborted, worker_failed };
@@ -67,9 +74,10 @@ EngineReport run_serial(const EngineOptions& options, const ChunkFunction& evalu
 /// Rank 0 of an MPI job with `workers` >= 1 workers (ranks 1..workers).
 EngineReport run_master(const EngineOptions& options, int workers, ResultConsumer& consumer);
 
-/// Ranks >= 1: ask for work, evaluate, send results, until told to stop; then wait for the
-/// job's exit status from the master (send_exit_status) and return it.
-int run_worker(const ChunkFunction& evaluate);
+/// Ranks >= 1: ask for work, evaluate, send results, until told to stop; then `after_work`
+/// (the front's verification, explorer/front_verification.hpp), if any; then wait for the job's
+/// exit status from the master (send_exit_status) and return it.
+int run_worker(const ChunkFunction& evaluate, const std::function<void()>& after_work = {});
 
 /// Rank 0, once the result file is closed: tells every worker (all have been sent `stop`) the
 /// exit status of the job, which they return, so that the launcher sees the same status from

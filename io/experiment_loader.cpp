@@ -587,7 +587,7 @@ void parse_constraints(const toml::table& table, Constraints& constraints) {
 void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
     check_keys(table, "evaluation",
                {"method", "samples", "slow_deltas", "histogram", "histogram_bins", "sensitivity",
-                "grid_points"});
+                "grid_points", "prune", "verify"});
     if (const toml::node* n = table.get("method")) {
         evaluation.method =
             as_choice(*n, "evaluation.method", {"analytic", "montecarlo"}) == "analytic"
@@ -618,6 +618,18 @@ void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
             fail_at(*n, fmt::format("evaluation.grid_points: value {} must be <= 4097", points));
         }
         evaluation.grid_points = static_cast<int>(points);
+    }
+    if (const toml::node* n = table.get("prune")) {
+        evaluation.prune = as_bool(*n, "evaluation.prune");
+    }
+    if (const toml::node* n = table.get("verify")) {
+        evaluation.verify_montecarlo =
+            as_choice(*n, "evaluation.verify", {"none", "montecarlo"}) == "montecarlo";
+        if (evaluation.verify_montecarlo && evaluation.method == Method::montecarlo) {
+            fail_at(*n,
+                    "evaluation.verify: \"montecarlo\" re-evaluates an analytic sweep's "
+                    "front; the method is already montecarlo");
+        }
     }
 }
 

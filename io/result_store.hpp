@@ -7,7 +7,7 @@
 //                          experiment_name, experiment_toml, experiment_sha256, seed, space_size,
 //                          status, next_index, rows_committed, created, updated
 //   /points/index          uint64   design-space index, increasing
-//   /points/status         enum {ok, infeasible, failed} (values of prism::PointStatus)
+//   /points/status         enum {ok, infeasible, failed, dominated} (values of PointStatus)
 //   /points/reason_id      int32    row of /reasons, -1 = none
 //   /points/<column>       int64 | float64 | enum (uint8 base), one per declared ColumnSpec
 //   /metrics/<metric>      float64, one per MetricSchema entry; rows aligned with /points

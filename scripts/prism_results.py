@@ -26,7 +26,7 @@ import numpy as np
 
 FORMAT = "prism-results"
 FORMAT_VERSIONS = (1, 2)
-STATUS_LABELS = ("ok", "infeasible", "failed")
+STATUS_LABELS = ("ok", "infeasible", "failed", "dominated")
 
 
 class ResultFileError(Exception):

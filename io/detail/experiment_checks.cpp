@@ -124,6 +124,11 @@ void check_limits(const toml::table& root, const Experiment& e) {
 }  // namespace
 
 void check_experiment(const toml::table& root, const Experiment& experiment) {
+    if (experiment.evaluation.verify_montecarlo && experiment.objectives.empty()) {
+        fail_at(*root["evaluation"]["verify"].node(),
+                "evaluation.verify: \"montecarlo\" verifies the Pareto front; it needs "
+                "[objectives]");
+    }
     check_limits(root, experiment);
     check_baseline(root, experiment);
     check_step_count(root, experiment);

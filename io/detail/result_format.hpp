@@ -17,7 +17,7 @@
 
 namespace prism::io::detail {
 
-inline const std::vector<std::string> kStatusLabels = {"ok", "infeasible", "failed"};
+inline const std::vector<std::string> kStatusLabels = {"ok", "infeasible", "failed", "dominated"};
 inline const std::vector<std::string> kValidStatus = {"running", "interrupted", "complete",
                                                       "failed"};
 inline constexpr const char* kHistogram = "step_time";

@@ -303,6 +303,31 @@ bool same_steps(const DesignPoint& a, const DesignPoint& b) {
 
 }  // namespace
 
+PointResult Evaluator::screen(const DesignPoint& point, std::uint64_t index,
+                              std::uint64_t stream_index) const {
+    PointResult result;
+    result.index = index;
+    const DeterministicResult det = evaluate_deterministic(*experiment_, point);
+    const Experiment& e = *experiment_;
+    RowBuilder row(nullptr, &result.values);
+    result.values.reserve(schema_.size());
+    std::optional<std::string> infeasible;
+    if (!det.feasible) {
+        infeasible = det.reason;
+    } else if (cotune_) {
+        std::vector<double> ramp_ratios;
+        infeasible = detail::ramp_step_time_ratios(e, *cotune_, point, det, ramp_ratios);
+    }
+    build_row(e, point, &det, nullptr, baseline_step_s_, stream_index, row, false);
+    if (infeasible) {
+        result.status = PointStatus::infeasible;
+        result.reason = *infeasible;
+    } else {
+        result.status = PointStatus::dominated;
+    }
+    return result;
+}
+
 PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
                                 std::uint64_t stream_index, StepCache* cache) const {
     PointResult result;
@@ -373,6 +398,15 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
                          " values for a schema of " + std::to_string(schema_.size()));
     }
     return result;
+}
+
+stochastic::Verification verify_point(const Experiment& e, const DesignPoint& point,
+                                      std::uint64_t stream_index) {
+    const DeterministicResult det = evaluate_deterministic(e, point);
+    if (!det.feasible) throw ModelError("verify: the point does not fit: " + det.reason);
+    const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(point.hardware));
+    return stochastic::verify_monte_carlo(det.profile, point, hw, e.cluster, e.variability,
+                                          e.evaluation, e.seed, stream_index);
 }
 
 }  // namespace prism

@@ -11,6 +11,7 @@
 #include "src/model/metrics.hpp"
 #include "src/model/spec.hpp"
 #include "src/stochastic/step_distribution.hpp"
+#include "src/stochastic/verify.hpp"
 
 namespace prism {
 
@@ -18,7 +19,7 @@ namespace prism {
 /// the same experiment and seed give the same results only under the same model version, so
 /// `--resume` refuses a file made under another. Bump it whenever an evaluator's output for a
 /// given point changes (grids, approximations, random streams).
-inline constexpr const char* kModelVersion = "2026.11.26.3";
+inline constexpr const char* kModelVersion = "2026.11.27.1";
 
 /// The metrics `Evaluator::evaluate` fills for this experiment, in order (depends on the
 /// evaluation settings: slow-step deltas, run deadlines, sensitivity on/off).
@@ -72,11 +73,25 @@ class Evaluator {
     PointResult evaluate(const DesignPoint& point, std::uint64_t index, std::uint64_t stream_index,
                          StepCache* cache) const;
 
+    /// The deterministic part of evaluate(): for a point that does not fit, its final
+    /// (infeasible) row; otherwise the row of a `dominated` point (deterministic metrics, the
+    /// stochastic ones NaN), from which the objectives' bounds follow (bounds.hpp) and which a
+    /// sweep keeps when they are dominated. Throws as evaluate() does.
+    PointResult screen(const DesignPoint& point, std::uint64_t index,
+                       std::uint64_t stream_index) const;
+
   private:
     const Experiment* experiment_;
     MetricSchema schema_;
     double baseline_step_s_ = 0;           ///< 0 = no baseline
     std::optional<cotune::Model> cotune_;  ///< with a [cotune] table
 };
+
+/// `[evaluation] verify = "montecarlo"`: the analytic step-time distribution of `point` against
+/// `experiment.evaluation.samples` Monte Carlo steps (stochastic/verify.hpp), the random streams
+/// keyed by `stream_index` as a sweep keys them (explorer::DesignSpace::stream_index). Throws
+/// ModelError for a point that does not fit, and as the evaluators do.
+stochastic::Verification verify_point(const Experiment& experiment, const DesignPoint& point,
+                                      std::uint64_t stream_index);
 
 }  // namespace prism

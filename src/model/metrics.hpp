@@ -26,6 +26,10 @@ enum class PointStatus : std::uint8_t {
     ok = 0,          ///< evaluated; all metrics valid
     infeasible = 1,  ///< does not fit (memory, ...); metrics that exist are filled, others NaN
     failed = 2,      ///< evaluation threw; `reason` holds the message
+    /// not evaluated stochastically: the bounds of its deterministic metrics (bounds.hpp) are
+    /// dominated by an evaluated point's objectives, so it is not on the Pareto front; the
+    /// deterministic metrics are filled, the stochastic ones NaN
+    dominated = 3,
 };
 
 /// Result of evaluating one design point. `values` follows the schema; NaN where undefined.

@@ -242,6 +242,12 @@ struct EvaluationSpec {
     /// analytic evaluator: points of one replica's grid (and of the step's lattice step); fewer
     /// is faster and coarser (README: the measured error and speed of 65, 129 and 257)
     int grid_points = 257;
+    /// a sweep skips the stochastic evaluation of points whose bounds are dominated (exact
+    /// Pareto front; explorer/pruning.hpp)
+    bool prune = true;
+    /// after an analytic sweep, re-evaluate the Pareto front's points by Monte Carlo
+    /// (`samples` each) into the result file's /verify group
+    bool verify_montecarlo = false;
 };
 
 // ---- failures and checkpoints (DESIGN.md section 4) ------------------------------------------

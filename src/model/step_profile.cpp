@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "src/timing/flat_pipeline.hpp"
+#include "src/timing/periodic_pipeline.hpp"
 
 namespace prism {
 
@@ -32,29 +32,22 @@ double StepProfile::chunk_backward_s(int stage, int chunk) const {
 }
 
 double deterministic_step_time(const StepProfile& profile) {
-    // the flat form of the schedule gives exactly evaluate_pipeline's finish times (tested)
+    // every microbatch's op of one (stage, chunk, direction) takes the same time: the periodic
+    // evaluation of the schedule (equal to the op-by-op DAG to rounding, tested), whose cost
+    // does not grow with the microbatches
     const timing::PipelineShape shape{profile.stages, profile.chunks, profile.microbatches};
-    const auto flat = timing::cached_flat_pipeline(shape);
+    const auto pipe = timing::cached_periodic_pipeline(shape);
     const int v = profile.chunks;
-    thread_local std::vector<double> fwd, bwd, op_s, transfer_s, finish;
-    fwd.resize(static_cast<size_t>(profile.stages) * v);
-    bwd.resize(fwd.size());
+    thread_local std::vector<double> op_s;
+    op_s.resize(static_cast<size_t>(pipe->classes()));
     for (int s = 0; s < profile.stages; ++s) {
         for (int c = 0; c < v; ++c) {
-            fwd[s * v + c] = profile.chunk_forward_s(s, c);
-            bwd[s * v + c] = profile.chunk_backward_s(s, c);
+            op_s[pipe->class_of(s, c, false)] = profile.chunk_forward_s(s, c);
+            op_s[pipe->class_of(s, c, true)] = profile.chunk_backward_s(s, c);
         }
     }
-    const auto& ops = flat->ops();
-    if (op_s.size() < ops.size()) op_s.resize(ops.size());  // scratch: only grows
-    if (finish.size() < ops.size()) finish.resize(ops.size());
-    transfer_s.assign(ops.size(), profile.p2p.time_s);
-    for (size_t i = 0; i < ops.size(); ++i) {
-        const int j = ops[i].stage * v + ops[i].chunk;
-        op_s[i] = ops[i].backward ? bwd[j] : fwd[j];
-    }
-    const double pipeline = flat->makespan(op_s.data(), transfer_s.data(),
-                                           deterministic_time(profile.dataloader), finish.data());
+    const double pipeline =
+        pipe->makespan(op_s.data(), profile.p2p.time_s, deterministic_time(profile.dataloader));
     const double exposed_sync =
         std::max(0.0, deterministic_time(profile.dp_sync) - profile.dp_overlap_s);
     const double tail = exposed_sync + deterministic_time(profile.optimizer);

@@ -35,6 +35,8 @@ class FlatPipeline {
     const PipelineShape& shape() const { return shape_; }
     const std::vector<FlatOp>& ops() const { return ops_; }
     std::size_t size() const { return ops_.size(); }
+    /// Index of each stage's last op (in ops()), stage order.
+    const std::vector<std::int32_t>& last_on_stage() const { return last_on_stage_; }
 
     /// Finish time of the last op over all stages. `op_s[i]` is the duration of ops()[i],
     /// `transfer_s[i]` the transfer into op i (ignored when it has no input), `stage0_start_s`

@@ -22,6 +22,13 @@ PipeOp interleaved_op(int k, const PipelineShape& s, bool backward) {
 
 }  // namespace
 
+int warmup_forwards(const PipelineShape& s, int stage) {
+    if (s.chunks == 1) return std::min(s.stages - stage - 1, s.microbatches);
+    const int total = s.microbatches * s.chunks;
+    if (s.microbatches == s.stages) return total;
+    return std::min((s.stages - stage - 1) * 2 + (s.chunks - 1) * s.stages, total);
+}
+
 std::vector<std::vector<PipeOp>> build_schedule(const PipelineShape& s) {
     if (s.stages < 1 || s.chunks < 1 || s.microbatches < 1) {
         throw ModelError("pipeline: stages, chunks and microbatches must be >= 1");
@@ -34,8 +41,8 @@ std::vector<std::vector<PipeOp>> build_schedule(const PipelineShape& s) {
     std::vector<std::vector<PipeOp>> order(s.stages);
     for (int rank = 0; rank < s.stages; ++rank) {
         auto& ops = order[rank];
+        const int warmup = warmup_forwards(s, rank);
         if (s.chunks == 1) {
-            const int warmup = std::min(s.stages - rank - 1, s.microbatches);
             const int remaining = s.microbatches - warmup;
             int next_f = 0;
             int next_b = 0;
@@ -48,13 +55,6 @@ std::vector<std::vector<PipeOp>> build_schedule(const PipelineShape& s) {
             continue;
         }
         const int total = s.microbatches * s.chunks;
-        int warmup = 0;
-        if (s.microbatches == s.stages) {
-            warmup = total;
-        } else {
-            warmup = (s.stages - rank - 1) * 2 + (s.chunks - 1) * s.stages;
-            warmup = std::min(warmup, total);
-        }
         const int remaining = total - warmup;
         for (int k = 0; k < warmup; ++k) ops.push_back(interleaved_op(k, s, false));
         for (int k = 0; k < remaining; ++k) {

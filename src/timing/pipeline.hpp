@@ -26,6 +26,11 @@ struct PipelineShape {
 /// Per-stage op order. Throws ModelError when the shape is invalid.
 std::vector<std::vector<PipeOp>> build_schedule(const PipelineShape& shape);
 
+/// Forward ops (virtual microbatches with v > 1) that `stage` runs before its first backward in
+/// build_schedule's order, less one: the warm-up; then forward and backward alternate, then the
+/// remaining backwards drain. The shape must be valid.
+int warmup_forwards(const PipelineShape& shape, int stage);
+
 /// Durations of a schedule's ops; called once per op. `virtual_stage` = chunk * p + stage.
 struct PipelineDurations {
     std::function<double(int stage, const PipeOp& op)> op_s;

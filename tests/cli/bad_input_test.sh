@@ -48,6 +48,15 @@ expect unknown_preset 2 'unknown_preset\.toml:[0-9]+:[0-9]+: model\.preset: .*ll
 mk unknown_metric 's/^minimize = \["step_time_s"/minimize = ["step_tme_s"/'
 expect unknown_metric 2 "unknown_metric\.toml:[0-9]+:[0-9]+: objectives\.minimize: .*'step_tme_s'.*did you mean 'step_time_s'" -- "$prism" sweep "$dir/unknown_metric.toml"
 
+mk verify_value 's/^method = "analytic"/method = "analytic"\nverify = "mc"/'
+expect verify_value 2 "verify_value\.toml:36:10: evaluation\.verify: .*'mc'" -- "$prism" sweep "$dir/verify_value.toml"
+
+mk verify_method 's/^method = "analytic"/method = "montecarlo"\nverify = "montecarlo"/'
+expect verify_method 2 'verify_method\.toml:36:10: evaluation\.verify: .*already montecarlo' -- "$prism" sweep "$dir/verify_method.toml"
+
+sed -e 's/^method = "analytic"/method = "analytic"\nverify = "montecarlo"/' -e '/^\[objectives\]/,$d' "$base" >"$dir/verify_front.toml"
+expect verify_front 2 'verify_front\.toml:36:10: evaluation\.verify: .*needs \[objectives\]' -- "$prism" sweep "$dir/verify_front.toml"
+
 expect missing_file 2 'does_not_exist\.toml' -- "$prism" sweep "$dir/does_not_exist.toml"
 
 # An existing output file is refused (and left untouched) unless --overwrite.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/common/error.hpp"
+#include "tests/explorer/brute_dominance.hpp"
 
 namespace {
 
@@ -22,18 +23,7 @@ using Table = std::vector<std::vector<double>>;
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-// Independent truth: the definition of dominance, applied to every pair, O(n^2).
-bool brute_dominates(const std::vector<double>& a, const std::vector<double>& b,
-                     const std::vector<bool>& maximize) {
-    bool strictly = false;
-    for (std::size_t j = 0; j < a.size(); ++j) {
-        const bool better = maximize[j] ? a[j] > b[j] : a[j] < b[j];
-        const bool worse = maximize[j] ? a[j] < b[j] : a[j] > b[j];
-        if (worse) return false;
-        if (better) strictly = true;
-    }
-    return strictly;
-}
+using prism::explorer::truth::brute_dominates;
 
 bool brute_feasible(const std::vector<double>& row) {
     return std::none_of(row.begin(), row.end(), [](double v) { return std::isnan(v); });

@@ -151,6 +151,34 @@ TEST(ExperimentLoader, AnalyticGridPointsAreReadAndBounded) {
               "exp.toml:8:15: evaluation.grid_points: value 5000 must be <= 4097");
 }
 
+TEST(ExperimentLoader, PruneAndVerifyAreReadAndVerifyNeedsAnAnalyticSweepWithObjectives) {
+    const auto base = parse_experiment(kBase, "exp.toml").evaluation;
+    EXPECT_TRUE(base.prune);
+    EXPECT_FALSE(base.verify_montecarlo);
+    const std::string objectives = "[objectives]\nminimize = [\"step_time_p95_s\"]\n";
+    const auto set =
+        parse_experiment(
+            kBase + "[evaluation]\nverify = \"montecarlo\"\nprune = false\n" + objectives,
+            "exp.toml")
+            .evaluation;
+    EXPECT_TRUE(set.verify_montecarlo);
+    EXPECT_FALSE(set.prune);
+    EXPECT_FALSE(parse_experiment(kBase + "[evaluation]\nverify = \"none\"\n", "exp.toml")
+                     .evaluation.verify_montecarlo);
+
+    EXPECT_EQ(error_of(kBase + "[evaluation]\nverify = \"mc\"\n" + objectives),
+              "exp.toml:8:10: evaluation.verify: unknown value 'mc'; expected one of \"none\", "
+              "\"montecarlo\"");
+    EXPECT_EQ(error_of(kBase + "[evaluation]\nverify = \"montecarlo\"\n"),
+              "exp.toml:8:10: evaluation.verify: \"montecarlo\" verifies the Pareto front; it "
+              "needs [objectives]");
+    EXPECT_EQ(
+        error_of(kBase + "[evaluation]\nverify = \"montecarlo\"\nmethod = \"montecarlo\"\n" +
+                 objectives),
+        "exp.toml:8:10: evaluation.verify: \"montecarlo\" re-evaluates an analytic sweep's front; "
+        "the method is already montecarlo");
+}
+
 TEST(ExperimentLoader, HardwareDimensionMustNameATable) {
     EXPECT_EQ(error_of(kBase + "[space]\nhardware = [\"h100\", \"b200\"]\n"),
               "exp.toml:8:21: space.hardware: \"b200\" is not a [hardware.<name>] table (have: "

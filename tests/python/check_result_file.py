@@ -58,7 +58,7 @@ def check(path, rows=None, status=None):
             assert total == committed, f"{total} rows != rows_committed {committed}"
 
         status_enum = h5py.check_enum_dtype(points["status"].dtype)
-        assert status_enum == {"ok": 0, "infeasible": 1, "failed": 2}, status_enum
+        assert status_enum == {"ok": 0, "infeasible": 1, "failed": 2, "dominated": 3}, status_enum
         for name in columns:
             ds = points[name]
             enum = h5py.check_enum_dtype(ds.dtype)

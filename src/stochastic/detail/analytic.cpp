@@ -18,7 +18,7 @@
 // (unit_patterns) and the regime's cells; replica types share the base type's per-stage terms;
 // when each slow unit touches one replica the PGF is linear in the types' CDFs and their mixture
 // takes one convolution; the stage curves come from two multi-lane passes over the schedule
-// (FlatPipeline::makespan_stage_lanes) and the regime shifts from a few DAG runs; the inner
+// (PeriodicPipeline::makespan_stage_lanes) and the regime shifts from a few DAG runs; the inner
 // loops are in kernels.cpp (instruction-set clones, bit-identical).
 
 #include <algorithm>

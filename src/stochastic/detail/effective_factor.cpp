@@ -224,16 +224,30 @@ double EffectiveFactor::ratio(int k, double g) const {
 double EffectiveFactor::operator()(int k, double g) const { return g * ratio(k, g); }
 
 double EffectiveFactor::inverse(int k, double y) const {
-    // phi_k(g) = g r(g) is increasing, between c g and g: bisection on [y, y / c]
-    double a = y, b = y / lower_ratio_;
-    if ((*this)(k, b) < y) b = y / std::max(1e-6, std::min(lower_ratio_, ratio(k, b)));
-    for (int i = 0; i < 100 && (*this)(k, b) < y; ++i) b *= 2;
-    for (int i = 0; i < 60; ++i) {
-        const double mid = 0.5 * (a + b);
-        if (!(mid > a && mid < b)) break;
-        ((*this)(k, mid) < y ? a : b) = mid;
+    // phi_k(g) = g r(g) with r piecewise linear between the knots g_j = g_lo + j h (constant
+    // outside): on a segment, phi(g_j + z) = phi_j + C z + B z^2 (B = the slope of r, C =
+    // r(g_j) + B g_j) is a quadratic, solved in closed form (the root that grows from z = 0),
+    // the segment found by bisection on the knots' phi_j (increasing: the table keeps g r
+    // monotone). The same function the bisection on g inverted before, in O(log kGrid).
+    k = std::clamp(k, 0, n_);
+    ratio(k, g_lo_);  // builds the table
+    const auto& t = tables_[k];
+    const double h = 1.0 / inv_h_;
+    auto knot = [&](int j) { return g_lo_ + h * j; };
+    if (!(y > knot(0) * t.front())) return y / t.front();
+    if (y >= knot(kGrid - 1) * t.back()) return y / t.back();
+    int a = 0, b = kGrid - 1;  // phi(a) < y <= phi(b)
+    while (b - a > 1) {
+        const int mid = (a + b) / 2;
+        (knot(mid) * t[mid] < y ? a : b) = mid;
     }
-    return 0.5 * (a + b);
+    const double gj = knot(a);
+    const double slope = (t[a + 1] - t[a]) * inv_h_;
+    const double c = t[a] + slope * gj;
+    const double delta = y - gj * t[a];
+    const double disc = std::max(0.0, c * c + 4.0 * slope * delta);
+    const double z = 2.0 * delta / (c + std::sqrt(disc));
+    return std::clamp(gj + z, gj, knot(a + 1));
 }
 
 }  // namespace prism::stochastic::detail

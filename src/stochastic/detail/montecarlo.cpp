@@ -53,97 +53,72 @@ void cluster_factors(const StepModel& m, const PersistentLayout& layout, std::ui
 
 constexpr double kLogInvEps = 27.631021115928547;  // ln 1e12
 
-/// Replicas evaluated at once by lane_dag.
+/// Replicas evaluated at once by batch_makespan.
 constexpr int kLanes = 8;
 
-/// One op of the schedule for lane_dag: the slots of its predecessors (constant slots for
+/// One op of the schedule for draw(): the slots of its predecessors (constant slots for
 /// absent ones) and of its duration.
 struct LaneOp {
     std::int32_t prev, own, input, cost;
 };
-
-#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define PRISM_LANE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef PRISM_LANE_CLONES
-#define PRISM_LANE_CLONES
-#endif
-
-/// Longest paths of kLanes schedules at once: fin[i * kLanes + l] = max(fin[prev], fin[own],
-/// fin[input] + x) + cost[op.cost], end[l] = the max over the ops last[0 .. nlast). Lane-wise
-/// IEEE max and add (GCC vector extension), so every instruction set gives the same bits as
-/// scalar code.
-PRISM_LANE_CLONES void lane_dag(const LaneOp* ops, size_t nops, const double* cost, double* fin,
-                                double x, const std::int32_t* last, size_t nlast, double* end) {
-    using V = double __attribute__((vector_size(kLanes * sizeof(double))));
-    V e{}, xv{};
-    xv += x;
-    for (size_t i = 0; i < nops; ++i) {
-        const LaneOp& op = ops[i];
-        V a, b, c, d;
-        std::memcpy(&a, fin + static_cast<size_t>(op.prev) * kLanes, sizeof a);
-        std::memcpy(&b, fin + static_cast<size_t>(op.own) * kLanes, sizeof b);
-        std::memcpy(&c, fin + static_cast<size_t>(op.input) * kLanes, sizeof c);
-        std::memcpy(&d, cost + static_cast<size_t>(op.cost) * kLanes, sizeof d);
-        c += xv;
-        V t = a > b ? a : b;
-        t = t > c ? t : c;
-        t += d;
-        std::memcpy(fin + i * kLanes, &t, sizeof t);
-    }
-    for (size_t k = 0; k < nlast; ++k) {
-        V t;
-        std::memcpy(&t, fin + static_cast<size_t>(last[k]) * kLanes, sizeof t);
-        e = e > t ? e : t;
-    }
-    std::memcpy(end, &e, sizeof e);
-}
 
 /// One step of the cluster with factors `gk`, using the sample stream `rng`.
 class StepSampler {
   public:
     explicit StepSampler(const StepModel& m)
         : m_(m),
-          dur_(m.pipeline.size()),
-          xfer_(m.pipeline.size()),
-          finish_(m.pipeline.size()),
+          dur_(m.flat().size()),
+          xfer_(m.flat().size()),
+          finish_(m.flat().size()),
           mean_f_(m.stages * m.chunks),
           sd_f_(mean_f_.size()),
           mean_b_(mean_f_.size()),
           sd_b_(mean_f_.size()),
-          var_(m.pipeline.size()),
-          xvar_(m.pipeline.size()),
-          op_j_(m.pipeline.size()),
-          op_bwd_(m.pipeline.size()) {
+          op_j_(m.flat().size()),
+          op_bwd_(m.flat().size()) {
         // longest paths of the comp and comm variances at g = R = 1 (the bound's V)
-        const auto& ops = m.pipeline.ops();
+        const auto& ops = m.flat().ops();
         for (size_t i = 0; i < ops.size(); ++i) {
             op_j_[i] = ops[i].stage * m.chunks + ops[i].chunk;
             op_bwd_[i] = ops[i].backward ? 1 : 0;
         }
+        // (per op class, PeriodicPipeline::class_of: 2 (stage v + chunk) + backward; every
+        // microbatch's op of a class has the same mean and variance, so these longest paths
+        // cost the same for any number of microbatches)
+        const timing::PeriodicPipeline& pipe = *m.periodic;
+        const auto classes = static_cast<size_t>(pipe.classes());
+        std::vector<double> row(classes);
         for (const bool comm : {false, true}) {
-            for (size_t i = 0; i < ops.size(); ++i) {
-                const ChunkCost& k = (op_bwd_[i] ? m.bwd : m.fwd)[op_j_[i]];
-                var_[i] = comm ? k.comm_var : k.comp_var;
-                xvar_[i] = comm ? m.p2p.comm_var : m.p2p.comp_var;
+            for (size_t j = 0; j < m.fwd.size(); ++j) {
+                row[2 * j] = comm ? m.fwd[j].comm_var : m.fwd[j].comp_var;
+                row[2 * j + 1] = comm ? m.bwd[j].comm_var : m.bwd[j].comp_var;
             }
             const double start = comm ? m.dataloader.comm_var : m.dataloader.comp_var;
             (comm ? vcomm_ : vcomp_) =
-                m.pipeline.makespan(var_.data(), xvar_.data(), start, finish_.data());
+                pipe.makespan(row.data(), comm ? m.p2p.comm_var : m.p2p.comp_var, start);
         }
         // Sparse pruning bound (slowest_sparse): cmax_[s] = the longest path in the stage-s
-        // compute means alone, ctot_ = the longest path in all compute means.
-        cmax_.assign(m.stages, 0.0);
-        std::fill(xvar_.begin(), xvar_.end(), 0.0);
-        for (int only = -1; only < m.stages; ++only) {
-            for (size_t i = 0; i < ops.size(); ++i) {
-                const ChunkCost& k = (op_bwd_[i] ? m.bwd : m.fwd)[op_j_[i]];
-                var_[i] = only < 0 || ops[i].stage == only ? k.comp_mean : 0.0;
+        // compute means alone, ctot_ = the longest path in all compute means (lane 0 all
+        // stages, lane s + 1 stage s).
+        {
+            const auto lanes = static_cast<size_t>(m.stages) + 1;
+            std::vector<double> dur(classes * lanes), tr(classes * lanes, 0.0), start(lanes, 0.0),
+                end(lanes);
+            for (size_t c = 0; c < classes; ++c) {
+                const int st = pipe.stage_of_class(static_cast<int>(c));
+                const double mean = (c % 2 == 1 ? m.bwd : m.fwd)[c / 2].comp_mean;
+                for (size_t k = 0; k < lanes; ++k) {
+                    dur[c * lanes + k] = k == 0 || static_cast<int>(k) - 1 == st ? mean : 0.0;
+                }
             }
-            const double c = m.pipeline.makespan(var_.data(), xvar_.data(), 0.0, finish_.data());
-            (only < 0 ? ctot_ : cmax_[only]) = c;
+            timing::PeriodicPipeline::Lanes in;
+            in.lanes = lanes;
+            in.op_s = dur.data();
+            in.transfer_s = tr.data();
+            in.start_s = start.data();
+            pipe.makespans(in, end.data());
+            ctot_ = end[0];
+            cmax_.assign(end.begin() + 1, end.end());
         }
         // F of the noise bound for every (g, R): an op with mean g a + R c and variance
         // g^2 alpha + R^2 gamma has mean / sd = A cos(t) + B sin(t) for some t in [0, pi / 2]
@@ -160,7 +135,7 @@ class StepSampler {
         for (size_t j = 0; j < m.fwd.size(); ++j) {
             f += m.microbatches * (mass(m.fwd[j]) + mass(m.bwd[j]));
         }
-        log_term_ = m.pipeline.log_paths() + std::log1p(f) + kLogInvEps;
+        log_term_ = m.flat().log_paths() + std::log1p(f) + kLogInvEps;
         rep_state_.assign(m.replicas, 0);
         rep_of_.resize(static_cast<size_t>(m.stages) * m.dp);
         for (size_t gi = 0; gi < rep_of_.size(); ++gi) rep_of_[gi] = static_cast<int>(gi) % m.dp;
@@ -213,7 +188,6 @@ class StepSampler {
         draw_fin_.resize(ops.size() + 3);
         draw_mean_.resize(2 * m.fwd.size());
         draw_sd_.resize(2 * m.fwd.size());
-        lane_finish_.resize((ops.size() + 3) * kLanes);
         lane_g_.resize(static_cast<size_t>(m.stages) * kLanes);
         cost_comp_.resize(2 * m.fwd.size());
         cost_comm_.resize(2 * m.fwd.size());
@@ -304,19 +278,10 @@ class StepSampler {
         return end;
     }
 
-    /// The longest path over lane_ops_ with op durations cost[op.cost], transfers x, stage 0
-    /// starting at `start` (the makespan of FlatPipeline::makespan: the same maxima and sums).
+    /// The mean-duration makespan with class durations cost[2 j + bwd], transfers x, stage 0
+    /// starting at `start` (PeriodicPipeline: cost independent of the microbatches).
     double mean_dag(const double* cost, double x, double start) {
-        const size_t n = lane_ops_.size();
-        double* fin = draw_fin_.data();
-        fin[n] = 0.0;
-        fin[n + 1] = start;
-        fin[n + 2] = -HUGE_VAL;
-        for (size_t k = 0; k < n; ++k) {
-            const LaneOp& op = lane_ops_[k];
-            fin[k] = max_of(max_of(fin[op.prev], fin[op.own]), fin[op.input] + x) + cost[op.cost];
-        }
-        return dag_end(fin);
+        return m_.periodic->makespan(cost, x, start);
     }
 
     /// Replica rep of the cluster with factors gk drawn: draw(), or replica() for a single
@@ -358,7 +323,7 @@ class StepSampler {
     double replica(const std::vector<double>& gk, int rep, double r, Stream& rng) {
         const auto& m = m_;
         const int v = m.chunks;
-        const auto& ops = m.pipeline.ops();
+        const auto& ops = m.flat().ops();
         const size_t nops = ops.size();
         const bool single = m.single.present;
         const double p2p_mean = m.p2p.mean(1.0, r);
@@ -377,7 +342,7 @@ class StepSampler {
         }
         const double dl_sd = single ? 0.0 : std::sqrt(m.dataloader.var(1.0, r));
         const double dl = std::max(0.0, m.dataloader.mean(1.0, r) + dl_sd * rng.normal32());
-        double fin = m.pipeline.makespan(dur_.data(), xfer_.data(), dl, finish_.data());
+        double fin = m.flat().makespan(dur_.data(), xfer_.data(), dl, finish_.data());
         if (single) {
             // the replica's only random term, with its exact law
             const auto& t = m.single;
@@ -403,7 +368,7 @@ class StepSampler {
         const auto& m = m_;
         const int p = m.stages;
         const int v = m.chunks;
-        const size_t nops = m.pipeline.size();
+        const size_t nops = m.flat().size();
         const double p2p_mean = m.p2p.mean(1.0, r);
         const double p2p_var = m.p2p.var(1.0, r);
         const double dl_mean = m.dataloader.mean(1.0, r);
@@ -416,34 +381,47 @@ class StepSampler {
         };
         const double f_common =
             static_cast<double>(nops) * clamp_mass(p2p_mean, p2p_var) + clamp_mass(dl_mean, dl_var);
-        for (size_t i = 0; i < nops; ++i) xfer_[i] = p2p_mean;
         bound_.resize(m.replicas);
         order_.resize(m.replicas);
         const double n = m.microbatches;
+        // every replica's mean-duration makespan M in one multi-lane pass: lane rep has class
+        // 2 j + bwd take the chunk's mean at the replica's group factor
+        const auto classes = 2 * m.fwd.size();
+        const auto reps = static_cast<size_t>(m.replicas);
+        rep_dur_.resize(classes * reps);
+        rep_tr_.assign(classes * reps, p2p_mean);
+        rep_start_.assign(reps, dl_mean);
+        rep_mk_.resize(reps);
+        std::vector<double> fmass(reps, f_common), gmaxs(reps, 1.0);
         for (int rep = 0; rep < m.replicas; ++rep) {
-            double f = f_common;
-            double gmax = 1.0;
+            double& f = fmass[rep];
             for (int s = 0; s < p; ++s) {
                 const double gg = gk[s * m.dp + rep];
-                gmax = std::max(gmax, gg);
+                gmaxs[rep] = std::max(gmaxs[rep], gg);
                 for (int c = 0; c < v; ++c) {
                     const int i = s * v + c;
-                    mean_f_[i] = m.fwd[i].mean(gg, r);
-                    mean_b_[i] = m.bwd[i].mean(gg, r);
-                    f += n * (clamp_mass(mean_f_[i], m.fwd[i].var(gg, r)) +
-                              clamp_mass(mean_b_[i], m.bwd[i].var(gg, r)));
+                    const double mf = m.fwd[i].mean(gg, r), mb = m.bwd[i].mean(gg, r);
+                    rep_dur_[(2 * i) * reps + rep] = mf;
+                    rep_dur_[(2 * i + 1) * reps + rep] = mb;
+                    f += n * (clamp_mass(mf, m.fwd[i].var(gg, r)) +
+                              clamp_mass(mb, m.bwd[i].var(gg, r)));
                 }
             }
-            for (size_t i = 0; i < nops; ++i) {
-                dur_[i] = op_bwd_[i] ? mean_b_[op_j_[i]] : mean_f_[op_j_[i]];
-            }
-            const double mk =
-                m.pipeline.makespan(dur_.data(), xfer_.data(), dl_mean, finish_.data());
+        }
+        timing::PeriodicPipeline::Lanes in;
+        in.lanes = reps;
+        in.op_s = rep_dur_.data();
+        in.transfer_s = rep_tr_.data();
+        in.start_s = rep_start_.data();
+        m.periodic->makespans(in, rep_mk_.data());
+        for (int rep = 0; rep < m.replicas; ++rep) {
+            const double mk = rep_mk_[rep];
             // longest path in sd^2 <= max(1, gmax)^2 (comp part) + r^2 (comm part), both
             // longest paths precomputed: sd^2 = g^2 comp_var + r^2 comm_var per op
+            const double gmax = gmaxs[rep];
             const double vk = gmax * gmax * vcomp_ + r * r * vcomm_;
             const double b =
-                std::sqrt(2.0 * vk * (m.pipeline.log_paths() + std::log1p(f) + kLogInvEps));
+                std::sqrt(2.0 * vk * (m.flat().log_paths() + std::log1p(fmass[rep]) + kLogInvEps));
             bound_[rep] = mk + b;
             order_[rep] = {mk, rep};
         }
@@ -472,16 +450,13 @@ class StepSampler {
         return slowest;
     }
 
-    /// FlatPipeline::makespan at mean durations of up to kLanes replicas at once (all their
-    /// groups revealed): the same longest path (maxima and sums of the same terms), with the
-    /// lanes in the inner loop for the vector units. The end is the max over the stages' last
-    /// finish times (durations >= 0: each stage's last op finishes last on it). gmax[l]: the
-    /// largest of 1 and lane l's factors.
+    /// The makespan at mean durations of up to kLanes replicas at once (all their groups
+    /// revealed), as lanes of one PeriodicPipeline pass. gmax[l]: the largest of 1 and lane l's
+    /// factors.
     void batch_makespan(const LazyGroupFactors& lg, const int* reps, int count, double r,
                         double* mk, double* gmax) {
         const auto& m = m_;
         const int v = m.chunks;
-        const size_t nops = lane_ops_.size();
         // lane l's op cost c = 2 j + bwd: g * comp_mean + r * comm_mean (ChunkCost::mean)
         const auto& g = lg.g();
         const size_t costs = 2 * m.fwd.size();
@@ -506,21 +481,22 @@ class StepSampler {
             double* out = lane_cost_.data() + c * kLanes;
             for (int l = 0; l < kLanes; ++l) out[l] = gs[l] * cost_comp_[c] + cost_comm_[c];
         }
-        double* fin = lane_finish_.data();
         const double x = m.p2p.mean(1.0, r);
-        for (int l = 0; l < kLanes; ++l) {
-            fin[nops * kLanes + l] = 0.0;
-            fin[(nops + 1) * kLanes + l] = m.dataloader.mean(1.0, r);
-            fin[(nops + 2) * kLanes + l] = -HUGE_VAL;
-        }
         double end[kLanes];
         if (count == 1) {
-            // one schedule: the scalar longest path (the same sums and maxima)
+            // one schedule: the one-lane pass
             for (size_t c = 0; c < draw_mean_.size(); ++c) draw_mean_[c] = lane_cost_[c * kLanes];
-            end[0] = mean_dag(draw_mean_.data(), x, fin[(nops + 1) * kLanes]);
+            end[0] = mean_dag(draw_mean_.data(), x, m.dataloader.mean(1.0, r));
         } else {
-            lane_dag(lane_ops_.data(), nops, lane_cost_.data(), fin, x, last_slots_.data(),
-                     last_slots_.size(), end);
+            lane_tr_.assign(costs * kLanes, x);
+            double start[kLanes];
+            for (int l = 0; l < kLanes; ++l) start[l] = m.dataloader.mean(1.0, r);
+            timing::PeriodicPipeline::Lanes in;
+            in.lanes = kLanes;
+            in.op_s = lane_cost_.data();
+            in.transfer_s = lane_tr_.data();
+            in.start_s = start;
+            m.periodic->makespans(in, end);
         }
         for (int l = 0; l < count; ++l) mk[l] = end[l];
     }
@@ -744,7 +720,8 @@ class StepSampler {
   private:
     const StepModel& m_;
     std::vector<double> dur_, xfer_, finish_, mean_f_, sd_f_, mean_b_, sd_b_;
-    std::vector<double> var_, xvar_, bound_;
+    std::vector<double> rep_dur_, rep_tr_, rep_start_, rep_mk_;  ///< slowest_replica's lanes
+    std::vector<double> bound_;
     std::vector<int> op_j_;
     std::vector<std::uint8_t> op_bwd_;
     std::vector<double> normals_;  ///< a replica's normal draws
@@ -760,7 +737,7 @@ class StepSampler {
     std::vector<int> drawn_;
     static constexpr int kLanes = detail::kLanes;
     std::vector<LaneOp> lane_ops_;
-    std::vector<double> lane_finish_, lane_cost_;
+    std::vector<double> lane_cost_, lane_tr_;
     std::vector<double> draw_fin_, draw_mean_, draw_sd_, draw_g_;  ///< draw()'s scratch
     std::vector<std::int32_t> last_slots_;  ///< of each stage's last op in lane_ops_
     int lane_reps_[kLanes] = {};

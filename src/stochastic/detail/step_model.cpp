@@ -323,7 +323,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.replicas = m.lockstep ? 1 : m.dp;
     m.group_gpus = std::max(1, profile.tp) * std::max(1, profile.cp);
     m.deterministic_s = deterministic_step_time(profile);
-    m.pipeline = *timing::cached_flat_pipeline({m.stages, m.chunks, m.microbatches});
+    m.periodic = timing::cached_periodic_pipeline({m.stages, m.chunks, m.microbatches});
     std::array<std::uint64_t, kKernelClassCount> ids{};
     set_variability(m, point, hw, variability, deterministic_classes, ids);
     SegmentCosts costs(m, ids);

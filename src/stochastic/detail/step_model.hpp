@@ -29,6 +29,7 @@
 #include "src/stochastic/detail/effective_factor.hpp"
 #include "src/stochastic/distribution.hpp"
 #include "src/timing/flat_pipeline.hpp"
+#include "src/timing/periodic_pipeline.hpp"
 
 namespace prism::stochastic::detail {
 
@@ -86,11 +87,22 @@ struct StepModel {
         return effective ? (*effective)(lockstep ? 0 : k, g) : g;
     }
 
-    timing::FlatPipeline pipeline;
+    /// The schedule evaluated with per-class durations (the analytic's passes, Monte Carlo's
+    /// mean-duration runs): cost independent of the microbatches.
+    std::shared_ptr<const timing::PeriodicPipeline> periodic;
+    /// The schedule op by op (Monte Carlo's draws, whose every op has its own duration),
+    /// fetched from the per-thread cache on first use.
+    const timing::FlatPipeline& flat() const {
+        if (!flat_) flat_ = timing::cached_flat_pipeline({stages, chunks, microbatches});
+        return *flat_;
+    }
 
     /// Per-microbatch stage work at g = R = 1 (sum of fwd + bwd over chunks), to rank stages.
     std::vector<double> stage_work_s;
     std::vector<double> stage_comp_s, stage_comm_s, stage_var_comp, stage_var_comm;
+
+  private:
+    mutable std::shared_ptr<const timing::FlatPipeline> flat_;
 };
 
 /// Builds the model; `deterministic_classes` are made deterministic (X = 1) for sensitivity.

@@ -92,6 +92,21 @@ TEST(StepProfile, DeterministicStepAddsExposedSyncAndOptimizerToThePipeline) {
     EXPECT_NEAR(t, 5 * 1.05 + 0.6 + 0.05, 1e-12);
 }
 
+TEST(StepProfile, DeterministicStepOfManyMicrobatchesFollowsTheClosedForm) {
+    // (m + p - 1)(F + B) with equal stages (SC'21 section 2.2.1), here through the periodic
+    // evaluation that skips the repeated rounds (m = 1000, p = 8: 992 steady rounds)
+    StepProfile prof;
+    prof.stages = 8;
+    prof.microbatches = 1000;
+    prof.layers_per_chunk = 2;
+    prof.layer_forward = {Segment{{Op{KernelClass::gemm, 0.1, 1, LinkLevel::local}}}};
+    prof.layer_backward = {Segment{{Op{KernelClass::gemm, 0.2, 1, LinkLevel::local}}}};
+
+    const double t = deterministic_step_time(prof);
+
+    EXPECT_NEAR(t, 1007 * 0.6, 1e-12 * t);
+}
+
 TEST(Pipeline, UnequalStagesByHand) {
     // p = 2, m = 2, stage 0 (F 1, B 2), stage 1 (F 2, B 4), no transfers. Stage 0 runs F1 F2 B1
     // B2, stage 1 F1 B1 F2 B2: S0 F1 [0,1], F2 [1,2]; S1 F1 [1,3], B1 [3,7]; S0 B1 [7,9];

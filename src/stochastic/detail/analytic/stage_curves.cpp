@@ -3,38 +3,48 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <unordered_map>
 
 #include "src/stochastic/detail/analytic/common.hpp"
+#include "src/stochastic/detail/hash.hpp"
 
 namespace prism::stochastic::detail::ssta {
 
 namespace {
 
-/// The schedule's ops at mean durations (g = g_ref, R = r_bar): thread-local rows.
+/// The schedule's op classes (PeriodicPipeline::class_of) at mean durations (g = g_ref,
+/// R = r_bar): thread-local rows. Every microbatch's op of a class takes the same time, so the
+/// passes cost the same for 16 microbatches or 1,024.
 struct MeanRows {
-    const double* dur;   ///< op durations at (g_ref, r_bar)
-    const double* comp;  ///< op compute means (the part scaled by g)
-    const double* comm;  ///< op communication means (the part scaled by R)
-    const double* xfer;  ///< transfers at r_bar
+    const double* dur;   ///< class durations at (g_ref, r_bar)
+    const double* comp;  ///< class compute means (the part scaled by g)
+    const double* comm;  ///< class communication means (the part scaled by R)
+    double xfer;         ///< every transfer at r_bar
     double dl0;          ///< the dataloader's mean at r_bar: stage 0's start
 };
 
 MeanRows mean_rows(const StepModel& m, double g_ref, double r_bar) {
-    const auto& ops = m.pipeline.ops();
-    thread_local std::vector<double> dur, comp, comm, xfer;
-    grow(dur, ops.size());
-    grow(comp, ops.size());
-    grow(comm, ops.size());
-    xfer.assign(ops.size(), m.p2p.mean(1.0, r_bar));
-    const double dl0 = m.dataloader.mean(1.0, r_bar);
-    for (size_t i = 0; i < ops.size(); ++i) {
-        const int j = ops[i].stage * m.chunks + ops[i].chunk;
-        const ChunkCost& k = ops[i].backward ? m.bwd[j] : m.fwd[j];
-        dur[i] = k.mean(g_ref, r_bar);
-        comp[i] = k.comp_mean;
-        comm[i] = k.comm_mean;
+    const auto& pipe = *m.periodic;
+    const auto classes = static_cast<size_t>(pipe.classes());
+    thread_local std::vector<double> dur, comp, comm;
+    grow(dur, classes);
+    grow(comp, classes);
+    grow(comm, classes);
+    for (int st = 0; st < m.stages; ++st) {
+        for (int ch = 0; ch < m.chunks; ++ch) {
+            const int j = st * m.chunks + ch;
+            for (const bool backward : {false, true}) {
+                const ChunkCost& k = backward ? m.bwd[j] : m.fwd[j];
+                const auto cls = static_cast<size_t>(pipe.class_of(st, ch, backward));
+                dur[cls] = k.mean(g_ref, r_bar);
+                comp[cls] = k.comp_mean;
+                comm[cls] = k.comm_mean;
+            }
+        }
     }
-    return {dur.data(), comp.data(), comm.data(), xfer.data(), dl0};
+    return {dur.data(), comp.data(), comm.data(), m.p2p.mean(1.0, r_bar),
+            m.dataloader.mean(1.0, r_bar)};
 }
 
 /// The contents of ONE critical path at g_ref into c.rest (per stage, in units of its compute)
@@ -45,12 +55,8 @@ MeanRows mean_rows(const StepModel& m, double g_ref, double r_bar) {
 /// mean: 405B sweep's interleaved points KS 0.03-0.07 against 0.007-0.037 at 1.01.
 void critical_contents(const StepModel& m, const MeanRows& rows, StageCurves& c) {
     const int p = m.stages;
-    const auto& ops = m.pipeline.ops();
-    thread_local std::vector<double> fin;
-    grow(fin, ops.size());
     std::vector<double> content(p, 0.0);
-    const auto path = m.pipeline.critical_path(rows.dur, rows.xfer, rows.dl0, fin.data());
-    for (const auto i : path) content[ops[i].stage] += rows.comp[i];
+    m.periodic->critical_path_content(rows.dur, rows.comp, rows.xfer, rows.dl0, content.data());
     double best = -1;
     c.smax = p - 1;
     for (int st = 0; st < p; ++st) {
@@ -68,7 +74,7 @@ struct Pt {
     double d, phi, slope;
 };
 
-/// One multi-lane pass over the schedule (FlatPipeline::makespan_stage_lanes): lanes
+/// One multi-lane pass over the schedule (PeriodicPipeline::makespan_stage_lanes): lanes
 /// (stage, delta) in stage order, after the reference lane (delta 0) when with_ref. The lanes'
 /// makespans and slopes (the stage's content on the lane's critical path) in thread-local rows.
 struct LanePass {
@@ -91,8 +97,8 @@ LanePass run_lanes(const StepModel& m, const MeanRows& rows,
     first[p] = static_cast<std::int32_t>(delta.size());
     grow(end, delta.size());
     grow(slope, delta.size());
-    m.pipeline.makespan_stage_lanes(rows.dur, rows.comp, rows.xfer, rows.dl0, first.data(),
-                                    delta.data(), end.data(), slope.data());
+    m.periodic->makespan_stage_lanes(rows.dur, rows.comp, rows.xfer, rows.dl0, first.data(),
+                                     delta.data(), end.data(), slope.data());
     return {end.data(), slope.data()};
 }
 
@@ -239,15 +245,26 @@ double family_beta(const StepModel& m, const MeanRows& rows, const StageCurves& 
     }
     double beta = 0;
     if (best >= 0) {
-        const auto& ops = m.pipeline.ops();
-        thread_local std::vector<double> dk, fin;
-        grow(dk, ops.size());
-        for (size_t i = 0; i < ops.size(); ++i) {
-            dk[i] = rows.dur[i] + (ops[i].stage == best ? d_typ * rows.comp[i] : 0.0);
+        // one lane: stage `best` slowed by d_typ, its critical path's compute on smax
+        const auto& pipe = *m.periodic;
+        const auto classes = static_cast<size_t>(pipe.classes());
+        thread_local std::vector<double> dk, w, tr;
+        grow(dk, classes);
+        grow(w, classes);
+        tr.assign(classes, rows.xfer);
+        for (size_t k = 0; k < classes; ++k) {
+            const int st = pipe.stage_of_class(static_cast<int>(k));
+            dk[k] = rows.dur[k] + (st == best ? d_typ * rows.comp[k] : 0.0);
+            w[k] = st == c.smax ? rows.comp[k] : 0.0;
         }
-        grow(fin, ops.size());
-        const auto path = m.pipeline.critical_path(dk.data(), rows.xfer, rows.dl0, fin.data());
-        for (const auto i : path) beta += ops[i].stage == c.smax ? rows.comp[i] : 0.0;
+        timing::PeriodicPipeline::Lanes lane;
+        lane.lanes = 1;
+        lane.op_s = dk.data();
+        lane.transfer_s = tr.data();
+        lane.start_s = &rows.dl0;
+        lane.weight = w.data();
+        double end = 0;
+        pipe.makespans(lane, &end, &beta);
     }
     return beta;
 }
@@ -262,10 +279,42 @@ void makespans_at(const StepModel& m, const StageCurves& c, const double* r, std
         tr[k] = m.p2p.mean(1.0, r[k]);
         start[k] = m.dataloader.mean(1.0, r[k]);
     }
-    m.pipeline.makespan_affine_lanes(c.op_comp, c.op_comm, r, tr.data(), start.data(), lanes, end);
+    m.periodic->makespan_affine_lanes(c.op_comp, c.op_comm, r, tr.data(), start.data(), lanes, end);
 }
 
-StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law) {
+namespace {
+
+/// Everything stage_curves reads of the model, as exact values: points of a sweep that differ
+/// only in what the schedule does not see (ZeRO 0-2, the DP sync, the optimizer, the run) give
+/// the same key and share one computation (the same bits: the same inputs in the same order).
+std::vector<double> curves_key(const StepModel& m, double eg, double vg) {
+    std::vector<double> k;
+    k.reserve(16 + 8 * m.fwd.size());
+    auto id = [](std::uint64_t v) {
+        double d = 0;
+        static_assert(sizeof d == sizeof v);
+        std::memcpy(&d, &v, sizeof d);
+        return d;
+    };
+    for (const double x :
+         {double(m.stages), double(m.chunks), double(m.microbatches), double(m.replicas),
+          double(m.dp), double(m.lockstep), double(m.group_gpus),
+          double(m.persistent_deterministic), m.slow_probability, m.slow_factor, m.regime.mean(),
+          id(m.spatial_id), id(m.effective ? m.effective->id() : 0), eg, vg}) {
+        k.push_back(x);
+    }
+    for (const ChunkCost* c : {&m.p2p, &m.dataloader}) {
+        k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var});
+    }
+    for (size_t j = 0; j < m.fwd.size(); ++j) {
+        for (const ChunkCost* c : {&m.fwd[j], &m.bwd[j]}) {
+            k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var});
+        }
+    }
+    return k;
+}
+
+StageCurves compute_stage_curves(const StepModel& m, const GroupLaw& base_law) {
     StageCurves c;
     const int p = m.stages;
     c.r_bar = m.regime.mean();
@@ -304,6 +353,35 @@ StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law) {
     stage_lines(m, pts, c);
     c.mu_o += d_ref;
     if (p > 1) c.beta = family_beta(m, rows, c, sfmax, n_all, top, eps);
+    return c;
+}
+
+}  // namespace
+
+StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law) {
+    // a per-thread cache of recent points' curves, keyed by everything they read
+    struct Entry {
+        std::vector<double> key;
+        StageCurves curves;
+    };
+    thread_local std::unordered_map<std::uint64_t, Entry> cache;
+    double eg = 1, vg = 0;
+    moments_of_g(m, base_law, eg, vg);
+    std::vector<double> key = curves_key(m, eg, vg);
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (const double x : key) h = hash_mix(h, hash_bits(x));
+    auto it = cache.find(h);
+    if (it != cache.end() && it->second.key == key) {
+        StageCurves c = it->second.curves;
+        // the per-class rows are this thread's scratch: the current point's again
+        const MeanRows rows = mean_rows(m, c.g_ref, c.r_bar);
+        c.op_comp = rows.comp;
+        c.op_comm = rows.comm;
+        return c;
+    }
+    StageCurves c = compute_stage_curves(m, base_law);
+    if (cache.size() >= 4096) cache.clear();
+    cache[h] = Entry{std::move(key), c};
     return c;
 }
 

@@ -55,8 +55,8 @@ struct StageCurves {
     double mu_o = 0, var_o = 0, var_eps = 0;
     /// W depends on the persistent factors: they are random and some stage has compute
     bool w_random = false;
-    /// per op of the schedule: the mean compute and communication of one microbatch's chunk
-    /// (thread-local rows, valid for the current point)
+    /// per op class of the schedule (PeriodicPipeline::class_of): the mean compute and
+    /// communication of one microbatch's chunk (thread-local rows, valid for the current point)
     const double* op_comp = nullptr;
     const double* op_comm = nullptr;
 
@@ -77,7 +77,7 @@ struct StageCurves {
 StageCurves stage_curves(const StepModel& m, const GroupLaw& base_law);
 
 /// makespan of the mean durations at g = 1 and regime r[k] for k < lanes (at most four), in
-/// one pass over the schedule
+/// one pass over the schedule (PeriodicPipeline::makespan_affine_lanes)
 void makespans_at(const StepModel& m, const StageCurves& c, const double* r, std::size_t lanes,
                   double* end);
 inline double makespan_at(const StepModel& m, const StageCurves& c, double r) {
