@@ -312,6 +312,10 @@ int verify_the_front(const SweepOptions& options, const Experiment& experiment,
                      MpiEnvironment& mpi) {
     if (code != kExitOk) front.clear();
     try {
+        // the file stays claimed, as while the sweep wrote it (released by finish() a moment
+        // ago), until /verify is written
+        std::optional<io::ResultFileClaim> claim;
+        if (!front.empty()) claim.emplace(options.output_path);
         if (!verify_front(experiment, space, front, options.output_path, mpi, &stop_signal(),
                           std::cerr, options.quiet)) {
             std::cerr << "prism: verification stopped by a signal; the sweep's results are "

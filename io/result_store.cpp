@@ -116,6 +116,15 @@ void add_filtered(FilteredCounts& counts, const std::string& reason, std::uint64
 
 void check_not_in_use(const std::string& path) { detail::FileLock::acquire(path).release(); }
 
+struct ResultFileClaim::Lock {
+    detail::FileLock lock;
+};
+
+ResultFileClaim::ResultFileClaim(const std::string& path)
+    : lock_(std::make_unique<Lock>(Lock{detail::FileLock::acquire(path)})) {}
+
+ResultFileClaim::~ResultFileClaim() = default;
+
 std::size_t chunk_rows_for(std::uint64_t space_size) {
     std::size_t rows = 64;
     while (rows < kDefaultChunkRows && rows * 16 < space_size) rows *= 2;

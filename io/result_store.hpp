@@ -153,6 +153,22 @@ std::string result_file_writer(const std::string& path);
 /// claiming it and letting it go at once; touches the lock file only.
 void check_not_in_use(const std::string& path);
 
+/// Holds `path` for writing as a sweep's writer does (its lock file), without opening it, for
+/// as long as it lives: what a step that writes into a closed result file keeps for its whole
+/// duration (the front's verification), so that no second sweep takes the file meanwhile.
+/// Throws FileInUseError when another writer holds it.
+class ResultFileClaim {
+  public:
+    explicit ResultFileClaim(const std::string& path);
+    ~ResultFileClaim();
+    ResultFileClaim(const ResultFileClaim&) = delete;
+    ResultFileClaim& operator=(const ResultFileClaim&) = delete;
+
+  private:
+    struct Lock;
+    std::unique_ptr<Lock> lock_;
+};
+
 /// Points rejected before evaluation, by reason, the reasons in the order they first
 /// appear in the design space (so that the file's /filtered is the same whatever the rank
 /// count, the commits and the resumes).

@@ -157,6 +157,20 @@ def filtered(path):
         return {r: c for r, c in zip(g["reason"].asstr()[:], g["count"][:].tolist()) if c > 0}
 
 
+def verify(path):
+    """The Monte Carlo verification of the front (`[evaluation] verify = "montecarlo"`): dict of
+    numpy arrays, one row per front point (index, ks, and for q in mean, p50, p95, p99:
+    q_analytic_s, q_mc_s, q_diff_s = analytic minus Monte Carlo), plus "samples"; None when the
+    file has no /verify."""
+    with _open(path) as f:
+        if "verify" not in f:
+            return None
+        g = f["verify"]
+        out = {name: g[name][:] for name in g.keys()}
+        out["samples"] = int(g.attrs["samples"]) if "samples" in g.attrs else None
+        return out
+
+
 def step_time_quantiles(table):
     """[(q, metric name)] for metrics step_time_p<q>_s, sorted by q. The digits are a percent
     whose first two digits are the integer part: p50 = 0.5, p999 = 0.999, p9999 = 0.9999;
@@ -205,6 +219,12 @@ def summary(path, out=sys.stdout):
         front = pareto(path, name)
         objectives = ", ".join(f"{s} {o}" for o, s in zip(front["objectives"], front["senses"]))
         print(f"  pareto {name}: {len(front['index'])} points ({objectives})", file=out)
+    v = verify(path)
+    if v is not None and len(v["index"]):
+        rel = np.abs(v["p95_diff_s"] / v["p95_mc_s"])
+        print(f"  verify: {len(v['index'])} front points by Monte Carlo ({v['samples']} samples): "
+              f"KS max {np.nanmax(v['ks']):.3g}, |p95 analytic - Monte Carlo| max "
+              f"{100 * np.nanmax(rel):.2f}%", file=out)
 
 
 def _pyplot():

@@ -20,6 +20,24 @@ grep -q '^verify = "montecarlo"' "$dir/verify.toml" || { echo "FAIL could not se
 "$prism" sweep "$dir/montecarlo.toml" -o "$dir/montecarlo.h5" -q || fail "Monte Carlo sweep"
 /usr/bin/python3 "$src/tests/cli/check_verify.py" "$dir/verify.h5" "$dir/montecarlo.h5" 0.06 \
     && echo "ok   /verify consistent" || fail "/verify"
+# prism_results.verify reads the same table as h5py, and summary reports it
+PYTHONPATH=$src/scripts /usr/bin/python3 - "$dir/verify.h5" >"$dir/py.txt" 2>&1 <<'PY' \
+    && echo "ok   prism_results.verify and summary" || { fail "prism_results.verify"; cat "$dir/py.txt"; }
+import sys, h5py, numpy as np, prism_results as pr
+path = sys.argv[1]
+v = pr.verify(path)
+with h5py.File(path, "r") as f:
+    g = f["verify"]
+    assert set(v) == set(g.keys()) | {"samples"}, sorted(v)
+    for name in g.keys():
+        assert np.array_equal(v[name], g[name][:], equal_nan=True), name
+    assert v["samples"] == 2000, v["samples"]
+import io
+out = io.StringIO()
+pr.summary(path, out)
+line = [l for l in out.getvalue().splitlines() if l.strip().startswith("verify:")]
+assert line and f"{len(v['index'])} front points" in line[0], out.getvalue()
+PY
 "$prism" report "$dir/verify.h5" --top 0 >"$dir/report.txt" 2>&1 || fail "report"
 grep -q "^Monte Carlo verification of the front (3 points, 2000 samples" "$dir/report.txt" \
     && echo "ok   report shows the verification" || { fail "report"; cat "$dir/report.txt"; }
