@@ -165,6 +165,9 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
     out << fmt::format("file        {}\n", path);
     out << fmt::format("experiment  {} (sha256 {}..., seed {})\n", h.experiment_name,
                        h.experiment_sha256.substr(0, 12), h.seed);
+    for (const auto& [name, text] : h.included_files) {
+        out << fmt::format("includes    {} ({} bytes, stored in the file)\n", name, text.size());
+    }
     out << fmt::format("status      {} ({} of {} indices processed; prism {})\n", h.status,
                        h.next_index, h.space_size, h.program_version);
     if (dominated > 0) {

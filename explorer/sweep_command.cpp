@@ -75,6 +75,7 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     h.experiment_name = e.name;
     h.experiment_toml = e.text;
     h.experiment_sha256 = io::experiment_fingerprint(e.text, e.included);
+    for (const IncludedFile& f : e.included) h.included_files.emplace_back(f.name, f.text);
     h.seed = e.seed;
     h.space_size = space.size();
     h.histogram_bins =

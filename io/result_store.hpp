@@ -98,6 +98,9 @@ struct ResultHeader {
     std::string experiment_name;
     std::string experiment_toml;    ///< full text of the experiment file
     std::string experiment_sha256;  ///< empty: computed from experiment_toml
+    /// Files the experiment reads besides itself (variability profiles), as (name, text);
+    /// stored as the root attributes included_file_names / included_file_texts when any
+    std::vector<std::pair<std::string, std::string>> included_files;
     std::uint64_t seed = 0;
     std::uint64_t space_size = 0;         ///< design points before filtering
     std::size_t histogram_bins = 0;       ///< 0: no /histograms; else bins per step-time histogram

@@ -62,7 +62,10 @@ def header(path):
     with _open(path) as f:
         out = {}
         for key, value in f.attrs.items():
-            out[key] = int(value) if isinstance(value, np.integer) else _as_str(value)
+            if isinstance(value, np.ndarray):  # string lists (included_file_names, _texts)
+                out[key] = [_as_str(v) for v in value]
+            else:
+                out[key] = int(value) if isinstance(value, np.integer) else _as_str(value)
         return out
 
 

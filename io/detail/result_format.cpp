@@ -150,6 +150,15 @@ ResultHeader read_header(hid_t file, const std::string& path, bool tolerant) {
     h.experiment_name = read_string_attribute(file, "experiment_name", root);
     h.experiment_toml = read_string_attribute(file, "experiment_toml", root);
     h.experiment_sha256 = read_string_attribute(file, "experiment_sha256", root);
+    if (has_attribute(file, "included_file_names", root)) {
+        const auto names = read_strings_attribute(file, "included_file_names", root);
+        const auto texts = read_strings_attribute(file, "included_file_texts", root);
+        if (names.size() != texts.size()) {
+            throw IoError(path + ": included_file_names and included_file_texts differ in length");
+        }
+        for (std::size_t i = 0; i < names.size(); ++i)
+            h.included_files.emplace_back(names[i], texts[i]);
+    }
     h.seed = read_u64_attribute(file, "seed", root);
     h.space_size = read_u64_attribute(file, "space_size", root);
     h.status = descriptive("status");

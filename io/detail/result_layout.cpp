@@ -25,6 +25,15 @@ void write_root_attributes(hid_t file, const std::string& path, const ResultHead
     write_attribute(file, "experiment_name", h.experiment_name, root);
     write_attribute(file, "experiment_toml", h.experiment_toml, root);
     write_attribute(file, "experiment_sha256", h.experiment_sha256, root);
+    if (!h.included_files.empty()) {
+        std::vector<std::string> names, texts;
+        for (const auto& [name, text] : h.included_files) {
+            names.push_back(name);
+            texts.push_back(text);
+        }
+        write_attribute(file, "included_file_names", names, root);
+        write_attribute(file, "included_file_texts", texts, root);
+    }
     write_attribute(file, "seed", h.seed, root);
     write_attribute(file, "space_size", h.space_size, root);
     write_attribute(file, "status", h.status, root);

@@ -123,6 +123,18 @@ grep -q 'garbage\.h5: cannot open' "$dir/garbage.err" && [ "$rc" != 0 ] \
 printf 'name = "fitted"\ngemm = {dist = "lognormal", cv = 0.03}\n' > "$dir/fitted.variability.toml"
 sed 's/^method = "analytic"/method = "analytic"\n[variability]\npreset = "fitted.variability.toml"/' "$base" > "$dir/profiled.toml"
 "$prism" sweep "$dir/profiled.toml" -o "$dir/profiled.h5" --time-limit 0 -q >/dev/null 2>&1
+# the profile is stored in the file, as the experiment is, and the report names it
+/usr/bin/python3 - "$dir/profiled.h5" "$dir/fitted.variability.toml" >"$dir/stored.out" 2>&1 <<'PY' \
+    && "$prism" report "$dir/profiled.h5" --top 0 2>&1 | grep -q '^includes    fitted.variability.toml ' \
+    && echo "ok   profile_stored_in_the_file" \
+    || { echo "FAIL profile_stored_in_the_file"; cat "$dir/stored.out"; fails=$((fails + 1)); }
+import sys, h5py
+with h5py.File(sys.argv[1], "r", swmr=True) as f:
+    names = [n.decode() if isinstance(n, bytes) else n for n in f.attrs["included_file_names"]]
+    texts = [t.decode() if isinstance(t, bytes) else t for t in f.attrs["included_file_texts"]]
+assert names == ["fitted.variability.toml"], names
+assert texts == [open(sys.argv[2]).read()], texts
+PY
 sed -i 's/cv = 0.03/cv = 0.05/' "$dir/fitted.variability.toml"
 "$prism" sweep "$dir/profiled.toml" -o "$dir/profiled.h5" --resume -q >/dev/null 2>"$dir/profiled.err"; rc=$?
 [ "$rc" = 2 ] && grep -q 'profiled\.h5: .*made from a different experiment' "$dir/profiled.err" \

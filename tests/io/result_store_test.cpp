@@ -259,6 +259,27 @@ TEST_F(ResultStore, RefusesToResumeAFileOfAnotherExperiment) {
               "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb");
 }
 
+TEST_F(ResultStore, StoresTheFilesTheExperimentReadsAndReadsThemBack) {
+    const std::string file = path("x.h5");
+    ResultHeader h = test_header();
+    const std::string profile = "name = \"fitted\"\n# a comment\ngemm = {cv = 0.03}\n";
+    h.included_files = {{"fitted.variability.toml", profile}, {"b.toml", ""}};
+    ResultWriter::create(file, h, test_columns(), test_metrics(), false).close();
+    {
+        ResultWriter plain = ResultWriter::create(path("plain.h5"), test_header(), test_columns(),
+                                                  test_metrics(), false);
+        plain.close();
+    }
+
+    const ResultHeader back = ResultReader(file).header();
+    ASSERT_EQ(back.included_files.size(), 2U);
+    EXPECT_EQ(back.included_files[0].first, "fitted.variability.toml");
+    EXPECT_EQ(back.included_files[0].second, profile);
+    EXPECT_EQ(back.included_files[1].first, "b.toml");
+    EXPECT_EQ(back.included_files[1].second, "");
+    EXPECT_TRUE(ResultReader(path("plain.h5")).header().included_files.empty());
+}
+
 TEST_F(ResultStore, RefusesToResumeAFileOfAnotherModelVersionAndLeavesItAlone) {
     const std::string file = path("x.h5");
     ResultHeader a = test_header();
