@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "explorer/mpi_context.hpp"
@@ -164,15 +165,17 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
             --active;
         }
     };
+    // The workers waiting for the pilot get work (or `stop`) now.
+    auto release_waiting = [&] {
+        for (const int w : std::exchange(waiting, {})) assign(w);
+    };
     // Stop handing out work; the workers waiting for the pilot are sent `stop` at once.
     auto stop = [&] {
         if (stopping) return;
         stopping = true;
         stop_time = Clock::now();
         scheduler.stop();
-        const std::vector<int> idle = std::move(waiting);
-        waiting.clear();
-        for (const int w : idle) assign(w);
+        release_waiting();
     };
 
     std::chrono::microseconds sleep(20);
@@ -201,10 +204,7 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
                 if (!stopping) options.pilot_result(std::move(result));
                 assign(message->source);
                 if (pilot_in_flight == 0 && pilot_next == options.pilot.size()) {
-                    // the pilot is back: the range for everyone waiting
-                    const std::vector<int> now = std::move(waiting);
-                    waiting.clear();
-                    for (const int w : now) assign(w);
+                    release_waiting();  // the pilot is back: the range for everyone waiting
                 }
                 continue;
             }
