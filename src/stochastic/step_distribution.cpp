@@ -131,7 +131,77 @@ std::shared_ptr<const detail::PersistentLayout> layout_for(const detail::StepMod
     return layout;
 }
 
+/// Whether a typical group of the point holds a slow unit (probability above one half): the
+/// TP x CP group, or a ZeRO-3 stage's whole TP x CP x DP set, spanning whole units of
+/// slow_unit_gpus. Variability-aware placement puts the slow units where they hurt least, which
+/// is not symmetric in slow and healthy units: never there.
+bool slow_state_typical(const StepProfile& profile, const DesignPoint& point,
+                        const HardwareSpec& hardware, const VariabilitySpec& spec) {
+    const auto& per = spec.persistent;
+    const double q = per.slow_probability;
+    if (!(q > 0) || !(per.slow_factor > 0) || per.slow_factor == 1.0) return false;
+    if (point.placement.kind == PlacementKind::variability_aware) return false;
+    const int unit = per.slow_per_node ? std::max(1, hardware.gpus_per_node) : 1;
+    const int group = std::max(1, profile.tp) * std::max(1, profile.cp) *
+                      (profile.dp_lockstep ? std::max(1, profile.dp) : 1);
+    const double units = std::ceil(static_cast<double>(group) / unit);
+    return q >= 1.0 || -std::expm1(units * std::log1p(-q)) > 0.5;
+}
+
+/// With the slow state typical (slow_state_typical), `spec` and `flipped` become the same law
+/// with the slowed kernels in the profile and the healthy units as fast ones.
+bool flip_slow_state(const StepProfile& profile, const DesignPoint& point,
+                     const HardwareSpec& hardware, VariabilitySpec& spec, StepProfile& flipped) {
+    if (!slow_state_typical(profile, point, hardware, spec)) return false;
+    const double k = spec.persistent.slow_factor;
+    flipped = with_slowed_compute(profile, k);
+    spec.persistent.slow_probability = 1.0 - spec.persistent.slow_probability;
+    spec.persistent.slow_factor = 1.0 / k;
+    return true;
+}
+
+/// The moments a run model is fed: finite, a positive mean, a non-negative variance; anything
+/// else is a located error (the point), never a silent row.
+StepDistribution checked(StepDistribution d, const DesignPoint& point) {
+    auto bad = [](double x) { return !std::isfinite(x); };
+    std::string what;
+    if (bad(d.mean_s) || !(d.mean_s > 0)) what = fmt::format("mean {} s", d.mean_s);
+    if (bad(d.std_s) || d.std_s < 0) what = fmt::format("std {} s", d.std_s);
+    for (double q : {d.p50_s, d.p90_s, d.p95_s, d.p99_s, d.p999_s}) {
+        if (bad(q) || !(q > 0)) what = fmt::format("quantile {} s", q);
+    }
+    for (size_t k = 0; k < d.cluster_mean_s.size(); ++k) {
+        const double v = k < d.cluster_var_s2.size() ? d.cluster_var_s2[k] : 0.0;
+        if (bad(d.cluster_mean_s[k]) || !(d.cluster_mean_s[k] > 0) || bad(v) || v < 0) {
+            what = fmt::format("cluster realization {}: mean {} s, variance {} s^2", k,
+                               d.cluster_mean_s[k], v);
+        }
+    }
+    if (!what.empty()) {
+        throw ModelError(fmt::format(
+            "step-time distribution of point (tp {}, pp {}, dp {}, cp {}) is invalid: {}", point.tp,
+            point.pp, point.dp, point.cp, what));
+    }
+    return d;
+}
+
 }  // namespace
+
+StepProfile with_slowed_compute(const StepProfile& profile, double k) {
+    StepProfile p = profile;
+    auto scale = [k](SegmentList& segs) {
+        for (auto& seg : segs) {
+            for (auto& op : seg.ops) {
+                if (!is_communication(op.cls)) op.time_s *= k;
+            }
+        }
+    };
+    for (auto* s : {&p.layer_forward, &p.layer_backward, &p.embedding_forward,
+                    &p.embedding_backward, &p.head_forward, &p.head_backward}) {
+        scale(*s);
+    }
+    return p;
+}
 
 StepDistribution step_distribution_masked(const StepProfile& profile, const DesignPoint& point,
                                           const HardwareSpec& hardware, const ClusterSpec& cluster,
@@ -147,8 +217,27 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     if (spec.is_deterministic()) {
         return point_mass(deterministic_step_time(profile), evaluation);
     }
-    const auto model =
-        detail::build_step_model(profile, point, hardware, cluster, spec, deterministic_classes);
+    // The analytic evaluator linearizes a replica around its groups' typical factor, that of a
+    // group without slow members. Where most groups hold a slow member (every unit slow, or a
+    // ZeRO-3 stage of hundreds of GPUs of which a few percent are slow), the slow state is the
+    // typical one: the same law is then evaluated with the slowed kernels in the profile and
+    // the healthy units as "fast" ones (slow_factor 1 / k, probability 1 - q), so that the
+    // linearization sits where the groups are and every unit slow is exactly the hardware k
+    // times slower (DESIGN.md's invariants).
+    StepProfile flipped_profile;
+    const StepProfile* used = &profile;
+    if (evaluation.method == Method::analytic &&
+        flip_slow_state(profile, point, hardware, spec, flipped_profile)) {
+        used = &flipped_profile;
+        if (spec.is_deterministic()) {
+            StepDistribution out = point_mass(deterministic_step_time(flipped_profile), evaluation);
+            out.deterministic_s = deterministic_step_time(profile);
+            return checked(out, point);
+        }
+    }
+    auto model =
+        detail::build_step_model(*used, point, hardware, cluster, spec, deterministic_classes);
+    model.deterministic_s = deterministic_step_time(profile);
     const auto layout_ptr = layout_for(model, point, hardware, cluster);
     const detail::PersistentLayout& layout = *layout_ptr;
     const int clusters =
@@ -175,7 +264,7 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
         detail::analytic(model, layout, evaluation, clusters, out, nullptr, nullptr,
                          evaluation.grid_points);
     }
-    return out;
+    return checked(std::move(out), point);
 }
 
 std::vector<double> monte_carlo_samples(const StepProfile& profile, const DesignPoint& point,
@@ -191,7 +280,17 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
                                  const HardwareSpec& hardware, const ClusterSpec& cluster,
                                  const VariabilitySpec& variability, const std::vector<double>& t_s,
                                  int grid_points) {
-    const auto model = detail::build_step_model(profile, point, hardware, cluster, variability);
+    VariabilitySpec spec = variability;
+    StepProfile flipped;
+    const bool flip = flip_slow_state(profile, point, hardware, spec, flipped);
+    if (flip && spec.is_deterministic()) {
+        const double t = deterministic_step_time(flipped);
+        std::vector<double> cdf;
+        for (double x : t_s) cdf.push_back(x >= t ? 1.0 : 0.0);
+        return cdf;
+    }
+    const auto model =
+        detail::build_step_model(flip ? flipped : profile, point, hardware, cluster, spec);
     const auto layout = detail::make_layout(model, point, hardware, cluster);
     const int clusters = model.persistent_deterministic ? 1 : kClusterRealizations;
     StepDistribution out;

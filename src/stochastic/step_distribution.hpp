@@ -72,6 +72,11 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
                                           std::uint32_t deterministic_classes,
                                           bool cluster_strata = true);
 
+/// `profile` with the kernels a slow GPU slows (the compute ops of the layers, the embedding and
+/// the head; not the dataloader, the optimizer or communication) `k` times slower: what "every
+/// unit slow by k" equals (DESIGN.md's invariants).
+StepProfile with_slowed_compute(const StepProfile& profile, double k);
+
 /// Monte Carlo draws of the step time, each on its own cluster realization (for tests).
 std::vector<double> monte_carlo_samples(const StepProfile& profile, const DesignPoint& point,
                                         const HardwareSpec& hardware, const ClusterSpec& cluster,

@@ -90,12 +90,13 @@ class StepSampler {
         std::vector<double> row(classes);
         for (const bool comm : {false, true}) {
             for (size_t j = 0; j < m.fwd.size(); ++j) {
-                row[2 * j] = comm ? m.fwd[j].comm_var : m.fwd[j].comp_var;
-                row[2 * j + 1] = comm ? m.bwd[j].comm_var : m.bwd[j].comp_var;
+                row[2 * j] = comm ? m.fwd[j].comm_bound_var() : m.fwd[j].comp_bound_var();
+                row[2 * j + 1] = comm ? m.bwd[j].comm_bound_var() : m.bwd[j].comp_bound_var();
             }
-            const double start = comm ? m.dataloader.comm_var : m.dataloader.comp_var;
-            (comm ? vcomm_ : vcomp_) =
-                pipe.makespan(row.data(), comm ? m.p2p.comm_var : m.p2p.comp_var, start);
+            const double start =
+                comm ? m.dataloader.comm_bound_var() : m.dataloader.comp_bound_var();
+            (comm ? vcomm_ : vcomp_) = pipe.makespan(
+                row.data(), comm ? m.p2p.comm_bound_var() : m.p2p.comp_bound_var(), start);
         }
         // Sparse pruning bound (slowest_sparse): cmax_[s] = the longest path in the stage-s
         // compute means alone, ctot_ = the longest path in all compute means (lane 0 all
@@ -106,7 +107,7 @@ class StepSampler {
                 end(lanes);
             for (size_t c = 0; c < classes; ++c) {
                 const int st = pipe.stage_of_class(static_cast<int>(c));
-                const double mean = (c % 2 == 1 ? m.bwd : m.fwd)[c / 2].comp_mean;
+                const double mean = (c % 2 == 1 ? m.bwd : m.fwd)[c / 2].comp_bound_mean();
                 for (size_t k = 0; k < lanes; ++k) {
                     dur[c * lanes + k] = k == 0 || static_cast<int>(k) - 1 == st ? mean : 0.0;
                 }
@@ -125,8 +126,9 @@ class StepSampler {
         // (A = a / sqrt(alpha), B = c / sqrt(gamma)), which is >= min(A, B): its clamp mass is
         // at most Phi(-min(A, B)), whatever g >= 0 and R > 0.
         auto mass = [](const ChunkCost& k) {
-            const double a = k.comp_var > 0 ? k.comp_mean / std::sqrt(k.comp_var) : HUGE_VAL;
-            const double b = k.comm_var > 0 ? k.comm_mean / std::sqrt(k.comm_var) : HUGE_VAL;
+            const double cv = k.comp_bound_var(), mv = k.comm_bound_var();
+            const double a = cv > 0 ? k.comp_bound_mean() / std::sqrt(cv) : HUGE_VAL;
+            const double b = mv > 0 ? k.comm_bound_mean() / std::sqrt(mv) : HUGE_VAL;
             const double rho = std::min(a, b);
             if (rho == HUGE_VAL) return 0.0;
             return rho >= 8.5 ? 1e-17 : normal_cdf(-rho);  // Phi(-8.5) < 1e-17
@@ -479,6 +481,11 @@ class StepSampler {
         for (size_t c = 0; c < costs; ++c) {
             const double* gs = lane_g_.data() + (c / 2 / v) * kLanes;
             double* out = lane_cost_.data() + c * kLanes;
+            const ChunkCost& k = (c % 2 == 1 ? m.bwd : m.fwd)[c / 2];
+            if (!k.mixed.empty()) {
+                for (int l = 0; l < kLanes; ++l) out[l] = k.mean(gs[l], r);
+                continue;
+            }
             for (int l = 0; l < kLanes; ++l) out[l] = gs[l] * cost_comp_[c] + cost_comm_[c];
         }
         const double x = m.p2p.mean(1.0, r);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <utility>
 
 #include "src/common/error.hpp"
 #include "src/stochastic/detail/hash.hpp"
@@ -87,6 +88,10 @@ Moments clark_max(Moments a, Moments b) {
     return {m, std::max(0.0, e2 - m * m)};
 }
 
+Moments ChunkCost::mixed_moments(const MixedSegment& s, double g, double r) {
+    return clark_max({g * s.comp_mean, g * g * s.comp_var}, {r * s.comm_mean, r * r * s.comm_var});
+}
+
 namespace {
 
 /// Accumulates segments of ops into a chunk cost (step_model.hpp): per segment, Clark's max of
@@ -111,9 +116,10 @@ class SegmentCosts {
 
   private:
     void add_segment(Accumulator& acc, const Segment& seg, int repeat) {
-        Moments best{0, 0};
-        bool best_comm = false;
-        bool have = false;
+        // each kind's ops combined by Clark's max (in the ops' order), then the kinds: one kind
+        // adds to its linear part, both make a mixed segment max(g A, R B)
+        Moments side[2] = {{0, 0}, {0, 0}};  // compute, communication
+        bool have[2] = {false, false};
         int random_ops = 0;
         SingleTerm term;
         for (const auto& op : seg.ops) {
@@ -130,28 +136,36 @@ class SegmentCosts {
                 ++random_ops;
                 term = {true, comm, op.time_s, n, c};
             }
-            if (!have) {
-                best = d;
-                best_comm = comm;
-                have = true;
-            } else {
-                const bool comm_wins = d.mean > best.mean ? comm : best_comm;
-                best = clark_max(best, d);
-                best_comm = comm_wins;
-            }
+            const int k = comm ? 1 : 0;
+            side[k] = have[k] ? clark_max(side[k], d) : d;
+            have[k] = true;
         }
-        if (!have) return;
+        if (!have[0] && !have[1]) return;
         auto& cost = acc.cost;
-        if (best_comm) {
-            cost.comm_mean += repeat * best.mean;
-            cost.comm_var += repeat * best.var;
+        if (have[0] && have[1] && side[0].mean > 0 && side[1].mean > 0) {
+            add_mixed(cost, {side[0].mean, side[0].var, side[1].mean, side[1].var, repeat});
+        } else if (have[1] && !(have[0] && side[0].mean > side[1].mean)) {
+            cost.comm_mean += repeat * side[1].mean;
+            cost.comm_var += repeat * side[1].var;
         } else {
-            cost.comp_mean += repeat * best.mean;
-            cost.comp_var += repeat * best.var;
+            cost.comp_mean += repeat * side[0].mean;
+            cost.comp_var += repeat * side[0].var;
         }
         const int terms = random_ops > 0 ? repeat : 0;
         cost.random_terms += terms;
         if (random_ops == 1 && seg.ops.size() == 1) acc.single = term;
+    }
+
+    /// Adds `s` to the cost's mixed segments, merged with an equal one (the layers of a chunk).
+    static void add_mixed(ChunkCost& cost, const MixedSegment& s) {
+        for (auto& e : cost.mixed) {
+            if (e.comp_mean == s.comp_mean && e.comp_var == s.comp_var &&
+                e.comm_mean == s.comm_mean && e.comm_var == s.comm_var) {
+                e.repeat += s.repeat;
+                return;
+            }
+        }
+        cost.mixed.push_back(s);
     }
 
     const StepModel& m_;
@@ -285,11 +299,54 @@ void set_step_costs(StepModel& m, const StepProfile& profile, SegmentCosts& cost
     if (terms == 1 && p == 1 && v == 1 && mb == 1) m.single = single;
 }
 
-/// Per-stage sums of the chunk costs at g = R = 1 (to rank stages and for the analytic's
-/// linear part).
+/// The chord g * lin_comp + R * lin_comm of every cost's mean over [1, g_hi] at R = r_bar (the
+/// analytic evaluator's linearization; a copy of the linear part when nothing is mixed), and the
+/// mixed variance split by the probability each side wins at (1, r_bar).
+void set_linearization(ChunkCost& k, double g_lo, double g_hi, double r_bar) {
+    k.lin_comp = k.comp_mean;
+    k.lin_comm = k.comm_mean;
+    k.lin_comp_var = k.comp_var;
+    k.lin_comm_var = k.comm_var;
+    if (k.mixed.empty()) return;
+    const double lo = k.mean(g_lo, r_bar), hi = k.mean(g_hi, r_bar);
+    const double slope = std::max(0.0, (hi - lo) / (g_hi - g_lo));
+    k.lin_comp = slope;
+    k.lin_comm = r_bar > 0 ? std::max(0.0, (lo - slope * g_lo) / r_bar) : 0.0;
+    for (const auto& s : k.mixed) {
+        const double sd = std::sqrt(s.comp_var + r_bar * r_bar * s.comm_var);
+        const double pa = sd > 0 ? normal_cdf((s.comp_mean - r_bar * s.comm_mean) / sd)
+                                 : (s.comp_mean >= r_bar * s.comm_mean ? 1.0 : 0.0);
+        const double v = s.repeat * ChunkCost::mixed_moments(s, 1.0, r_bar).var;
+        k.lin_comp_var += pa * v;
+        k.lin_comm_var += (1 - pa) * v / std::max(r_bar * r_bar, 1e-300);
+    }
+}
+
+/// The range of group factors the evaluators see: from 1 (the fast units' factor where slow
+/// units are faster) to the slowest group's 1 - 1e-15 quantile (the analytic evaluator's
+/// relevant range), at least 0.05 wide.
+std::pair<double, double> group_factor_range(const StepModel& m) {
+    const bool slow = m.slow_probability > 0;
+    const double sfmax = std::max(1.0, slow ? m.slow_factor : 1.0);
+    const double lo = std::min(1.0, slow ? m.slow_factor : 1.0);
+    const double n_all = m.group_gpus * (m.lockstep ? m.dp : 1);
+    return {lo, std::max(lo + 0.05, m.spatial.max_quantile(1 - 1e-15, n_all) * sfmax)};
+}
+
+/// Per-stage sums of the chunk costs' linearizations at g = R = 1 (to rank stages and for the
+/// analytic's linear part).
 void set_stage_sums(StepModel& m) {
     const int p = m.stages;
     const int v = m.chunks;
+    const auto [g_lo, g_hi] = group_factor_range(m);
+    const double r_bar = m.regime.mean();
+    for (auto* k : {&m.p2p, &m.dataloader, &m.sync, &m.optimizer}) {
+        set_linearization(*k, g_lo, g_hi, r_bar);
+    }
+    for (size_t j = 0; j < m.fwd.size(); ++j) {
+        set_linearization(m.fwd[j], g_lo, g_hi, r_bar);
+        set_linearization(m.bwd[j], g_lo, g_hi, r_bar);
+    }
     m.stage_work_s.assign(p, 0);
     m.stage_comp_s.assign(p, 0);
     m.stage_comm_s.assign(p, 0);
@@ -298,10 +355,10 @@ void set_stage_sums(StepModel& m) {
     for (int s = 0; s < p; ++s) {
         for (int c = 0; c < v; ++c) {
             for (const ChunkCost* k : {&m.fwd[s * v + c], &m.bwd[s * v + c]}) {
-                m.stage_comp_s[s] += k->comp_mean;
-                m.stage_comm_s[s] += k->comm_mean;
-                m.stage_var_comp[s] += k->comp_var;
-                m.stage_var_comm[s] += k->comm_var;
+                m.stage_comp_s[s] += k->lin_comp;
+                m.stage_comm_s[s] += k->lin_comm;
+                m.stage_var_comp[s] += k->lin_comp_var;
+                m.stage_var_comm[s] += k->lin_comm_var;
             }
         }
         m.stage_work_s[s] = m.stage_comp_s[s] + m.stage_comm_s[s];

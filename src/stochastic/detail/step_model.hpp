@@ -33,15 +33,69 @@
 
 namespace prism::stochastic::detail {
 
-/// Duration of one chunk op for one microbatch given (g, R):
-/// mean = g * comp_mean + R * comm_mean, variance = g^2 * comp_var + R^2 * comm_var.
+/// A segment whose concurrent ops mix compute and communication (an FSDP gather under the
+/// previous layer's compute, an overlapped TP or CP exchange): given (g, R) it takes
+/// max(g A, R B), A the max of its compute ops (the group's transient maxima) and B of its
+/// communication ops, both taken as normal (Clark's moments of each side at g = R = 1).
+struct MixedSegment {
+    double comp_mean = 0, comp_var = 0;  ///< A at g = 1
+    double comm_mean = 0, comm_var = 0;  ///< B at R = 1
+    int repeat = 1;                      ///< identical segments in the chunk (layers)
+};
+
+/// Duration of one chunk op for one microbatch given (g, R): the segments of one kind add
+/// g * comp + R * comm (mean) and g^2 comp_var + R^2 comm_var (variance); each mixed segment
+/// adds Clark's moments of max(g A, R B), so that slowing either side never speeds the op
+/// (the max is nondecreasing in both) and a slow group slows a segment that its communication
+/// won at nominal speed.
 struct ChunkCost {
     double comp_mean = 0, comp_var = 0;
     double comm_mean = 0, comm_var = 0;
+    std::vector<MixedSegment> mixed;
     int random_terms = 0;  ///< op instances with a non-degenerate factor
+    /// The linearization g * lin_comp + R * lin_comm of mean(g, R) that the analytic
+    /// evaluator's passes use: the chord over the job's range of g at the regime's mean
+    /// (exact at both ends; equal to comp_mean and comm_mean when nothing is mixed), and its
+    /// variance split between the two sides by the probability each wins.
+    double lin_comp = 0, lin_comm = 0, lin_comp_var = 0, lin_comm_var = 0;
 
-    double mean(double g, double r) const { return g * comp_mean + r * comm_mean; }
-    double var(double g, double r) const { return g * g * comp_var + r * r * comm_var; }
+    double mean(double g, double r) const {
+        double m = g * comp_mean + r * comm_mean;
+        for (const auto& s : mixed) m += s.repeat * mixed_moments(s, g, r).mean;
+        return m;
+    }
+    double var(double g, double r) const {
+        double v = g * g * comp_var + r * r * comm_var;
+        for (const auto& s : mixed) v += s.repeat * mixed_moments(s, g, r).var;
+        return v;
+    }
+    /// Majorants for every g, R >= 0: mean(g, R) <= g comp_bound_mean() + R comm_bound_mean(),
+    /// var(g, R) <= g^2 comp_bound_var() + R^2 comm_bound_var(), and mean(g', R) - mean(g, R)
+    /// <= (g' - g) comp_bound_mean() for g' >= g (the max is 1-Lipschitz in each side; the
+    /// variance of a max of independent terms is at most the sum of theirs, Efron-Stein).
+    double comp_bound_mean() const {
+        double m = comp_mean;
+        for (const auto& s : mixed) m += s.repeat * s.comp_mean;
+        return m;
+    }
+    double comm_bound_mean() const {
+        double m = comm_mean;
+        for (const auto& s : mixed) m += s.repeat * s.comm_mean;
+        return m;
+    }
+    double comp_bound_var() const {
+        double v = comp_var;
+        for (const auto& s : mixed) v += s.repeat * s.comp_var;
+        return v;
+    }
+    double comm_bound_var() const {
+        double v = comm_var;
+        for (const auto& s : mixed) v += s.repeat * s.comm_var;
+        return v;
+    }
+
+    /// Clark's moments of max(g A, R B) for one mixed segment.
+    static Moments mixed_moments(const MixedSegment& s, double g, double r);
 };
 
 /// The single random term of a replica (exact law kept when it is the only one).

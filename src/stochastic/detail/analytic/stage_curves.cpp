@@ -38,8 +38,8 @@ MeanRows mean_rows(const StepModel& m, double g_ref, double r_bar) {
                 const ChunkCost& k = backward ? m.bwd[j] : m.fwd[j];
                 const auto cls = static_cast<size_t>(pipe.class_of(st, ch, backward));
                 dur[cls] = k.mean(g_ref, r_bar);
-                comp[cls] = k.comp_mean;
-                comm[cls] = k.comm_mean;
+                comp[cls] = k.lin_comp;  // the chord over the range of g (step_model.hpp)
+                comm[cls] = k.lin_comm;
             }
         }
     }
@@ -303,13 +303,16 @@ std::vector<double> curves_key(const StepModel& m, double eg, double vg) {
           id(m.spatial_id), id(m.effective ? m.effective->id() : 0), eg, vg}) {
         k.push_back(x);
     }
-    for (const ChunkCost* c : {&m.p2p, &m.dataloader}) {
-        k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var});
-    }
-    for (size_t j = 0; j < m.fwd.size(); ++j) {
-        for (const ChunkCost* c : {&m.fwd[j], &m.bwd[j]}) {
-            k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var});
+    auto cost = [&k](const ChunkCost* c) {
+        k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var, c->lin_comp,
+                           c->lin_comm, c->lin_comp_var, c->lin_comm_var, double(c->mixed.size())});
+        for (const auto& s : c->mixed) {
+            k.insert(k.end(), {s.comp_mean, s.comp_var, s.comm_mean, s.comm_var, double(s.repeat)});
         }
+    };
+    for (const ChunkCost* c : {&m.p2p, &m.dataloader}) cost(c);
+    for (size_t j = 0; j < m.fwd.size(); ++j) {
+        for (const ChunkCost* c : {&m.fwd[j], &m.bwd[j]}) cost(c);
     }
     return k;
 }
