@@ -131,21 +131,57 @@ std::shared_ptr<const detail::PersistentLayout> layout_for(const detail::StepMod
     return layout;
 }
 
-/// Whether a typical group of the point holds a slow unit (probability above one half): the
-/// TP x CP group, or a ZeRO-3 stage's whole TP x CP x DP set, spanning whole units of
-/// slow_unit_gpus. Variability-aware placement puts the slow units where they hurt least, which
-/// is not symmetric in slow and healthy units: never there.
+/// Units of slow_unit_gpus a group spans: the TP x CP group, or a ZeRO-3 stage's whole
+/// TP x CP x DP set.
+double group_units(const StepProfile& profile, const HardwareSpec& hardware,
+                   const VariabilitySpec& spec) {
+    const int unit = spec.persistent.slow_per_node ? std::max(1, hardware.gpus_per_node) : 1;
+    const int group = std::max(1, profile.tp) * std::max(1, profile.cp) *
+                      (profile.dp_lockstep ? std::max(1, profile.dp) : 1);
+    return std::ceil(static_cast<double>(group) / unit);
+}
+
+/// Whether the typical group is all slow (every unit slow with probability above one half):
+/// the analytic evaluator then takes the slow state as the base (flip_slow_state).
+/// Variability-aware placement puts the slow units where they hurt least, which is not
+/// symmetric in slow and healthy units: there only when every unit is slow.
 bool slow_state_typical(const StepProfile& profile, const DesignPoint& point,
                         const HardwareSpec& hardware, const VariabilitySpec& spec) {
     const auto& per = spec.persistent;
     const double q = per.slow_probability;
     if (!(q > 0) || !(per.slow_factor > 0) || per.slow_factor == 1.0) return false;
+    if (q >= 1.0) return true;
     if (point.placement.kind == PlacementKind::variability_aware) return false;
-    const int unit = per.slow_per_node ? std::max(1, hardware.gpus_per_node) : 1;
-    const int group = std::max(1, profile.tp) * std::max(1, profile.cp) *
-                      (profile.dp_lockstep ? std::max(1, profile.dp) : 1);
-    const double units = std::ceil(static_cast<double>(group) / unit);
-    return q >= 1.0 || -std::expm1(units * std::log1p(-q)) > 0.5;
+    return group_units(profile, hardware, spec) * std::log(q) > std::log(0.5);
+}
+
+/// Whether the analytic law is outside its stated domain for this point, so that the
+/// evaluator takes Monte Carlo instead (README, "Where the analytic evaluator hands over"):
+/// a ZeRO-3 stage runs every layer in lockstep over all its GPUs and the analytic law maps the
+/// stage's largest GPU factor through phi_0 (effective_factor.hpp: the op's mean given one
+/// slow member), exact with at most one slow unit per stage or without transient compute
+/// noise; with two or more slow units likely (P > 1%) and some noise it understates the stage
+/// (26 GPUs slow of 512 read as one).
+bool lockstep_outside_analytic(const StepProfile& profile, const HardwareSpec& hardware,
+                               const VariabilitySpec& spec) {
+    const auto& per = spec.persistent;
+    const double q = per.slow_probability;
+    if (!profile.dp_lockstep || profile.dp <= 1 || !(q > 0) || per.slow_factor == 1.0) {
+        return false;
+    }
+    bool noisy = false;
+    for (int c = 0; c < kKernelClassCount; ++c) {
+        if (!is_communication(KernelClass(c)) && !deterministic_spec(spec.transient[c])) {
+            noisy = true;
+        }
+    }
+    if (!noisy) return false;
+    const double u = group_units(profile, hardware, spec);
+    if (q >= 1.0 || u < 2) return false;
+    // P(K >= 2) for K ~ Binomial(u, q)
+    const double p0 = std::exp(u * std::log1p(-q));
+    const double p1 = u * q * std::exp((u - 1) * std::log1p(-q));
+    return 1.0 - p0 - p1 > 0.01;
 }
 
 /// With the slow state typical (slow_state_typical), `spec` and `flipped` become the same law
@@ -158,6 +194,23 @@ bool flip_slow_state(const StepProfile& profile, const DesignPoint& point,
     spec.persistent.slow_probability = 1.0 - spec.persistent.slow_probability;
     spec.persistent.slow_factor = 1.0 / k;
     return true;
+}
+
+/// The analytic evaluator reads group factors through continuous laws (tabulated log CDFs and
+/// their inverses); a constant spatial factor with slow units makes the group factor a pair of
+/// atoms, which those tables lose (1% slow nodes and nothing else read as no slow node at all).
+/// There it takes the spatial factor as normal with cv 1e-6: the step moves by a few 1e-6
+/// relative (the max of 10^5 such factors is 1 + 4.5e-6), far below the evaluators' budget.
+void regularize_atoms(VariabilitySpec& spec) {
+    auto& per = spec.persistent;
+    if (!deterministic_spec(per.spatial) || !(per.slow_probability > 0) || per.slow_factor == 1.0) {
+        return;
+    }
+    const double mean = stochastic::Distribution(per.spatial).mean();
+    per.spatial = DistributionSpec{};
+    per.spatial.kind = DistKind::normal;
+    per.spatial.mean = mean;
+    per.spatial.cv = 1e-6;
 }
 
 /// The moments a run model is fed: finite, a positive mean, a non-negative variance; anything
@@ -186,6 +239,20 @@ StepDistribution checked(StepDistribution d, const DesignPoint& point) {
 }
 
 }  // namespace
+
+bool analytic_hands_over(const StepProfile& profile, const DesignPoint& point,
+                         const HardwareSpec& hardware, const VariabilitySpec& variability) {
+    if (slow_state_typical(profile, point, hardware, variability)) return false;
+    // the analytic law is linearized at a group without slow members: where most groups hold
+    // one (but not all of their units slow) it reads them far from where it is exact
+    const auto& per = variability.persistent;
+    const double q = per.slow_probability;
+    if (q > 0 && q < 1 && per.slow_factor != 1.0 &&
+        group_units(profile, hardware, variability) * std::log1p(-q) < std::log(0.5)) {
+        return true;
+    }
+    return lockstep_outside_analytic(profile, hardware, variability);
+}
 
 StepProfile with_slowed_compute(const StepProfile& profile, double k) {
     StepProfile p = profile;
@@ -226,15 +293,23 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     // times slower (DESIGN.md's invariants).
     StepProfile flipped_profile;
     const StepProfile* used = &profile;
+    EvaluationSpec eval_used = evaluation;
     if (evaluation.method == Method::analytic &&
+        analytic_hands_over(profile, point, hardware, spec)) {
+        eval_used.method = Method::montecarlo;
+    }
+    const EvaluationSpec& evaluation_ = eval_used;
+    if (evaluation_.method == Method::analytic &&
         flip_slow_state(profile, point, hardware, spec, flipped_profile)) {
         used = &flipped_profile;
         if (spec.is_deterministic()) {
-            StepDistribution out = point_mass(deterministic_step_time(flipped_profile), evaluation);
+            StepDistribution out =
+                point_mass(deterministic_step_time(flipped_profile), evaluation_);
             out.deterministic_s = deterministic_step_time(profile);
             return checked(out, point);
         }
     }
+    if (evaluation_.method == Method::analytic) regularize_atoms(spec);
     auto model =
         detail::build_step_model(*used, point, hardware, cluster, spec, deterministic_classes);
     model.deterministic_s = deterministic_step_time(profile);
@@ -244,25 +319,26 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
         model.persistent_deterministic || !cluster_strata ? 1 : kClusterRealizations;
     StepDistribution out;
     out.deterministic_s = model.deterministic_s;
-    if (evaluation.method == Method::montecarlo) {
-        if (evaluation.samples < 1) {
+    out.monte_carlo_fallback = evaluation.method != evaluation_.method;
+    if (evaluation_.method == Method::montecarlo) {
+        if (evaluation_.samples < 1) {
             throw ConfigError(
-                fmt::format("evaluation.samples must be >= 1, got {}", evaluation.samples));
+                fmt::format("evaluation.samples must be >= 1, got {}", evaluation_.samples));
         }
-        auto x = detail::monte_carlo(model, layout, evaluation.samples, seed, point_index);
-        detail::summarize_samples(std::move(x), evaluation, model.deterministic_s, out);
+        auto x = detail::monte_carlo(model, layout, evaluation_.samples, seed, point_index);
+        detail::summarize_samples(std::move(x), evaluation_, model.deterministic_s, out);
         if (clusters == 1) {
             out.cluster_mean_s = {out.mean_s};
             out.cluster_var_s2 = {out.std_s * out.std_s};
         } else {
             // a quarter of the sample budget again, spread over the realizations
-            const int per = std::clamp(evaluation.samples / (4 * clusters), 2, 64);
+            const int per = std::clamp(evaluation_.samples / (4 * clusters), 2, 64);
             detail::monte_carlo_clusters(model, layout, clusters, per, seed, point_index,
                                          out.cluster_mean_s, out.cluster_var_s2);
         }
     } else {
-        detail::analytic(model, layout, evaluation, clusters, out, nullptr, nullptr,
-                         evaluation.grid_points);
+        detail::analytic(model, layout, evaluation_, clusters, out, nullptr, nullptr,
+                         evaluation_.grid_points);
     }
     return checked(std::move(out), point);
 }
@@ -289,6 +365,7 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
         for (double x : t_s) cdf.push_back(x >= t ? 1.0 : 0.0);
         return cdf;
     }
+    regularize_atoms(spec);
     const auto model =
         detail::build_step_model(flip ? flipped : profile, point, hardware, cluster, spec);
     const auto layout = detail::make_layout(model, point, hardware, cluster);

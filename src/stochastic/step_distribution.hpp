@@ -28,6 +28,9 @@ struct StepDistribution {
     /// Conditional mean and variance of ONE step given the persistent factors, for K cluster
     /// realizations of equal weight (K = 1 and var = 0 without variability).
     std::vector<double> cluster_mean_s, cluster_var_s2;
+    /// asked for the analytic evaluator, evaluated by Monte Carlo: the point is outside the
+    /// analytic law's domain (stochastic::analytic_hands_over)
+    bool monte_carlo_fallback = false;
 };
 
 /// The step-time distribution of `profile` laid out by `point.placement` on `cluster` under
@@ -71,6 +74,12 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
                                           std::uint64_t point_index,
                                           std::uint32_t deterministic_classes,
                                           bool cluster_strata = true);
+
+/// Whether the analytic evaluator hands `profile` over to Monte Carlo: a ZeRO-3 stage likely to
+/// hold two or more slow units, with transient compute noise (README, "Where the analytic
+/// evaluator hands over"); step_distribution then samples it with `samples` draws.
+bool analytic_hands_over(const StepProfile& profile, const DesignPoint& point,
+                         const HardwareSpec& hardware, const VariabilitySpec& variability);
 
 /// `profile` with the kernels a slow GPU slows (the compute ops of the layers, the embedding and
 /// the head; not the dataloader, the optimizer or communication) `k` times slower: what "every

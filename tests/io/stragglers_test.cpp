@@ -129,4 +129,53 @@ TEST(Stragglers, FivePercentOfGpusThreeTimesSlowGiveAFiniteSlowerStep) {
     }
 }
 
+TEST(Stragglers, OnePercentOfNodesSlowAndNothingElseTheEvaluatorsAgree) {
+    const auto e = prism::io::load_experiment(straggler_file("slow_nodes_only.toml"));
+    const auto p = point_of(e,
+                            "gpus=2048,tp=8,pp=1,cp=1,microbatch=1,zero_stage=1,recompute=full,"
+                            "interleave=1,global_batch=2048");
+    const auto r = prism::evaluate_deterministic(e, p);
+    const double slow = prism::deterministic_step_time(slowed(r.profile, 1.5));
+    // 256 replicas of one node each: the step is the slow replica's unless no node of the 256
+    // is slow (probability 0.99^256 = 0.076), a closed form
+    const double p_none = std::pow(0.99, 256);
+    const double mean = p_none * r.step_time_s + (1 - p_none) * slow;
+
+    const auto a = evaluate(e, p, prism::Method::analytic);
+    const auto mc = evaluate(e, p, prism::Method::montecarlo);
+
+    std::printf(
+        "  deterministic %.3f s, slow replica %.3f s, closed-form mean %.4f s; analytic "
+        "mean %.4f p50 %.4f; Monte Carlo mean %.4f p50 %.4f\n",
+        r.step_time_s, slow, mean, a.mean_s, a.p50_s, mc.mean_s, mc.p50_s);
+    EXPECT_NEAR(a.mean_s, mean, 2e-3 * mean);   // the grid (README: 257 points)
+    EXPECT_NEAR(a.p50_s, slow, 2e-3 * slow);    // the median replica max is the slow one
+    EXPECT_NEAR(mc.mean_s, mean, 0.01 * mean);  // 2,000 draws: sd 0.27 s / sqrt(2000)
+    EXPECT_NEAR(mc.p50_s, slow, 1e-9 * slow);
+}
+
+TEST(Stragglers, MakingGemmsDeterministicNeverRaisesTheMean) {
+    const auto e = prism::io::load_experiment(straggler_file("llama70b_2048.toml"));
+    const auto p = point_of(e,
+                            "gpus=1024,tp=2,pp=2,cp=1,microbatch=1,zero_stage=3,recompute=full,"
+                            "interleave=5,global_batch=2048");
+    const auto gemm = 1u << static_cast<int>(prism::KernelClass::gemm);
+
+    for (const auto method : {prism::Method::analytic, prism::Method::montecarlo}) {
+        const auto noisy = evaluate(e, p, method);
+        const auto quiet = evaluate(e, p, method, gemm);
+
+        std::printf("  %s: mean %.4f s -> %.4f s without GEMM noise, p95 %.4f -> %.4f s\n",
+                    method == prism::Method::analytic ? "analytic" : "Monte Carlo", noisy.mean_s,
+                    quiet.mean_s, noisy.p95_s, quiet.p95_s);
+        // Jensen (the step is convex in the durations); Monte Carlo: the same streams, 2,000
+        // draws of a step with sd ~0.6 s (5 standard errors)
+        const double tol = method == prism::Method::analytic ? 1e-4 * noisy.mean_s
+                                                             : 5 * noisy.std_s / std::sqrt(2000.0);
+        EXPECT_LE(quiet.mean_s, noisy.mean_s + tol);
+        // a quantile is not convex: its drop may be negative within README's 1% of p95
+        EXPECT_GE(noisy.p95_s - quiet.p95_s, -0.01 * noisy.p95_s);
+    }
+}
+
 }  // namespace

@@ -92,6 +92,16 @@ void cluster_strata(const std::vector<double>& FP, const ssta::Grid& x, int clus
     for (double q : qs) qm += q / clusters;
     for (double& q : qs) q -= qm;
     for (double q : qs) between += q * q / clusters;
+    // a persistent-only law that the grid does not hold (its CDF not reaching 1 there, as with
+    // a deterministic slow state at the grid's edge) gives offsets outside the grid: the
+    // strata then keep the marginal moments (one realization's law), never a mean <= 0
+    const double span = x.h * (x.n - 1);
+    bool valid = std::isfinite(p_mean) && std::isfinite(between) && FP.back() > 0.5;
+    for (double q : qs) valid = valid && std::fabs(q) <= span && out.mean_s + q > 0;
+    if (!valid) {
+        std::fill(qs.begin(), qs.end(), 0.0);
+        between = 0;
+    }
     const double within = std::max(0.0, out.std_s * out.std_s - between);
     for (int k = 0; k < clusters; ++k) {
         out.cluster_mean_s[k] = out.mean_s + qs[k];

@@ -39,15 +39,22 @@ void cluster_factors(const StepModel& m, const PersistentLayout& layout, std::ui
         return;
     }
     Stream stream(seed, point_index, StreamKind::cluster, id);
-    draw_group_factors(m, layout, stream, g);
+    thread_local std::vector<int> slow;
+    draw_group_factors(m, layout, stream, g, &slow);
     if (!m.lockstep) {
         out = g;
         return;
     }
     out.assign(m.stages, 0.0);
     for (int s = 0; s < m.stages; ++s) {
-        for (int r = 0; r < m.dp; ++r) out[s] = std::max(out[s], g[s * m.dp + r]);
-        out[s] = m.group_factor(0, out[s]);  // the stage's effective factor
+        int k = 0;
+        for (int r = 0; r < m.dp; ++r) {
+            out[s] = std::max(out[s], g[s * m.dp + r]);
+            k += slow[s * m.dp + r];
+        }
+        // the stage's effective factor with its k slow GPUs told apart (phi_k: all of them at
+        // the slow factor make the op slow by it times E[max X], not by phi_0's single member)
+        out[s] = m.effective ? (*m.effective)(k, out[s]) : out[s];
     }
 }
 

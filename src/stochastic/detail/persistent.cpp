@@ -71,10 +71,11 @@ double group_factor(const StepModel& m, int slow, int n, Stream& stream) {
 }  // namespace
 
 void draw_group_factors(const StepModel& m, const PersistentLayout& l, Stream& stream,
-                        std::vector<double>& g) {
+                        std::vector<double>& g, std::vector<int>* slow_out) {
     const int groups = l.stages * l.dp;
     const int n = l.group_gpus;
     g.assign(groups, 1.0);
+    if (slow_out != nullptr) slow_out->assign(groups, 0);
     if (m.persistent_deterministic) return;
 
     // slow units of the machine
@@ -128,6 +129,7 @@ void draw_group_factors(const StepModel& m, const PersistentLayout& l, Stream& s
         }
     }
     for (int gi = 0; gi < groups; ++gi) g[gi] = group_factor(m, slow_members[gi], n, stream);
+    if (slow_out != nullptr) *slow_out = std::move(slow_members);
 }
 
 std::int64_t draw_slow_units(double q, std::int64_t units, Stream& stream,

@@ -47,7 +47,7 @@ PersistentLayout make_layout(const StepModel& model, const DesignPoint& point,
 /// Draws one cluster realization: g for every group (index s * dp + r). With lockstep, the
 /// caller takes the max over replicas per stage.
 void draw_group_factors(const StepModel& model, const PersistentLayout& layout, Stream& stream,
-                        std::vector<double>& g);
+                        std::vector<double>& g, std::vector<int>* slow_members = nullptr);
 
 /// Indices (ascending) of the slow units among [0, units), each slow independently with
 /// probability q: geometric skipping, the number of healthy units before the next slow one is
