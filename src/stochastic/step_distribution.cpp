@@ -159,9 +159,10 @@ bool slow_state_typical(const StepProfile& profile, const DesignPoint& point,
 /// evaluator takes Monte Carlo instead (README, "Where the analytic evaluator hands over"):
 /// a ZeRO-3 stage runs every layer in lockstep over all its GPUs and the analytic law maps the
 /// stage's largest GPU factor through phi_0 (effective_factor.hpp: the op's mean given one
-/// slow member), exact with at most one slow unit per stage or without transient compute
-/// noise; with two or more slow units likely (P > 1%) and some noise it understates the stage
-/// (26 GPUs slow of 512 read as one).
+/// slow GPU), exact without slow GPUs, with one, or without transient compute noise; with
+/// several slow GPUs in a stage (a slow node's, or two slow units) at probability above 1e-3
+/// (the p99.9) and some noise it understates the stage (26 GPUs slow of 512 read as one; a
+/// slow node's 8 GPUs as one: p99 1-3% low).
 bool lockstep_outside_analytic(const StepProfile& profile, const HardwareSpec& hardware,
                                const VariabilitySpec& spec) {
     const auto& per = spec.persistent;
@@ -177,11 +178,13 @@ bool lockstep_outside_analytic(const StepProfile& profile, const HardwareSpec& h
     }
     if (!noisy) return false;
     const double u = group_units(profile, hardware, spec);
-    if (q >= 1.0 || u < 2) return false;
-    // P(K >= 2) for K ~ Binomial(u, q)
+    if (q >= 1.0) return false;
+    // K ~ Binomial(u, q) slow units in the stage; a slow node puts all of its GPUs of the
+    // stage at the slow factor at once (K = 1 unit is already several slow GPUs)
     const double p0 = std::exp(u * std::log1p(-q));
     const double p1 = u * q * std::exp((u - 1) * std::log1p(-q));
-    return 1.0 - p0 - p1 > 0.01;
+    const bool several_gpus = per.slow_per_node && hardware.gpus_per_node > 1;
+    return (several_gpus ? 1.0 - p0 : 1.0 - p0 - p1) > 1e-3;
 }
 
 /// With the slow state typical (slow_state_typical), `spec` and `flipped` become the same law

@@ -71,10 +71,15 @@ TEST(StepDistributionAccuracy, AnalyticMatchesMonteCarloOnMatrix) {
         EvaluationSpec eval;
         const auto a = step_distribution(profile, point, hw, cluster, var, eval, 42, 7);
         const double mc_p99 = x[static_cast<size_t>(0.99 * (x.size() - 1))];
-        std::printf("%-32s det %.5f mc p50 %.5f p99 %.5f | an p50 %.5f p99 %.5f | KS %.4f\n",
+        const bool over = stochastic::analytic_hands_over(profile, point, hw, var);
+        std::printf("%-32s det %.5f mc p50 %.5f p99 %.5f | an p50 %.5f p99 %.5f | KS %.4f%s\n",
                     c.name.c_str(), a.deterministic_s, x[x.size() / 2], mc_p99, a.p50_s, a.p99_s,
-                    ks);
-        EXPECT_LE(ks, 0.02) << c.name;
+                    ks,
+                    over ? " (the analytic law's; the point is handed over to Monte Carlo)" : "");
+        EXPECT_EQ(a.monte_carlo_fallback, over) << c.name;
+        if (!over) {
+            EXPECT_LE(ks, 0.02) << c.name;
+        }
         EXPECT_NEAR(a.p99_s / mc_p99, 1.0, 0.02) << c.name;
     }
 }
@@ -235,8 +240,19 @@ TEST(StepDistributionAccuracy, LockstepPipelines) {
         auto var = testing::prism_like(c.q);
         var.persistent.slow_factor = c.factor;
         const auto r = against_monte_carlo(s, var);
-        std::printf("lockstep tp%d pp%d dp%d q%.2f %.2fx  p50 an/mc %.4f  p99 %.4f  KS %.4f\n",
-                    c.tp, c.pp, c.dp, c.q, c.factor, r.p50, r.p99, r.ks);
+        const bool over = stochastic::analytic_hands_over(
+            testing::make_profile(s), testing::design_point(s), testing::test_hardware(), var);
+        std::printf("lockstep tp%d pp%d dp%d q%.2f %.2fx  p50 an/mc %.4f  p99 %.4f  KS %.4f%s\n",
+                    c.tp, c.pp, c.dp, c.q, c.factor, r.p50, r.p99, r.ks,
+                    over ? " (handed over to Monte Carlo: KS of the analytic law)" : "");
+        // a slow node's 8 GPUs in a stage: the analytic law reads them as one slow GPU (p99 1-3%
+        // low against Monte Carlo's effective factor of 8); such points go to Monte Carlo
+        EXPECT_EQ(over, c.q > 0) << "tp" << c.tp << " pp" << c.pp;
+        if (over) {
+            EXPECT_NEAR(r.p50, 1.0, 0.01) << "tp" << c.tp << " pp" << c.pp;  // 1,000 draws
+            EXPECT_NEAR(r.p99, 1.0, 0.02) << "tp" << c.tp << " pp" << c.pp;
+            continue;
+        }
         worst_ks = std::max(worst_ks, r.ks);
         EXPECT_NEAR(r.p50, 1.0, 0.005) << "tp" << c.tp << " pp" << c.pp;
         EXPECT_NEAR(r.p99, 1.0, 0.005) << "tp" << c.tp << " pp" << c.pp;

@@ -108,6 +108,15 @@ TEST(NodeRandomPlacement, EqualsOrderedInDistribution) {
 
         EXPECT_LT(ks_analytic, 0.01) << name(s);
         EXPECT_LT(ks_mc, 0.01) << name(s);
+        if (ao.monte_carlo_fallback) {
+            // a ZeRO-3 stage holding a slow node's GPUs: both placements go to Monte Carlo, whose
+            // random placement draws the scheduler's nodes (1,000 draws each: within 2%)
+            EXPECT_TRUE(ar.monte_carlo_fallback) << name(s);
+            EXPECT_NEAR(ar.p50_s / ao.p50_s, 1.0, 0.02) << name(s);
+            EXPECT_NEAR(ar.p95_s / ao.p95_s, 1.0, 0.02) << name(s);
+            EXPECT_NEAR(ar.p99_s / ao.p99_s, 1.0, 0.02) << name(s);
+            continue;
+        }
         EXPECT_EQ(ar.p50_s, ao.p50_s) << name(s);
         EXPECT_EQ(ar.p95_s, ao.p95_s) << name(s);
         EXPECT_EQ(ar.p99_s, ao.p99_s) << name(s);
