@@ -78,11 +78,19 @@
     if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(3);
     return String(Number(v.toPrecision(4)));
   }
-  function fmtRaw(v) {  // a point column's value as the label uses it
+  function fmtRaw(v) {  // a point column's value as prism_results.config_label writes it
     if (typeof v === "string") return v;
     if (!Number.isFinite(v)) return "nan";
-    if (Number.isInteger(v)) return String(v);
-    return String(Number(v.toPrecision(4)));
+    if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v);
+    // Python's "{:.4g}": 4 significant digits, exponent form below 1e-4 and from 1e4
+    const exponent = Number(v.toExponential(3).split("e")[1]);
+    if (exponent < -4 || exponent >= 4) {
+      const [mantissa] = v.toExponential(3).split("e");
+      const m = mantissa.includes(".") ? mantissa.replace(/\.?0+$/, "") : mantissa;
+      return m + "e" + (exponent < 0 ? "-" : "+") + String(Math.abs(exponent)).padStart(2, "0");
+    }
+    const fixed = v.toFixed(Math.max(0, 3 - exponent));
+    return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
   }
   function label(r) {
     return D.dimensions.map((d) => d + "=" + fmtRaw(value(d, r))).join(" ");

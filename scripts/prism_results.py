@@ -336,12 +336,13 @@ def run_time_quantiles(table):
     return sorted(out)
 
 
-# The deterministic step as the file stores it: exposed_comm_s (TP + CP + DP communication not
-# hidden by compute) and bubble_fraction (pipeline idle time of the busiest stage / step time);
-# the rest of step_time_s is the busiest stage's compute with FSDP communication, embedding,
-# LM head and loss, optimizer and host stretch, which the file does not split further.
-BREAKDOWN_LABELS = ("compute, FSDP, embedding, LM head, optimizer, host",
-                    "exposed TP + CP + DP communication", "pipeline bubble and waits")
+# The deterministic step as the file stores it: exposed_comm_s (TP + CP + FSDP + DP
+# communication not hidden by compute; `prism eval` prints them one by one) and bubble_fraction
+# (pipeline idle time of the busiest stage / step time); the rest of step_time_s is the busiest
+# stage's compute, embedding, LM head and loss, optimizer and host-bound stretch, which the
+# file does not split further.
+BREAKDOWN_LABELS = ("compute, embedding, LM head, optimizer, host",
+                    "exposed TP + CP + FSDP + DP communication", "pipeline bubble and waits")
 
 
 def breakdown(table, row):
@@ -490,8 +491,8 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
     """Everything the page shows, as (data, blob): `data` a JSON-able dict (header, counts,
     dimensions, column layout, fronts as row positions in the page, per-front-point details of
     `point_details`, [cotune] panels, /verify rows); `blob` the bytes of the columns (float32
-    metrics and numeric parameters, float64 index, uint8/uint16 enumeration codes), gzip-
-    compressed when larger than gzip_above. Row positions refer to the page's rows
+    metrics, float64 index and numeric parameters, uint8/uint16 enumeration codes), gzip-
+    compressed when larger than gzip_above (default: always). Row positions refer to the page's rows
     (data["rows"] maps them to the file's rows)."""
     import gzip
     h = header(path)
@@ -543,8 +544,8 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
     for name in point_names:
         if name in enums:
             add_labels(name, "param", table[name], enums[name])
-        else:
-            add(name, "param", table[name].astype(np.float64), "f4")
+        else:  # float64: labels print them as the file holds them
+            add(name, "param", table[name].astype(np.float64), "f8")
     for key in keys.values():
         add(key, "metric", table[key].astype(np.float64), "f4")
     blob = b"".join(parts)
@@ -660,9 +661,9 @@ each point's p50</label></div>
 <div id="cdf" class="plot"></div><div id="pslow" class="plot"></div>
 <div id="breakdown" class="plot"></div>
 <p class="note">The breakdown is the busiest pipeline stage's deterministic step as the result
-file stores it: exposed_comm_s (TP + CP + DP communication not hidden), bubble_fraction x
-step_time_s, and the rest of step_time_s (compute with FSDP communication, embedding, LM head,
-optimizer, host). The hatched bar is p95 minus the deterministic step.</p>
+file stores it: exposed_comm_s (TP + CP + FSDP + DP communication not hidden), bubble_fraction
+x step_time_s, and the rest of step_time_s (compute, embedding, LM head and loss, optimizer,
+host-bound stretch); <code>prism eval</code> splits a point further. The hatched bar is p95 minus the deterministic step.</p>
 <div id="sensitivity" class="plot"></div><div id="runtime" class="plot"></div></section>
 <section id="cotune-section" hidden><h2>Co-tuning: time to target against batch</h2>
 <p class="note">Best time to target over the other parameters per GPU count and batch; x: each
@@ -915,7 +916,8 @@ def plot_cdf(path, output, top=None, by=None, front=None, indices=None):
 
 def plot_breakdown(path, output, top=None, by=None, front=None, indices=None):
     """The deterministic step of each point as a stacked bar (`breakdown`: the rest of the
-    step, exposed TP + CP + DP communication, the pipeline bubble; they sum to step_time_s)
+    step, exposed TP + CP + FSDP + DP communication, the pipeline bubble; they sum to
+    step_time_s)
     with p95 minus the deterministic step beside it, labelled by configuration."""
     plt = _pyplot()
     table = load(path)
