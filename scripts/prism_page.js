@@ -277,11 +277,25 @@
     const rows = [];
     const statusCodes = col.status.values, statusLabels = col.status.labels;
     const onFront = new Set(frontByName[state.front] ? frontByName[state.front].rows : []);
+    const shown = { ok: 0, dominated: 0 }, missing = { ok: 0, dominated: 0 };
     for (let r = 0; r < nRows; ++r) {
       const s = statusLabels[statusCodes[r]];
-      if ((s === "ok" || s === "dominated") && !onFront.has(r) &&
-          Number.isFinite(num(state.x, r)) && Number.isFinite(num(state.y, r))) rows.push(r);
+      if (s !== "ok" && s !== "dominated") continue;
+      if (Number.isFinite(num(state.x, r)) && Number.isFinite(num(state.y, r))) {
+        shown[s] += 1;
+        if (!onFront.has(r)) rows.push(r);
+      } else {
+        missing[s] += 1;
+      }
     }
+    let note = "Drawn: " + shown.ok + " ok and " + shown.dominated + " dominated rows.";
+    if (missing.dominated) {
+      note += " " + missing.dominated + " dominated rows have no value on these axes: pruning " +
+        "skipped their stochastic evaluation, so they hold deterministic metrics only (choose " +
+        "e.g. step_time_s, memory_per_gpu_gib or gpus to see them).";
+    }
+    if (missing.ok) note += " " + missing.ok + " ok rows have no value on these axes.";
+    document.getElementById("scatter-note").textContent = note;
     const type = rows.length > 20000 ? "scattergl" : "scatter";
     const colours = colourOf(state.colour);
     const colourIndex = new Map(colours.keys.map((k, i) => [k, i]));

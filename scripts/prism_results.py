@@ -513,7 +513,7 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
     all_front = (np.unique(np.concatenate(front_positions)) if front_positions
                  else np.array([], dtype=np.int64))
     rows, sampled = _page_rows(full, all_front, max_rows)
-    table = {name: values[rows] for name, values in full.items()}
+    table = {name: values[rows] for name, values in full.items()} if sampled else full
     position = {int(r): k for k, r in enumerate(rows)}
     dims = dimensions(full, point_names)
 
@@ -535,8 +535,9 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
         offset += len(parts[-1])
 
     def add_labels(name, kind, labels_of_rows, labels):
+        present, inverse = np.unique(labels_of_rows, return_inverse=True)
         code = {label: k for k, label in enumerate(labels)}
-        codes = np.array([code[v] for v in labels_of_rows], dtype=np.int64)
+        codes = np.array([code[str(v)] for v in present], dtype=np.int64)[inverse]
         add(name, kind, codes, "u1" if len(labels) < 256 else "u2", labels)
 
     add("index", "index", table["index"].astype(np.float64), "f8")
@@ -651,6 +652,7 @@ page is in this one file (plotly.js included); it needs no network.</p>
 <p class="note">Every ok and dominated point (dominated: pruned by their bounds, faded); the
 front's points are diamonds. Hover for the configuration; click a point to add it to the panels
 below (click again to remove).</p>
+<p id="scatter-note" class="note"></p>
 <div id="front" class="plot"></div></section>
 <section id="points-section"><h2>Front points and selected points</h2>
 <p class="note"><span id="detail-note"></span>Points are named by their index (#); the table
