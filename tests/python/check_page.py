@@ -47,7 +47,7 @@ def chromium():
     return None
 
 
-def run_chromium(url, workdir, extra, width, height, timeout=150, tries=2):
+def run_chromium(url, workdir, extra, width, height, timeout=100, tries=3):
     """One headless chromium run in a fresh profile; a run that hangs (seen once under heavy
     load) is killed with its whole process group and tried again."""
     for attempt in range(tries):
