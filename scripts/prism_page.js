@@ -358,6 +358,15 @@
   }
 
   function setupDetails() {
+    // relative to each point's p50 when the front's p50s differ by more than half: on seconds
+    // their fans would be a few pixels wide
+    const f = frontByName[state.front];
+    const p50 = D.step_quantiles.find(([q]) => q === 0.5);
+    if (f && p50) {
+      const v = f.rows.map((r) => num(p50[1], r)).filter(Number.isFinite);
+      document.getElementById("cdf-relative").checked = v.length > 1 &&
+        Math.max(...v) / Math.min(...v) > 1.5;
+    }
     document.getElementById("cdf-relative").onchange = () => renderDetails();
   }
 

@@ -848,38 +848,37 @@ def _labels(table, rows, path):
 
 
 def plot_quantiles(path, output, top=None, by=None, front=None, indices=None):
-    """Quantile fan per point: a bar from p50 to the highest stored quantile with a mark at each
-    quantile, the deterministic step as a tick, on a step-time axis that starts near the
-    smallest p50 (not at zero); one row per point, labelled by its configuration. The points:
-    a front's (default) or the `top` ok points by `by`."""
+    """Quantile fan per point: each stored quantile from p50 up as a multiple of the point's own p50, so the widths of distributions of 16 s and 64 s steps
+    compare on one axis that starts at p50 (1.0, not zero); one row per point, labelled by its
+    configuration and its p50 in seconds. The points: a front's (default), the `top` ok points
+    by `by`, or `indices`."""
     plt = _pyplot()
     table = load(path)
     quantiles = [(q, n) for q, n in step_time_quantiles(table) if q >= 0.5]
-    if not quantiles:
-        raise ResultFileError(f"{path}: no step_time_p*_s metrics")
+    if not quantiles or quantiles[0][0] != 0.5:
+        raise ResultFileError(f"{path}: no step_time_p50_s and higher quantile metrics")
     rows = chosen_rows(path, table, front, top, by, indices)
     rows = [r for r in rows if np.isfinite(table[quantiles[0][1]][r])]
     if not rows:
         raise ResultFileError(f"{path}: no point with step-time quantiles to plot")
-    labels = _labels(table, rows, path)
+    labels = [f"{label}  (p50 {table[quantiles[0][1]][r]:.4g} s)"
+              for label, r in zip(_labels(table, rows, path), rows)]
     fig, ax = plt.subplots(figsize=(9.0, 1.2 + 0.42 * len(rows)))
     markers = "o^sDvP*X"
     for k, r in enumerate(rows):
-        values = [table[n][r] for _, n in quantiles]
+        p50 = table[quantiles[0][1]][r]
+        values = [table[n][r] / p50 for _, n in quantiles]
         ax.plot([values[0], values[-1]], [k, k], "-", color="0.6", lw=5, alpha=0.5,
                 solid_capstyle="butt")
         for j, ((q, _), v) in enumerate(zip(quantiles, values)):
             ax.plot(v, k, markers[j % len(markers)], color=f"C{j}", ms=6,
                     label=f"p{100 * q:.4g}" if k == 0 else None)
-        if "step_time_s" in table and np.isfinite(table["step_time_s"][r]):
-            ax.plot(table["step_time_s"][r], k, "|", color="k", ms=12,
-                    label="deterministic" if k == 0 else None)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("step time [s]")
+    ax.set_xlabel("step time / the point's p50")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(ncol=len(quantiles) + 1, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+    ax.legend(ncol=len(quantiles), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0),
               frameon=False)
     fig.tight_layout()
     _savefig(fig, output)
@@ -889,7 +888,8 @@ def plot_quantiles(path, output, top=None, by=None, front=None, indices=None):
 def plot_cdf(path, output, top=None, by=None, front=None, indices=None):
     """The step-time CDF of each point through its stored quantiles, on a tail scale
     (-log10(1 - q): p50, p90, p99, p99.9 equally spaced) and a step-time axis that starts near
-    the smallest p50; one line per point, labelled by its configuration."""
+    the smallest p50, in seconds, or as a multiple of each point's p50 when the points' p50s
+    differ by more than 1.5x; one line per point, labelled by its configuration."""
     plt = _pyplot()
     table = load(path)
     quantiles = [(q, n) for q, n in step_time_quantiles(table) if q >= 0.5]
@@ -900,14 +900,17 @@ def plot_cdf(path, output, top=None, by=None, front=None, indices=None):
     if not rows:
         raise ResultFileError(f"{path}: no point with step-time quantiles to plot")
     labels = _labels(table, rows, path)
+    p50 = np.array([table[quantiles[0][1]][r] for r in rows])
+    relative = len(rows) > 1 and np.max(p50) / np.min(p50) > 1.5
     fig, ax = plt.subplots(figsize=(9.0, 5.0))
     y = [-np.log10(1 - q) for q, _ in quantiles]
     for k, (r, label) in enumerate(zip(rows, labels)):
-        ax.plot([table[n][r] for _, n in quantiles], y, "o-", ms=4, color=f"C{k % 10}",
-                label=label)
+        scale = p50[k] if relative else 1.0
+        ax.plot([table[n][r] / scale for _, n in quantiles], y, "o-", ms=4, color=f"C{k % 10}",
+                label=label + (f"  (p50 {p50[k]:.4g} s)" if relative else ""))
     ax.set_yticks(y)
     ax.set_yticklabels([f"p{100 * q:.4g}" for q, _ in quantiles])
-    ax.set_xlabel("step time [s]")
+    ax.set_xlabel("step time / the point's p50" if relative else "step time [s]")
     ax.set_ylabel("quantile (tail scale)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=6.5, loc="lower right")
