@@ -199,9 +199,9 @@
       const note = document.getElementById("sample-note");
       note.hidden = false;
       note.textContent = "This study has " + D.rows_total + " rows; the page holds " +
-        D.rows_shown + " of them (every front point, the others drawn at random with seed 0) " +
-        "to stay light. The tables and the front are complete; the scatter's other points are " +
-        "a sample.";
+        D.rows_shown + " of them to stay light: every front point, the top " + D.top +
+        " ok rows by the first objective, and the others drawn at random (seed 0). The fronts " +
+        "and the tables are complete; the scatter's other points are a sample.";
     }
   }
 
@@ -701,8 +701,7 @@
       ok.sort((a, b) => (sense === "max" ? num(by, b) - num(by, a) : num(by, a) - num(by, b)));
       const top = ok.slice(0, D.top);
       const metrics = metricColumns(first ? first.objectives : [by]);
-      container.append(el("h3", {}, "top " + top.length + " ok points by " + by +
-                          (D.sampled ? " (of the rows the page holds)" : "")));
+      container.append(el("h3", {}, "top " + top.length + " ok points by " + by));
       const t = el("table", { class: "sortable", id: "top-table" });
       fillTable(t, ["index", "status"].concat(D.dimensions, metrics),
                 top.map((r) => [num("index", r), value("status", r)]

@@ -428,8 +428,9 @@ KEY_METRICS = ("step_time_s", "step_time_p50_s", "step_time_p95_s", "step_time_p
 
 
 def _page_rows(table, front_positions, max_rows, seed=0):
-    """Row positions the page holds: all of them up to max_rows, else every front point and a
-    uniform sample of the others (seeded, so the page is reproducible)."""
+    """Row positions the page holds: all of them up to max_rows, else the rows it must keep
+    (front points, the ranking table's) and a uniform sample of the others (seeded, so the page
+    is reproducible)."""
     n = len(table["index"])
     if n <= max_rows:
         return np.arange(n), False
@@ -512,7 +513,13 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
     front_positions = [front_rows(full, fr) for fr in fronts]
     all_front = (np.unique(np.concatenate(front_positions)) if front_positions
                  else np.array([], dtype=np.int64))
-    rows, sampled = _page_rows(full, all_front, max_rows)
+    keep = [all_front]  # and the ranking table's rows: the top ok rows by the first objective
+    if fronts:
+        first, sense = fronts[0]["objectives"][0], fronts[0]["senses"][0]
+        ok = np.flatnonzero((full["status"] == "ok") & np.isfinite(full[first]))
+        order = np.argsort(-full[first][ok] if sense == "max" else full[first][ok], kind="stable")
+        keep.append(ok[order[:PAGE_TOP]])
+    rows, sampled = _page_rows(full, np.unique(np.concatenate(keep)).astype(np.int64), max_rows)
     table = {name: values[rows] for name, values in full.items()} if sampled else full
     position = {int(r): k for k, r in enumerate(rows)}
     dims = dimensions(full, point_names)

@@ -163,12 +163,17 @@ def main(path, prism, outdir):
     data_z, blob_z = pr.page_data(path, gzip_above=0)
     assert data_z["blob"]["gzip"] and gzip.decompress(blob_z) == raw
 
-    # sampling keeps the front
-    small, _ = pr.page_data(path, max_rows=20)
-    assert small["sampled"] and small["rows_shown"] == 20 and small["rows_total"] == n
+    # sampling keeps the front and the ranking table's rows (the top ok rows by the first
+    # objective, ranked here by sorting)
+    small, _ = pr.page_data(path, max_rows=200)
+    assert small["sampled"] and small["rows_shown"] == 200 and small["rows_total"] == n
     for front in small["fronts"]:
         shown = sorted(int(points["index"][small["rows"][r]]) for r in front["rows"])
         assert shown == sorted(fronts[front["name"]][2].tolist())
+    objective, sense = small["fronts"][0]["objectives"][0], small["fronts"][0]["senses"][0]
+    ok = [i for i in range(n) if points["status"][i] == "ok" and np.isfinite(metrics[objective][i])]
+    ok.sort(key=lambda i: -metrics[objective][i] if sense == "max" else metrics[objective][i])
+    assert set(ok[:pr.PAGE_TOP]) <= set(small["rows"]), "a top row was sampled out"
 
     # a page that needs no network
     page = os.path.join(outdir, "page.html")
