@@ -862,19 +862,19 @@ def plot_quantiles(path, output, top=None, by=None, front=None, indices=None):
     plt = _pyplot()
     table = load(path)
     quantiles = [(q, n) for q, n in step_time_quantiles(table) if q >= 0.5]
-    if not quantiles or quantiles[0][0] != 0.5:
-        raise ResultFileError(f"{path}: no step_time_p50_s and higher quantile metrics")
+    if not quantiles:
+        raise ResultFileError(f"{path}: no step_time_p*_s metrics from p50 up")
+    base = f"p{100 * quantiles[0][0]:.4g}"  # p50 when stored, else the lowest stored
     rows = chosen_rows(path, table, front, top, by, indices)
     rows = [r for r in rows if np.isfinite(table[quantiles[0][1]][r])]
     if not rows:
         raise ResultFileError(f"{path}: no point with step-time quantiles to plot")
-    labels = [f"{label}  (p50 {table[quantiles[0][1]][r]:.4g} s)"
+    labels = [f"{label}  ({base} {table[quantiles[0][1]][r]:.4g} s)"
               for label, r in zip(_labels(table, rows, path), rows)]
     fig, ax = plt.subplots(figsize=(9.0, 1.2 + 0.42 * len(rows)))
     markers = "o^sDvP*X"
     for k, r in enumerate(rows):
-        p50 = table[quantiles[0][1]][r]
-        values = [table[n][r] / p50 for _, n in quantiles]
+        values = [table[n][r] / table[quantiles[0][1]][r] for _, n in quantiles]
         ax.plot([values[0], values[-1]], [k, k], "-", color="0.6", lw=5, alpha=0.5,
                 solid_capstyle="butt")
         for j, ((q, _), v) in enumerate(zip(quantiles, values)):
@@ -883,7 +883,7 @@ def plot_quantiles(path, output, top=None, by=None, front=None, indices=None):
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("step time / the point's p50")
+    ax.set_xlabel(f"step time / the point's {base}")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(ncol=len(quantiles), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0),
               frameon=False)
