@@ -382,6 +382,13 @@
     state.y = objectives[0] || metrics[0];
     if (objectives.length >= 2) { state.x = objectives[1]; state.y = objectives[0]; }
     state.colour = D.dimensions[0] || "(none)";
+    // the URL's fragment may choose them: PAGE.html#x=step_time_s&y=gpus&colour=tp&front=NAME
+    const wanted = new URLSearchParams(window.location.hash.slice(1));
+    if (wanted.has("front") && frontByName[wanted.get("front")]) state.front = wanted.get("front");
+    if (metrics.includes(wanted.get("x"))) state.x = wanted.get("x");
+    if (metrics.includes(wanted.get("y"))) state.y = wanted.get("y");
+    if (wanted.get("colour") === "status" || wanted.get("colour") === "(none)" ||
+        D.dimensions.includes(wanted.get("colour"))) state.colour = wanted.get("colour");
     options(fx, D.fronts.map((f) => f.name), state.front);
     options(xs, metrics, state.x);
     options(ys, metrics, state.y);

@@ -35,6 +35,16 @@ $py "$src/tests/python/check_page.py" quickstart.html quickstart.check \
     --panels front,cdf,pslow,breakdown,sensitivity,runtime --front-points "$front" \
     --min-points 30 --tables top-table,verify-table,detail-table,front-table-objectives ||
     fail "quickstart page in chromium"
+# on deterministic axes the dominated rows (pruned: deterministic metrics only) are drawn too
+drawable=$($py -c "
+import h5py, numpy as np, sys
+f = h5py.File(sys.argv[1]); s = f['points/status'][:]
+x, y = f['metrics/step_time_s'][:], f['metrics/memory_per_gpu_gib'][:]
+print(int(np.sum(((s == 0) | (s == 3)) & np.isfinite(x) & np.isfinite(y))))" quickstart.h5)
+mkdir -p quickstart.axes
+$py "$src/tests/python/check_page.py" quickstart.html quickstart.axes --panels front,cdf \
+    --fragment "x=step_time_s&y=memory_per_gpu_gib" --min-points "$drawable" --tables top-table ||
+    fail "quickstart page on deterministic axes ($drawable ok and dominated rows)"
 $py "$src/tests/python/test_page_data.py" quickstart.h5 "$prism" "$dir" || fail "page data"
 echo "quickstart: $rows rows, front $front"
 

@@ -13,7 +13,7 @@ file:// URL with networking disabled, and checks what a reader would see:
   and distinct colours).
 
 Usage: /usr/bin/python3 tests/python/check_page.py PAGE.html WORKDIR [--panels front,cdf,...]
-           [--front-points N] [--min-points N]
+           [--front-points N] [--min-points N] [--tables ID,...] [--fragment x=M&y=M]
 Prints "ok: ..." and exits 0, or prints what failed and exits 1.
 """
 import argparse
@@ -212,13 +212,15 @@ def main(argv=None):
                         help="the least number of scatter points in the front panel")
     parser.add_argument("--tables", default="top-table",
                         help="ids of sortable tables that must hold at least one row of data")
+    parser.add_argument("--fragment", default="",
+                        help="URL fragment choosing the scatter's axes: x=METRIC&y=METRIC")
     parser.add_argument("--width", type=int, default=1280)
     args = parser.parse_args(argv)
     panels = [p for p in args.panels.split(",") if p]
     if chromium() is None:
         print("check_page: chromium is not installed (make deps installs it)", file=sys.stderr)
         return 1
-    url = "file://" + os.path.abspath(args.page)
+    url = "file://" + os.path.abspath(args.page) + ("#" + args.fragment if args.fragment else "")
     problems = []
 
     net_log = os.path.join(args.workdir, "netlog.json")
