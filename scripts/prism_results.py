@@ -127,7 +127,8 @@ def frame(path):
         for name, ds in f["points"].items():
             enum = h5py.check_enum_dtype(ds.dtype)
             if enum is not None:
-                categories[name] = [label for label, _ in sorted(enum.items(), key=lambda kv: kv[1])]
+                categories[name] = [label for label, _ in
+                                    sorted(enum.items(), key=lambda kv: kv[1])]
     columns = {}
     for name, values in table.items():
         if name in categories:
@@ -530,8 +531,8 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
     def add(name, kind, values, dtype, labels=None):
         nonlocal offset
         data = np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
-        entry = {"name": name, "kind": kind, "dtype": {"<f4": "f4", "<f8": "f8", "|u1": "u1",
-                                                        "<u2": "u2"}[np.dtype(dtype).newbyteorder("<").str],
+        code = {"<f4": "f4", "<f8": "f8", "|u1": "u1", "<u2": "u2"}
+        entry = {"name": name, "kind": kind, "dtype": code[np.dtype(dtype).newbyteorder("<").str],
                  "offset": offset, "unit": u.get(name, "")}
         if labels is not None:
             entry["labels"] = labels
@@ -581,7 +582,8 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
         by_index = {int(i): r for r, i in enumerate(full["index"])}
         verify_data = {"samples": v["samples"], "quantities": quantities, "rows": [
             dict({"index": int(i), "ks": float(v["ks"][k]),
-                  "label": config_label(full, by_index[int(i)], dims) if int(i) in by_index else ""},
+                  "label": (config_label(full, by_index[int(i)], dims)
+                            if int(i) in by_index else "")},
                  **{q: [float(v[f"{q}_analytic_s"][k]), float(v[f"{q}_mc_s"][k]),
                         float(v[f"{q}_diff_s"][k])] for q in quantities})
             for k, i in enumerate(v["index"])]}
@@ -653,8 +655,10 @@ page is in this one file (plotly.js included); it needs no network.</p>
 <p id="sample-note" class="note" hidden></p>
 <div class="controls">
 <label>front <select id="front-select"></select></label>
-<label>x <select id="x-select"></select></label> <label><input type="checkbox" id="logx"> log x</label>
-<label>y <select id="y-select"></select></label> <label><input type="checkbox" id="logy"> log y</label>
+<label>x <select id="x-select"></select></label>
+<label><input type="checkbox" id="logx"> log x</label>
+<label>y <select id="y-select"></select></label>
+<label><input type="checkbox" id="logy"> log y</label>
 <label>colour by <select id="colour-select"></select></label></div>
 <p class="note">Every ok and dominated point (dominated: pruned by their bounds, faded); the
 front's points are diamonds. Hover for the configuration; click a point to add it to the panels
@@ -672,7 +676,8 @@ each point's p50</label></div>
 <p class="note">The breakdown is the busiest pipeline stage's deterministic step as the result
 file stores it: exposed_comm_s (TP + CP + FSDP + DP communication not hidden), bubble_fraction
 x step_time_s, and the rest of step_time_s (compute, embedding, LM head and loss, optimizer,
-host-bound stretch); <code>prism eval</code> splits a point further. The hatched bar is p95 minus the deterministic step.</p>
+host-bound stretch); <code>prism eval</code> splits a point further. The hatched bar is p95
+minus the deterministic step.</p>
 <div id="sensitivity" class="plot"></div><div id="runtime" class="plot"></div></section>
 <section id="cotune-section" hidden><h2>Co-tuning: time to target against batch</h2>
 <p class="note">Best time to target over the other parameters per GPU count and batch; x: each
@@ -715,8 +720,8 @@ def write_html(path, output, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE)
         raise ResultFileError(f"cannot read the page's script beside {__file__}: {e}") from None
     data, blob = page_data(path, max_rows, gzip_above)
     title = html.escape(f"PRISM: {data['header']['experiment_name']}")
-    body = PAGE_BODY.replace('<span id="title"></span>',
-                             f'<span id="title">{html.escape(str(data["header"]["experiment_name"]))}</span>')
+    name = html.escape(str(data["header"]["experiment_name"]))
+    body = PAGE_BODY.replace('<span id="title"></span>', f'<span id="title">{name}</span>')
     body = body.replace('<code id="source"></code>',
                         f'<code id="source">{html.escape(os.path.basename(str(path)))}</code>')
     text = "".join([
@@ -855,10 +860,11 @@ def _labels(table, rows, path):
 
 
 def plot_quantiles(path, output, top=None, by=None, front=None, indices=None):
-    """Quantile fan per point: each stored quantile from p50 up as a multiple of the point's own p50, so the widths of distributions of 16 s and 64 s steps
-    compare on one axis that starts at p50 (1.0, not zero); one row per point, labelled by its
-    configuration and its p50 in seconds. The points: a front's (default), the `top` ok points
-    by `by`, or `indices`."""
+    """Quantile fan per point: each stored quantile from p50 up as a multiple of the point's
+    own p50 (or of its lowest stored quantile without p50), so the widths of distributions of
+    16 s and 64 s steps compare on one axis that starts at 1 (p50), not at zero; one row per
+    point, labelled by its configuration and its p50 in seconds. The points: a front's
+    (default), the `top` ok points by `by`, or `indices`."""
     plt = _pyplot()
     table = load(path)
     quantiles = [(q, n) for q, n in step_time_quantiles(table) if q >= 0.5]
@@ -1156,7 +1162,8 @@ def main(argv=None):
                 try:
                     indices = [int(i) for i in args.index.split(",") if i.strip()]
                 except ValueError:
-                    raise ResultFileError(f"--index: not a list of integers: {args.index!r}") from None
+                    raise ResultFileError(
+                        f"--index: not a list of integers: {args.index!r}") from None
             plotter = {"quantiles": plot_quantiles, "cdf": plot_cdf, "breakdown": plot_breakdown,
                        "sensitivity": plot_sensitivity}[args.command]
             plotter(args.file, args.output, args.top, args.by, args.front, indices)

@@ -171,7 +171,8 @@ def page_requests(net_log):
             continue
         if re.match(r"(file|data|blob|chrome|about):", url):
             continue
-        if "file://" in params.get("network_isolation_key", "") or params.get("initiator") == "null":
+        key = params.get("network_isolation_key", "")
+        if "file://" in key or params.get("initiator") == "null":
             out.append(url)
     return sorted(set(out))
 

@@ -96,7 +96,6 @@ def main(path, prism, outdir):
     points, metrics, fronts, toml = read_raw(path)
     assert fronts, "the study has no front"
     data, blob = pr.page_data(path)
-    table = pr.load(path)
     n = len(points["index"])
     assert data["rows_total"] == data["rows_shown"] == n and not data["sampled"]
 
