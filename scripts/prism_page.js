@@ -273,6 +273,19 @@
       .sort((a, b) => num(state.x, a) - num(state.x, b));
   }
 
+  let webgl = null;
+  function hasWebgl() {
+    if (webgl === null) {
+      try {
+        const canvas = document.createElement("canvas");
+        webgl = !!(canvas.getContext("webgl") || canvas.getContext("experimental-webgl"));
+      } catch (e) {
+        webgl = false;
+      }
+    }
+    return webgl;
+  }
+
   function renderFront() {
     const rows = [];
     const statusCodes = col.status.values, statusLabels = col.status.labels;
@@ -296,7 +309,9 @@
     }
     if (missing.ok) note += " " + missing.ok + " ok rows have no value on these axes.";
     document.getElementById("scatter-note").textContent = note;
-    const type = rows.length > 20000 ? "scattergl" : "scatter";
+    // WebGL beyond 20,000 points, where the browser has it (asked only then: headless
+    // browsers log a warning when they fall back to software WebGL)
+    const type = rows.length > 20000 && hasWebgl() ? "scattergl" : "scatter";
     const colours = colourOf(state.colour);
     const colourIndex = new Map(colours.keys.map((k, i) => [k, i]));
     const traces = [];
@@ -320,8 +335,12 @@
       }
     }
     const fr = frontTraceRows();
+    // joined by a line on the front's own objectives only (elsewhere it is no curve)
+    const objectives = frontByName[state.front] ? frontByName[state.front].objectives : [];
+    const onObjectives = objectives.includes(state.x) && objectives.includes(state.y);
     traces.push({
-      type: "scatter", mode: "lines+markers", name: "front " + state.front + " (" + fr.length + ")",
+      type: "scatter", mode: onObjectives ? "lines+markers" : "markers",
+      name: "front " + state.front + " (" + fr.length + ")",
       x: fr.map((r) => num(state.x, r)), y: fr.map((r) => num(state.y, r)),
       customdata: fr, text: fr.map(hoverText), hovertemplate: "%{text}<extra></extra>",
       line: { color: FRONT_COLOUR, width: 1.5 },
