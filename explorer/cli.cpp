@@ -9,6 +9,7 @@
 
 #include "explorer/design_space.hpp"
 #include "explorer/fit_lr_command.hpp"
+#include "explorer/html_report.hpp"
 #include "explorer/mpi_context.hpp"
 #include "explorer/report.hpp"
 #include "explorer/result_commands.hpp"
@@ -153,6 +154,10 @@ int run_cli(int argc, char** argv) {
     report_cmd->add_option("--sort", report.sort_metric, "metric to rank by");
     report_cmd->add_flag("--desc", report.descending, "largest first");
     report_cmd->add_option("--metrics", report_metrics, "metrics to show, comma-separated");
+    std::string report_html;
+    report_cmd->add_option("--html", report_html,
+                           "write the study's self-contained interactive page (HTML) instead "
+                           "(runs scripts/prism_results.py html with /usr/bin/python3)");
 
     FitLrOptions fit_lr;
     auto* fit_lr_cmd = app.add_subcommand(
@@ -190,6 +195,9 @@ int run_cli(int argc, char** argv) {
         if (*fit_lr_cmd) return fit_lr_command(fit_lr, std::cout, std::cerr);
         if (*trace_cmd) return run_trace_command(trace);
         if (*steps_cmd) return run_steps_command(*steps_cmd, steps);
+        if (*report_cmd && !report_html.empty()) {
+            return write_html_report(report_path, report_html) == 0 ? kExitOk : kExitError;
+        }
         if (*report_cmd) {
             std::stringstream in(report_metrics);
             std::string m;

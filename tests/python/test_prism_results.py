@@ -43,6 +43,18 @@ def main(path, outdir):
     assert np.all(np.isnan(p95[~ok])) and np.array_equal(p95[ok], 0.5 + index[ok] / 1024.0)
     assert pr.units(path)["tokens_per_s"] == "tokens/s"
 
+    df = pr.frame(path)
+    assert len(df) == rows and list(df["index"]) == list(index)
+    assert str(df["status"].dtype) == "category", df["status"].dtype
+    assert list(df["status"].cat.categories) == ["ok", "infeasible", "failed", "dominated"]
+    assert list(df["status"].astype(str)) == [status_of(int(i)) for i in index]
+    assert list(df["placement"].cat.categories) == ["tp_inner", "dp_inner", "spread"]
+    assert list(df["placement"].astype(str)) == list(table["placement"])
+    assert df["tp"].dtype.kind == "i" and list(df["tp"]) == [1 << (int(i) % 4) for i in index]
+    assert np.array_equal(df["tokens_per_s"].to_numpy(), 1e6 * index.astype(float) + 0.25)
+    assert df.attrs["units"]["tokens_per_s"] == "tokens/s"
+    assert df.attrs["header"]["status"] == "complete"
+
     front = pr.pareto(path)
     assert front["name"] == "time_vs_tokens", front
     assert front["objectives"] == ["step_time_p95_s", "tokens_per_s"]
