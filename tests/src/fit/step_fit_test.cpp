@@ -188,5 +188,17 @@ TEST(StepFit, ResolutionRefusesConstantAndCoarselyRoundedSteps) {
         << step_resolution(rough).warnings[0];
 }
 
+// Issue 33, item 9: constant steps gave KS 0.5 at every parameter value and an arbitrary
+// profile without a word; a flat KS profile is reported (`steps fit` warns).
+TEST(StepFit, FlatObjectiveIsTheKsProfileThatDoesNotMove) {
+    StepFit flat, pinned;
+    flat.profile = {{0.1, 0.01, 0.5}, {1.0, 0.01, 0.5}, {10.0, 0.01, 0.505}};
+    pinned.profile = {{0.1, 0.01, 0.30}, {1.0, 0.01, 0.05}, {10.0, 0.01, 0.40}};
+
+    EXPECT_TRUE(flat_objective(flat));
+    EXPECT_FALSE(flat_objective(pinned));
+    EXPECT_FALSE(flat_objective(StepFit{}));
+}
+
 }  // namespace
 }  // namespace prism::fit
