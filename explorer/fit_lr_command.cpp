@@ -21,6 +21,13 @@ int fit_lr_command(const FitLrOptions& options, std::ostream& out, std::ostream&
     std::vector<cotune::FitOutcome> outcomes;
     std::vector<std::vector<Cell>> rows;
     for (const io::LossCurve& curve : curves) {
+        if (options.tau_step < curve.steps.front()) {
+            err << fmt::format(
+                "prism: warning: {}: learning_rate {}: --tau {} is before the first measured "
+                "step {}: its prediction extrapolates backwards\n",
+                options.curves_path, curve.learning_rate, format_number(options.tau_step, 6),
+                format_number(curve.steps.front(), 6));
+        }
         outcomes.push_back(cotune::fit_exponential(curve.steps, curve.losses));
         const cotune::FitOutcome& o = outcomes.back();
         if (!o.fit) {

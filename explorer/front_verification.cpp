@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
 #include <limits>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -43,10 +45,27 @@ stochastic::Verification from_figures(const double* x, int samples) {
     return v;
 }
 
+/// Test hook: PRISM_TEST_VERIFY_DELAY_MS makes each point's verification this much slower (the
+/// signal and time-limit tests need a verification that lasts).
+void test_delay() {
+    static const double delay_ms = [] {
+        const char* env = std::getenv("PRISM_TEST_VERIFY_DELAY_MS");
+        return env != nullptr ? std::atof(env) : 0.0;
+    }();
+    if (delay_ms > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
+}
+
 /// Figures of front point `index`; NaN for a point the evaluators cannot run (with a warning).
-void verify_one(const Experiment& e, const DesignSpace& space, std::uint64_t index, double* out) {
+/// Throws stochastic::VerificationStopped when `stop` says so between the point's stages.
+void verify_one(const Experiment& e, const DesignSpace& space, std::uint64_t index, double* out,
+                const StopRequested& stop) {
     try {
-        to_figures(verify_point(e, space.decode(index).point, space.stream_index(index)), out);
+        test_delay();
+        to_figures(verify_point(e, space.decode(index).point, space.stream_index(index), stop),
+                   out);
+    } catch (const stochastic::VerificationStopped&) {
+        throw;
     } catch (const std::exception& err) {
         std::cerr << fmt::format("prism: warning: verify: point {}: {}\n", index, err.what());
         std::fill(out, out + kFigures, std::numeric_limits<double>::quiet_NaN());
@@ -63,11 +82,17 @@ std::string task(std::uint64_t position, std::uint64_t index) {
 }
 
 /// Master with workers: one point at a time to whichever worker is free (points differ in
-/// cost by 10x and more), polling with sleeps; fills `figures` by position.
-void verify_on_workers(const std::vector<std::uint64_t>& front, std::size_t workers,
-                       std::vector<double>& figures) {
+/// cost by 10x and more), polling with sleeps; fills `figures` by position. Once `stop` says
+/// so, no more points go out and each worker is released as its point comes back; a worker
+/// still busy `grace_s` later is given up on (the caller ends the job).
+VerifyOutcome verify_on_workers(const std::vector<std::uint64_t>& front, std::size_t workers,
+                                std::vector<double>& figures, const StopRequested& stop,
+                                double grace_s) {
+    using Clock = std::chrono::steady_clock;
     std::size_t next = 0;
     std::size_t busy = 0;
+    bool stopping = false;
+    Clock::time_point stop_time{};
     for (std::size_t w = 1; w <= workers; ++w) {
         if (next < front.size()) {
             send_bytes(static_cast<int>(w), static_cast<int>(Tag::verify), task(next, front[next]));
@@ -78,8 +103,24 @@ void verify_on_workers(const std::vector<std::uint64_t>& front, std::size_t work
         }
     }
     constexpr std::size_t kReply = sizeof(std::uint64_t) + kFigures * sizeof(double);
+    std::chrono::microseconds sleep(20);
     while (busy > 0) {
-        const Envelope env = receive_polling();
+        if (!stopping && stop && stop()) {
+            stopping = true;
+            stop_time = Clock::now();
+        }
+        if (stopping && std::chrono::duration<double>(Clock::now() - stop_time).count() > grace_s) {
+            return VerifyOutcome::workers_busy;
+        }
+        auto message = try_receive();
+        if (!message) {
+            // as the sweep's master: sleep between probes, MPICH's blocking receive would spin
+            std::this_thread::sleep_for(sleep);
+            sleep = std::min(std::chrono::microseconds(2000), sleep * 2);
+            continue;
+        }
+        sleep = std::chrono::microseconds(20);
+        const Envelope& env = *message;
         if (env.tag != static_cast<int>(Tag::verify) || env.bytes.size() != kReply) continue;
         std::uint64_t position = 0;
         std::memcpy(&position, env.bytes.data(), sizeof position);
@@ -87,7 +128,7 @@ void verify_on_workers(const std::vector<std::uint64_t>& front, std::size_t work
             std::memcpy(figures.data() + position * kFigures, env.bytes.data() + sizeof position,
                         kFigures * sizeof(double));
         }
-        if (next < front.size()) {
+        if (!stopping && next < front.size()) {
             send_bytes(env.source, static_cast<int>(Tag::verify), task(next, front[next]));
             ++next;
         } else {
@@ -95,22 +136,22 @@ void verify_on_workers(const std::vector<std::uint64_t>& front, std::size_t work
             --busy;
         }
     }
+    return stopping ? VerifyOutcome::stopped : VerifyOutcome::written;
 }
 
 }  // namespace
 
-bool verify_front(const Experiment& experiment, const DesignSpace& space,
-                  const std::vector<std::uint64_t>& front, const std::string& path,
-                  const MpiEnvironment& mpi, const std::atomic<int>* stop, std::ostream& log,
-                  bool quiet) {
+void release_verify_workers(const MpiEnvironment& mpi) {
+    for (int w = 1; w < mpi.size(); ++w)
+        send_bytes(w, static_cast<int>(Tag::verify), std::string());
+}
+
+VerifyOutcome verify_front(const Experiment& experiment, const DesignSpace& space,
+                           const std::vector<std::uint64_t>& front, const std::string& path,
+                           const MpiEnvironment& mpi, const StopRequested& stop, std::ostream& log,
+                           bool quiet, double grace_s) {
     const int samples = experiment.evaluation.samples;
     const auto workers = static_cast<std::size_t>(mpi.size() - 1);
-    if (front.empty()) {
-        for (std::size_t w = 1; w <= workers; ++w) {
-            send_bytes(static_cast<int>(w), static_cast<int>(Tag::verify), std::string());
-        }
-        return true;
-    }
     if (!quiet) {
         log << fmt::format(
             "verify: {} Pareto-front points by Monte Carlo ({} samples each, {} process{})\n",
@@ -119,13 +160,19 @@ bool verify_front(const Experiment& experiment, const DesignSpace& space,
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<double> figures(front.size() * kFigures);
     if (workers == 0) {
-        for (std::size_t k = 0; k < front.size(); ++k) {
-            if (stop != nullptr && stop->load() != 0) return false;
-            verify_one(experiment, space, front[k], figures.data() + k * kFigures);
+        try {
+            for (std::size_t k = 0; k < front.size(); ++k) {
+                if (stop && stop()) return VerifyOutcome::stopped;
+                verify_one(experiment, space, front[k], figures.data() + k * kFigures, stop);
+            }
+        } catch (const stochastic::VerificationStopped&) {
+            return VerifyOutcome::stopped;
         }
     } else {
-        verify_on_workers(front, workers, figures);
+        const VerifyOutcome outcome = verify_on_workers(front, workers, figures, stop, grace_s);
+        if (outcome != VerifyOutcome::written) return outcome;
     }
+    if (stop && stop()) return VerifyOutcome::stopped;  // a stop during the last point
     std::vector<io::VerifiedPoint> rows(front.size());
     double worst_ks = 0, worst_p95 = 0;
     for (std::size_t k = 0; k < front.size(); ++k) {
@@ -146,7 +193,7 @@ bool verify_front(const Experiment& experiment, const DesignSpace& space,
             "(written to /verify)\n",
             front.size(), s, worst_ks, 100 * worst_p95);
     }
-    return true;
+    return VerifyOutcome::written;
 }
 
 void verify_front_worker(const Experiment& experiment, const DesignSpace& space) {
@@ -160,7 +207,7 @@ void verify_front_worker(const Experiment& experiment, const DesignSpace& space)
         std::string reply(sizeof position + kFigures * sizeof(double), '\0');
         std::memcpy(reply.data(), &position, sizeof position);
         double figures[kFigures];
-        verify_one(experiment, space, index, figures);
+        verify_one(experiment, space, index, figures, {});
         std::memcpy(reply.data() + sizeof position, figures, sizeof figures);
         send_bytes(0, static_cast<int>(Tag::verify), reply);
     }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -21,16 +22,31 @@
 
 namespace prism::explorer {
 
-/// Master (rank 0): verifies `front` (design-space indices; empty: nothing to verify, the
-/// workers are only released) and writes /verify into the closed result file at `path`. With
-/// more than one rank every worker must be in verify_front_worker. A point the Monte Carlo
-/// evaluator cannot run gets a row of NaN (and a warning on `log`). Alone, returns false,
-/// writing nothing, when `stop` becomes non-zero before the last point. Summary lines go to
-/// `log` unless `quiet`. Throws IoError when the file cannot be written, MpiError.
-bool verify_front(const Experiment& experiment, const DesignSpace& space,
-                  const std::vector<std::uint64_t>& front, const std::string& path,
-                  const MpiEnvironment& mpi, const std::atomic<int>* stop, std::ostream& log,
-                  bool quiet);
+/// True once the verification must stop (a signal, --time-limit); polled between points and
+/// between a point's stages.
+using StopRequested = std::function<bool()>;
+
+enum class VerifyOutcome {
+    written,       ///< /verify holds every front point
+    stopped,       ///< `stop` said so: nothing written, every worker released
+    workers_busy,  ///< stopped, but a worker was still on its point `grace_s` later
+};
+
+/// Master (rank 0): verifies `front` (design-space indices; empty: an empty /verify) and writes
+/// /verify into the closed result file at `path`. With more than one rank every worker must be
+/// in verify_front_worker; they are released when it returns `written` or `stopped`. A point
+/// the Monte Carlo evaluator cannot run gets a row of NaN (and a warning on `log`). Writes
+/// nothing when `stop` returns true before /verify is written (the file stays without /verify:
+/// `prism status` calls it resumable and --resume verifies again). Summary lines go to `log`
+/// unless `quiet`. Throws IoError when the file cannot be written, MpiError.
+VerifyOutcome verify_front(const Experiment& experiment, const DesignSpace& space,
+                           const std::vector<std::uint64_t>& front, const std::string& path,
+                           const MpiEnvironment& mpi, const StopRequested& stop, std::ostream& log,
+                           bool quiet, double grace_s = 5.0);
+
+/// Master: releases the workers waiting in verify_front_worker without verifying anything (the
+/// sweep did not complete).
+void release_verify_workers(const MpiEnvironment& mpi);
 
 /// Worker: verifies the points the master hands out until it is released.
 void verify_front_worker(const Experiment& experiment, const DesignSpace& space);

@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 
 #include "explorer/cli.hpp"
+#include "explorer/output_check.hpp"
 #include "explorer/table.hpp"
 #include "io/experiment_loader.hpp"
 #include "io/step_csv.hpp"
 #include "io/trace_reader.hpp"
 #include "io/variability_profile.hpp"
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 #include "src/fit/step_fit.hpp"
 #include "src/model/design_space.hpp"
@@ -64,8 +66,15 @@ fit::StepModelInput model_input(const Experiment& e, std::ostream& out) {
             fmt::format("{}: the point {} is filtered: {}", e.file, describe_point(e, p), *why));
     }
     const DeterministicResult det = evaluate_deterministic(e, p);
+    std::uint64_t points = 1;
+    for (const auto& d : e.space.dimensions) points *= d.values.size();
     out << fmt::format("model: {} ({} GPUs), deterministic step {:.4f} s\n", e.name, p.gpus(),
                        det.step_time_s);
+    if (points > 1) {
+        // the runs are compared with one point: say which, so that a wrong one is seen
+        out << fmt::format("note: {} has {} points; the runs are taken to be its first: {}\n",
+                           e.file, points, describe_point(e, p));
+    }
     if (!det.feasible) {
         out << fmt::format(
             "note: the model finds the point infeasible ({}); the run did fit, so "
@@ -112,13 +121,35 @@ void print_comparison(const fit::StepComparison& c, std::ostream& out) {
                        c.run_median_cv, c.runs, c.model_cluster_cv);
 }
 
+/// --monte-carlo within the samples limit of an experiment (io/work_limits.hpp).
+void check_samples(const StepsCommand& cmd) {
+    if (cmd.monte_carlo_samples < 0 || cmd.monte_carlo_samples > io::kMaxSamples) {
+        throw ConfigError(fmt::format(
+            "steps: --monte-carlo: {} is not a sample count from 1 to {} (0 or none: the "
+            "analytic evaluator)",
+            cmd.monte_carlo_samples, io::kMaxSamples));
+    }
+}
+
+/// What the steps' resolution allows (src/fit/step_fit.hpp step_resolution): warnings on
+/// stderr; for a fit, a refusal is bad input.
+void check_resolution(const std::vector<fit::MeasuredSteps>& runs, bool fitting) {
+    const fit::StepResolution r = fit::step_resolution(runs);
+    for (const std::string& w : r.warnings) std::cerr << "prism: warning: " << w << "\n";
+    if (r.refusal.empty()) return;
+    if (fitting) throw ConfigError("steps fit: " + r.refusal);
+    std::cerr << "prism: warning: " << r.refusal << "\n";
+}
+
 VariabilitySpec experiment_or_option(const StepsCommand& cmd, const Experiment& e) {
     return cmd.variability.empty() ? e.variability : io::load_variability(cmd.variability);
 }
 
 int compare(const StepsCommand& cmd) {
+    check_samples(cmd);
     const Experiment e = io::load_experiment(cmd.experiment);
     const std::vector<fit::MeasuredSteps> runs = load_runs(cmd, std::cout);
+    check_resolution(runs, false);
     fit::StepModelInput m = model_input(e, std::cout);
     m.monte_carlo_samples = cmd.monte_carlo_samples;
     const VariabilitySpec v = experiment_or_option(cmd, e);
@@ -217,8 +248,18 @@ io::VariabilityProfile fitted_profile(const StepsCommand& cmd, const Experiment&
 
 int fit_command(const StepsCommand& cmd) {
     if (cmd.output.empty()) throw ConfigError("steps fit: --output is required");
+    check_samples(cmd);
+    std::vector<std::string> inputs = cmd.runs;
+    inputs.push_back(cmd.experiment);
+    inputs.push_back(cmd.base);
+    check_new_output(cmd.output, "steps fit: -o", inputs, cmd.overwrite);
     const Experiment e = io::load_experiment(cmd.experiment);
+    for (const IncludedFile& f : e.included) {
+        inputs.push_back((fs::path(e.file).parent_path() / f.name).string());
+    }
+    check_new_output(cmd.output, "steps fit: -o", inputs, cmd.overwrite);  // the profile it reads
     const std::vector<fit::MeasuredSteps> runs = load_runs(cmd, std::cout);
+    check_resolution(runs, true);
     fit::StepModelInput m = model_input(e, std::cout);
     m.monte_carlo_samples = cmd.monte_carlo_samples;
     VariabilitySpec base = io::load_variability(cmd.base);
@@ -231,6 +272,10 @@ int fit_command(const StepsCommand& cmd) {
         "{:.4g}; KS shape {:.3f} ({} model evaluations)\n",
         f.parameters.transient_scale, cmd.base, f.parameters.regime_cv, f.parameters.spatial_cv,
         f.ks_shape, f.profile.size());
+    if (fit::flat_objective(f)) {
+        std::cerr << "prism: warning: steps fit: the KS distance changes by less than 0.02 over "
+                     "every parameter value tried: the steps do not pin the fitted values\n";
+    }
     print_identifiability(m, base, runs, f, std::cout);
     const io::VariabilityProfile profile = fitted_profile(cmd, e, base, f, runs);
     std::cout << "\nwith the fitted profile:\n";
@@ -269,6 +314,7 @@ CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
             sub->add_option("--fit", command.target, "transient, regime or both (both)");
             sub->add_option("--name", command.name, "the profile's name");
             sub->add_option("--note", command.notes, "a comment line for the profile's header");
+            sub->add_flag("--overwrite", command.overwrite, "replace an existing --output");
         } else {
             sub->add_option("--variability", command.variability,
                             "preset or .toml profile (default: the experiment's)");

@@ -25,12 +25,14 @@ struct StepsCommand {
     int monte_carlo_samples = 0;     ///< 0: the analytic evaluator for the within-run shape
     int warmup_steps = 5;
     bool keep_first_after_eval = false;
+    bool overwrite = false;  ///< fit: replace an existing --output
 };
 
 /// Registers `steps compare` and `steps fit`; returns the `steps` subcommand.
 CLI::App* add_steps_command(CLI::App& app, StepsCommand& command);
 
-/// Runs the chosen one. Throws ConfigError (bad experiment, option) or IoError (bad run file).
+/// Runs the chosen one. Throws ConfigError (bad experiment, option or run file, an existing
+/// output, steps that pin no spread) or IoError (the profile cannot be written).
 int run_steps_command(const CLI::App& steps, const StepsCommand& command);
 
 }  // namespace prism::explorer

@@ -307,21 +307,37 @@ int conclude(const SweepOptions& options, const Experiment& experiment, const De
 
 /// Stage 5 (rank 0, `[evaluation] verify = "montecarlo"`): the front of a complete sweep by
 /// Monte Carlo into /verify (explorer/front_verification.hpp); with any other outcome the
-/// workers are only released. Returns the job's exit status.
+/// workers are only released. The verification stops as the sweep does, on SIGTERM/SIGINT or
+/// when --time-limit (counted from the sweep's start, `t0`) runs out: exit 3, no /verify, and
+/// `prism status` calls the file resumable (--resume verifies again). Sets `workers_busy` when a
+/// worker was still on its point after the grace period. Returns the job's exit status.
 int verify_the_front(const SweepOptions& options, const Experiment& experiment,
-                     const DesignSpace& space, std::vector<std::uint64_t> front, int code,
-                     MpiEnvironment& mpi) {
-    if (code != kExitOk) front.clear();
+                     const DesignSpace& space, const std::vector<std::uint64_t>& front, int code,
+                     std::chrono::steady_clock::time_point t0, MpiEnvironment& mpi,
+                     bool& workers_busy) {
+    if (code != kExitOk) {
+        release_verify_workers(mpi);
+        return code;
+    }
+    const auto time_up = [&] {
+        return options.time_limit_s > 0 &&
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
+                   options.time_limit_s;
+    };
+    const StopRequested stop = [&] { return stop_signal().load() != 0 || time_up(); };
     try {
         // the file stays claimed, as while the sweep wrote it (released by finish() a moment
         // ago), until /verify is written
-        std::optional<io::ResultFileClaim> claim;
-        if (!front.empty()) claim.emplace(options.output_path);
-        if (!verify_front(experiment, space, front, options.output_path, mpi, &stop_signal(),
-                          std::cerr, options.quiet)) {
-            std::cerr << "prism: verification stopped by a signal; the sweep's results are "
-                         "complete, /verify was not written (run again with --resume to "
-                         "verify)\n";
+        const io::ResultFileClaim claim(options.output_path);
+        const VerifyOutcome outcome = verify_front(experiment, space, front, options.output_path,
+                                                   mpi, stop, std::cerr, options.quiet);
+        if (outcome != VerifyOutcome::written) {
+            const int sig = stop_signal().load();
+            std::cerr << fmt::format(
+                "prism: verification stopped by {}; the sweep's results are complete, /verify "
+                "was not written; continue with --resume to verify\n",
+                sig != 0 ? fmt::format("signal {}", sig) : std::string("--time-limit"));
+            workers_busy = outcome == VerifyOutcome::workers_busy;
             return kExitInterrupted;
         }
     } catch (const Error& e) {
@@ -445,14 +461,17 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
     }
 
     const std::uint64_t begin = sink->next_index();
+    const auto t0 = std::chrono::steady_clock::now();
     const EngineReport report =
         run_engine(options, ranks, space, evaluate, *sink, begin, [&](EngineOptions& engine) {
             set_up_pruning(options, experiment, space, evaluator, pruning, *sink, engine);
         });
     std::vector<std::uint64_t> front;
     int code = conclude(options, experiment, space, report, *sink, front);
-    if (verify && !report.workers_still_busy)
-        code = verify_the_front(options, experiment, space, front, code, mpi);
+    bool workers_busy = report.workers_still_busy;
+    if (verify && !workers_busy) {
+        code = verify_the_front(options, experiment, space, front, code, t0, mpi, workers_busy);
+    }
     if (!options.quiet && !report.consumer_error) {
         print_summary(report, *sink, begin, static_cast<std::uint64_t>(workers));
         if (code == kExitOk) {
@@ -462,8 +481,8 @@ int sweep_command(const SweepOptions& options, MpiEnvironment& mpi) {
         }
     }
     if (ranks > 1) {
-        if (report.workers_still_busy) {
-            std::cerr << "prism: workers did not finish their chunks in time; ending them\n";
+        if (workers_busy) {
+            std::cerr << "prism: workers did not finish their work in time; ending them\n";
             mpi.abort(code);
         }
         // After it forwards a signal, MPICH's mpirun keeps the exit statuses of only some

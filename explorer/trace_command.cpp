@@ -1,5 +1,6 @@
 #include "explorer/trace_command.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "explorer/cli.hpp"
+#include "explorer/output_check.hpp"
 #include "explorer/table.hpp"
 #include "io/trace_reader.hpp"
 #include "io/variability_profile.hpp"
@@ -226,6 +228,28 @@ io::VariabilityProfile build_profile(const TraceCommand& cmd, const fit::TraceFi
     return p;
 }
 
+// The same trace given twice (by two paths, or a copy) would count as two jobs, or two ranks,
+// and give a spread between them: refuse the last one read when it repeats an earlier one.
+void check_distinct(const std::vector<io::KinetoTrace>& traces) {
+    const io::KinetoTrace& t = traces.back();
+    for (std::size_t i = 0; i + 1 < traces.size(); ++i) {
+        const io::KinetoTrace& u = traces[i];
+        const bool same_steps = u.steps.size() == t.steps.size() &&
+                                std::equal(u.steps.begin(), u.steps.end(), t.steps.begin(),
+                                           [](const io::TraceStep& a, const io::TraceStep& b) {
+                                               return a.number == b.number &&
+                                                      a.start_s == b.start_s &&
+                                                      a.duration_s == b.duration_s;
+                                           });
+        if (same_steps && u.rank == t.rank && u.kernels.size() == t.kernels.size()) {
+            throw ConfigError(fmt::format(
+                "trace fit: {} is the same trace as {} (rank {}, the same {} profiler steps at "
+                "the same times): give each rank's trace once",
+                t.path, u.path, t.rank, t.steps.size()));
+        }
+    }
+}
+
 void write_qq(const std::string& path, const fit::TraceFit& fit) {
     std::ofstream out(path, std::ios::trunc);
     out << "class,family,cv,ks,p,fitted,empirical\n";
@@ -259,12 +283,23 @@ CLI::App* add_trace_command(CLI::App& app, TraceCommand& command) {
     fit->add_option("--name", command.name, "the profile's name (default: the output's stem)");
     fit->add_option("--min-kernel-us", command.min_kernel_us,
                     "leave out kernels with a median below this (default 20 us)");
+    fit->add_flag("--overwrite", command.overwrite, "replace an existing --output or --qq file");
     return trace;
 }
 
 int run_trace_command(const TraceCommand& command) {
+    std::vector<std::string> inputs = command.traces;
+    inputs.push_back(command.base);
+    check_new_output(command.output, "trace fit: -o", inputs, command.overwrite);
+    if (!command.qq_output.empty()) {
+        inputs.push_back(command.output);
+        check_new_output(command.qq_output, "trace fit: --qq", inputs, command.overwrite);
+    }
     std::vector<io::KinetoTrace> traces;
-    for (const std::string& path : command.traces) traces.push_back(io::read_kineto_trace(path));
+    for (const std::string& path : command.traces) {
+        traces.push_back(io::read_kineto_trace(path));
+        check_distinct(traces);
+    }
     print_traces(traces, std::cout);
     fit::TraceFitOptions options;
     options.min_kernel_s = command.min_kernel_us * 1e-6;

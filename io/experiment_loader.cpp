@@ -23,6 +23,7 @@
 #include "io/detail/toml_variability.hpp"
 #include "io/presets.hpp"
 #include "io/units.hpp"
+#include "io/variability_profile.hpp"
 #include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 #include "src/model/design_space.hpp"
@@ -638,16 +639,20 @@ toml::table load_profile_file(const toml::node& node, const std::string& name,
                               const std::string& source_name, std::vector<IncludedFile>& included) {
     const std::filesystem::path path =
         std::filesystem::path(source_name).parent_path() / std::filesystem::path(name);
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
         fail_at(node, fmt::format("variability.preset: cannot read the profile file '{}' "
                                   "(looked for {})",
                                   name, path.string()));
     }
-    included.push_back({name, text.str()});
-    return parse_toml(text.str(), path.string());
+    std::string text;
+    try {
+        text = read_profile_text(path);  // limited in size; a directory or empty file refused
+    } catch (const ConfigError& e) {
+        fail_at(node, fmt::format("variability.preset: '{}': {}", name, e.what()));
+    }
+    included.push_back({name, text});
+    return parse_toml(text, path.string());
 }
 
 void parse_variability(const toml::table& table, const std::string& source_name,

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "io/detail/bounded_read.hpp"
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::io {
@@ -17,6 +19,9 @@ namespace prism::io {
 namespace {
 
 constexpr std::size_t kMinPoints = 5;
+/// A loss in nats per token is below ~20 (a perplexity below ~10^9): larger values are not a
+/// loss curve, and past ~1e154 the fit's squares overflow.
+constexpr double kMaxLoss = 1e6;
 
 std::string trim(const std::string& text) {
     const auto begin = text.find_first_not_of(" \t\r");
@@ -90,6 +95,13 @@ std::vector<LossCurve> parse_loss_curves(const std::string& text, const std::str
         const double rate = number(path, line, "learning_rate", row[at[0]]);
         const double step = number(path, line, "step", row[at[1]]);
         const double loss = number(path, line, "loss", row[at[2]]);
+        if (std::fabs(loss) > kMaxLoss) {
+            // the fit squares residuals: near 1e154 they overflow and the predictions turn
+            // negative (issue 33)
+            fail(path, line,
+                 fmt::format("loss: {} is not a training loss (at most {:g} in magnitude)",
+                             row[at[2]], kMaxLoss));
+        }
         if (!(rate > 0)) fail(path, line, fmt::format("learning_rate: {} must be > 0", row[at[0]]));
         auto [it, inserted] = by_rate.try_emplace(rate, curves.size());
         if (inserted) {
@@ -118,12 +130,9 @@ std::vector<LossCurve> parse_loss_curves(const std::string& text, const std::str
 }
 
 std::vector<LossCurve> read_loss_curves(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(fmt::format("{}: cannot open the loss-curve file", path));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw ConfigError(fmt::format("{}: cannot read the loss-curve file", path));
-    return parse_loss_curves(text.str(), path);
+    std::string text = detail::read_bounded(path, kMaxCsvFileBytes, "loss-curve file");
+    if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte-order mark
+    return parse_loss_curves(text, path);
 }
 
 }  // namespace prism::io

@@ -51,7 +51,16 @@ static_assert(std::is_same_v<hid_t, std::int64_t>, "hid_t is int64_t since HDF5 
 void ResultReader::Impl::load() {
     header = detail::read_header(file.get(), path);
     commit = detail::read_commit(file.get(), path, header.format_version);
-    if (header.format_version >= 2) detail::check_commit(path, commit, header.space_size);
+    if (header.format_version >= 2) {
+        detail::check_commit(path, commit, header.space_size);
+    } else if (!(commit.rows <= commit.next_index && commit.next_index <= header.space_size)) {
+        // format 1 keeps its filtered counts apart (they may lag), but its rows and next index
+        // must still fit the space ("1000000000000 of 960" was taken as it stood, issue 33)
+        invalid(path, "damaged: its counts do not add up (rows_committed " +
+                          std::to_string(commit.rows) + ", next_index " +
+                          std::to_string(commit.next_index) + ", space_size " +
+                          std::to_string(header.space_size) + ")");
+    }
     header.next_index = commit.next_index;
     header.rows_committed = commit.rows;
     layout = detail::read_layout(file.get(), path);

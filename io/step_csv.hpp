@@ -25,9 +25,11 @@ struct StepRun {
     int dropped_after_eval = 0;
 };
 
-/// Reads a run's CSV and applies `selection`. Throws IoError naming the file: unreadable, no
-/// header or a required column missing, a value that is not a number (with its line and
-/// column), a non-positive step time, no step left after the selection.
+/// Reads a run's CSV (at most kMaxCsvFileBytes, io/work_limits.hpp; a UTF-8 byte-order mark
+/// before the header is skipped) and applies `selection`. Throws ConfigError naming the file:
+/// missing, a directory, too large, no header or a required column missing, a value that is not
+/// a number (with its line and column), a step time that is not a finite positive number, no
+/// step left after the selection.
 StepRun read_step_csv(const std::filesystem::path& path, const StepSelection& selection = {});
 
 }  // namespace prism::io

@@ -13,6 +13,7 @@
 
 #include "io/detail/gzip_file.hpp"
 #include "io/detail/kernel_class.hpp"
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::io {
@@ -51,14 +52,21 @@ std::int64_t id_of(dom::element e, std::string_view key) {
 
 std::int64_t thread_of(dom::element e) { return id_of(e, "pid") * 1000003 + id_of(e, "tid"); }
 
-// The event's "ts" and "dur" (us); throws for a kernel or step event without them.
+// The event's "ts" and "dur" (us); throws for a kernel or step event without them, or with a
+// time that is not finite or a negative duration.
 std::pair<double, double> time_of(dom::element e, const std::string& path, std::size_t index,
                                   std::string_view name, bool* whole_us) {
     double ts = 0, dur = 0;
     if (e["ts"].get_double().get(ts) != simdjson::SUCCESS ||
         e["dur"].get_double().get(dur) != simdjson::SUCCESS) {
-        throw IoError(fmt::format(
+        throw ConfigError(fmt::format(
             "{}: traceEvents[{}] ('{}'): missing or non-numeric 'ts' or 'dur'", path, index, name));
+    }
+    if (!std::isfinite(ts) || !std::isfinite(dur) || dur < 0) {
+        throw ConfigError(
+            fmt::format("{}: traceEvents[{}] ('{}'): 'ts' {} and 'dur' {}: not a "
+                        "finite time and a duration >= 0",
+                        path, index, name, ts, dur));
     }
     if (whole_us != nullptr && dur != std::floor(dur)) *whole_us = false;
     return {ts, dur};
@@ -88,11 +96,11 @@ dom::element parse_document(dom::parser& parser, const simdjson::padded_string& 
     dom::element doc;
     const simdjson::error_code error = parser.parse(text).get(doc);
     if (error != simdjson::SUCCESS) {
-        throw IoError(fmt::format("{}: not valid JSON ({}); a truncated or corrupt trace?", path,
-                                  simdjson::error_message(error)));
+        throw ConfigError(fmt::format("{}: not valid JSON ({}); a truncated or corrupt trace?",
+                                      path, simdjson::error_message(error)));
     }
     if (doc.type() != dom::element_type::OBJECT) {
-        throw IoError(fmt::format(
+        throw ConfigError(fmt::format(
             "{}: unknown schema: the document is not a JSON object (a PyTorch profiler / Kineto "
             "trace is an object with a \"traceEvents\" array)",
             path));
@@ -141,16 +149,22 @@ KinetoTrace read_kineto_trace(const std::filesystem::path& file) {
     KinetoTrace trace;
     trace.path = file.string();
     const std::string& path = trace.path;
-    const simdjson::padded_string text(detail::read_maybe_gzip(file));
+    const simdjson::padded_string text(detail::read_maybe_gzip(file, kMaxTraceBytes));
     dom::parser parser;
     const dom::element doc = parse_document(parser, text, path);
     dom::array events;
     if (doc["traceEvents"].get_array().get(events) != simdjson::SUCCESS) {
-        throw IoError(fmt::format(
+        throw ConfigError(fmt::format(
             "{}: unknown schema: no \"traceEvents\" array (not a PyTorch profiler / Kineto trace)",
             path));
     }
     read_header(doc, trace);
+    if (trace.world_size < 0 ||
+        (trace.world_size > 0 && (trace.rank < 0 || trace.rank >= trace.world_size))) {
+        throw ConfigError(fmt::format(
+            "{}: distributedInfo: rank {} is not a rank of a job of world_size {} (0 to {})", path,
+            trace.rank, trace.world_size, trace.world_size - 1));
+    }
 
     std::unordered_map<std::int64_t, CpuSpan> launches;  // by correlation id
     std::map<std::int64_t, std::vector<CpuSpan>> nccl_spans;
@@ -199,6 +213,13 @@ KinetoTrace read_kineto_trace(const std::filesystem::path& file) {
             }
         } else if (name.rfind("ProfilerStep#", 0) == 0 && cat != "gpu_user_annotation") {
             const auto [ts, dur] = time_of(e, path, i, name, nullptr);
+            if (!(dur > 0)) {
+                // a step of no time has no median to scale by (issue 33: a segfault)
+                throw ConfigError(fmt::format(
+                    "{}: traceEvents[{}] ('{}'): a profiler step of 'dur' {}: not a positive "
+                    "duration",
+                    path, i, name, dur));
+            }
             TraceStep s;
             std::from_chars(name.data() + 13, name.data() + name.size(), s.number);
             s.start_s = ts;
@@ -211,13 +232,13 @@ KinetoTrace read_kineto_trace(const std::filesystem::path& file) {
         }
     }
     if (gpu_kernels == 0) {
-        throw IoError(
+        throw ConfigError(
             fmt::format("{}: no GPU kernels (events with \"cat\": \"kernel\"); profile with "
                         "ProfilerActivity.CUDA",
                         path));
     }
     if (trace.steps.empty()) {
-        throw IoError(fmt::format(
+        throw ConfigError(fmt::format(
             "{}: no ProfilerStep#N annotations; record with a torch.profiler schedule and call "
             "prof.step() once per training step",
             path));
@@ -318,8 +339,8 @@ std::vector<fit::TracedJob> traced_jobs(const std::vector<KinetoTrace>& traces) 
                 const auto [it, fresh] =
                     sites.try_emplace(key, static_cast<std::uint32_t>(sites.size()));
                 out.kernels.push_back(
-                    fit::KernelInvocation{*k.cls, it->second, static_cast<std::uint16_t>(r),
-                                          static_cast<std::uint16_t>(k.step), k.duration_s});
+                    fit::KernelInvocation{*k.cls, it->second, static_cast<std::uint32_t>(r),
+                                          static_cast<std::uint32_t>(k.step), k.duration_s});
             }
         }
         jobs.push_back(std::move(out));

@@ -50,10 +50,12 @@ struct KinetoTrace {
     std::vector<TraceKernel> kernels;  ///< in start order
 };
 
-/// Reads a Kineto trace (.json or .json.gz). Throws IoError naming the file for an unreadable
-/// or corrupt file, JSON that does not parse (a truncated file), a document without a
-/// "traceEvents" array (unknown schema), a trace without GPU kernels or without
-/// ProfilerStep#N annotations.
+/// Reads a Kineto trace (.json or .json.gz; at most kMaxTraceBytes of JSON, io/work_limits.hpp).
+/// Throws ConfigError (bad input) naming the file for a missing, unreadable, too large or
+/// corrupt file, JSON that does not parse (a truncated file), a document without a
+/// "traceEvents" array (unknown schema), an event time that is not finite or a negative
+/// duration, a profiler step of no time, a trace without GPU kernels or without ProfilerStep#N
+/// annotations.
 KinetoTrace read_kineto_trace(const std::filesystem::path& path);
 
 /// Groups traces into jobs and numbers each kernel's call site: traces with the same world

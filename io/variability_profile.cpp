@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "io/detail/bounded_read.hpp"
 #include "io/detail/toml_reader.hpp"
 #include "io/detail/toml_variability.hpp"
 #include "io/presets.hpp"
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::io {
@@ -18,20 +20,63 @@ namespace {
 // Shortest round-tripping form that TOML reads as a number.
 std::string number(double v) { return fmt::format("{:.6g}", v); }
 
+// A TOML basic string: quotes, backslashes and control characters escaped (a raw carriage
+// return or newline in --name made the profile unloadable, issue 33).
 std::string toml_string(std::string_view s) {
     std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out.push_back('\\');
-        out.push_back(c == '\n' ? ' ' : c);
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out.push_back('\\');
+            out.push_back(c);
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (u < 0x20 || u == 0x7f) {
+            out += fmt::format("\\u{:04X}", u);
+        } else {
+            out.push_back(c);
+        }
     }
     return out + "\"";
 }
 
+// Comment lines: a line break inside one (a --note, a run's file name) starts another comment
+// line, and other control characters, which TOML does not allow in comments, become '?'.
 void comments(std::ostringstream& out, const std::vector<std::string>& lines) {
-    for (const std::string& line : lines) out << "# " << line << "\n";
+    for (const std::string& line : lines) {
+        out << "# ";
+        for (std::size_t k = 0; k < line.size(); ++k) {
+            const char c = line[k];
+            const auto u = static_cast<unsigned char>(c);
+            if (c == '\r' || c == '\n') {
+                if (c == '\r' && k + 1 < line.size() && line[k + 1] == '\n') ++k;
+                out << "\n# ";
+            } else if ((u < 0x20 && c != '\t') || u == 0x7f) {
+                out << '?';
+            } else {
+                out << c;
+            }
+        }
+        out << "\n";
+    }
 }
 
 }  // namespace
+
+std::string read_profile_text(const std::filesystem::path& path) {
+    std::string text = detail::read_bounded(path, kMaxProfileFileBytes, "variability profile");
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+        throw ConfigError(fmt::format(
+            "{}: empty variability profile (a profile sets at least one kernel class; for no "
+            "variability use the preset 'none')",
+            path.string()));
+    }
+    return text;
+}
 
 std::string format_distribution(const DistributionSpec& spec) {
     const std::string mean = spec.mean != 1.0 ? ", mean = " + number(spec.mean) : "";
@@ -101,11 +146,7 @@ VariabilitySpec load_variability(std::string_view preset_or_path) {
     std::string text;
     std::string source_name;
     if (name.ends_with(".toml")) {
-        std::ifstream in(name, std::ios::binary);
-        std::ostringstream buffer;
-        buffer << in.rdbuf();
-        if (!in) throw ConfigError(fmt::format("{}: cannot read the variability profile", name));
-        text = buffer.str();
+        text = read_profile_text(name);
         source_name = name;
     } else {
         const std::optional<std::string_view> preset = preset_text("variability", name);

@@ -38,9 +38,16 @@ std::string format_variability_profile(const VariabilityProfile& profile);
 void write_variability_profile(const std::filesystem::path& path,
                                const VariabilityProfile& profile);
 
+/// The text of a profile file, read with a limit (kMaxProfileFileBytes, io/work_limits.hpp).
+/// Throws ConfigError naming the path when it does not exist, is a directory, is larger than
+/// the limit, cannot be read, or is empty (or only blanks): "no variability" is the preset
+/// 'none', never a file that says nothing.
+std::string read_profile_text(const std::filesystem::path& path);
+
 /// A variability profile by embedded preset name ("prism-paper") or, for a name ending in
-/// ".toml", from that file. Throws ConfigError naming the preset or file (unknown preset,
-/// unreadable file, invalid keys or values with file:line:column).
+/// ".toml", from that file (read_profile_text). Throws ConfigError naming the preset or file
+/// (unknown preset, unreadable, empty or too large file, invalid keys or values with
+/// file:line:column).
 VariabilitySpec load_variability(std::string_view preset_or_path);
 
 }  // namespace prism::io

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <hdf5.h>
+#include <toml++/toml.h>
 
 #include "io/detail/hdf5_util.hpp"
 #include "io/result_store.hpp"
@@ -122,6 +123,18 @@ void write_verification(const std::string& path, int samples, std::vector<Verifi
     }
     if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) detail::fail(path, "/verify", "cannot flush");
     if (file.close() < 0) detail::fail(path, "", "cannot close");
+}
+
+bool verification_requested(const std::string& experiment_toml) {
+    toml::table parsed;
+    try {
+        parsed = toml::parse(experiment_toml);
+    } catch (const toml::parse_error&) {
+        return false;
+    }
+    const std::optional<std::string_view> verify =
+        parsed["evaluation"]["verify"].value<std::string_view>();
+    return verify && *verify == "montecarlo";
 }
 
 std::optional<std::vector<VerifiedPoint>> read_verification(const std::string& path) {

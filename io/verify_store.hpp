@@ -34,6 +34,11 @@ struct VerifiedPoint {
 /// IoError naming the file when it is not a prism result file or cannot be written.
 void write_verification(const std::string& path, int samples, std::vector<VerifiedPoint> rows);
 
+/// Whether the experiment text stored in a result file (its root attribute experiment_toml)
+/// asks for the front's verification (`[evaluation] verify = "montecarlo"`); false when the
+/// text does not parse (format-1 files, damaged attributes: other checks name those).
+bool verification_requested(const std::string& experiment_toml);
+
 /// The /verify rows of the result file at `path` (samples filled from the group attribute), or
 /// nothing when the file has no /verify group. Throws IoError naming the file and dataset.
 std::optional<std::vector<VerifiedPoint>> read_verification(const std::string& path);

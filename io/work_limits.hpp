@@ -35,6 +35,16 @@ inline constexpr std::int64_t kMaxHistogramBins = 4096;
 inline constexpr std::int64_t kMaxListedMetrics = 64;    ///< slow_deltas, deadlines: a metric each
 inline constexpr std::int64_t kMaxHardwareTables = 256;  ///< stored as an 8-bit enumeration
 inline constexpr std::uintmax_t kMaxExperimentFileBytes = 1 << 20;
+/// Input files of the other readers (io/detail/bounded_read.hpp), each read whole into memory:
+/// - a variability profile is a page of settings like an experiment (the presets are < 4 KiB);
+/// - a step or loss-curve CSV holds one line per step (~30 bytes): 64 MiB is two million
+///   steps, far more than a run logs (the MLPerf runs: 300), and is read in about a second;
+/// - a Kineto trace's JSON text (after decompression: a gzip bomb stops here, not in memory)
+///   is parsed whole by simdjson, which needs about twice the text again; the shared traces
+///   are 2-5 MB, profiles of a few steps of large models hundreds of MB.
+inline constexpr std::uintmax_t kMaxProfileFileBytes = 1 << 20;
+inline constexpr std::uintmax_t kMaxCsvFileBytes = std::uintmax_t{64} << 20;
+inline constexpr std::uintmax_t kMaxTraceBytes = std::uintmax_t{1} << 30;
 
 /// Why evaluating `point` would exceed the work limits ("work limit: more than 262144 pipeline
 /// slots (pp x v x microbatches)"), or nothing. The reasons are fixed strings: a sweep counts

@@ -26,6 +26,13 @@ bool has_dimension(const Experiment& e, const char* name) {
                        [&](const Dimension& d) { return d.name == name; });
 }
 
+/// Step counts (warm-up, steps to target) must fit a double's 53 bits exactly, as the run's
+/// total does (experiment_checks.cpp); tokens past 1e18 (~10^5 times the largest runs
+/// published, 1.5e13 tokens) are a typo.
+constexpr double kMaxSteps = 9007199254740992.0;  // 2^53
+constexpr double kMaxTargetTokens = 1e18;
+constexpr double kMaxPenaltyCoefficient = 100;
+
 double positive(const toml::table& table, std::string_view key, double fallback) {
     const toml::node* node = table.get(key);
     return node == nullptr ? fallback : as_positive(*node, join_key("cotune", key));
@@ -131,6 +138,13 @@ void parse_penalty(const toml::node& node, LrPenaltySpec& penalty) {
     }
     if (const toml::node* n = table.get("coefficient")) {
         penalty.coefficient = as_positive(*n, "cotune.lr_penalty.coefficient", true);
+        // at 100, a learning rate off by a factor of 2 already costs 49x the steps (quadratic)
+        if (penalty.coefficient > kMaxPenaltyCoefficient) {
+            fail_at(*n, fmt::format("cotune.lr_penalty.coefficient: {} is above the limit of {} "
+                                    "(at 100 a learning rate off by 2x costs 49x the steps)",
+                                    format_number(penalty.coefficient),
+                                    format_number(kMaxPenaltyCoefficient)));
+        }
     }
 }
 
@@ -211,6 +225,12 @@ void parse_cotune(const toml::table& table, Experiment& experiment) {
     }
     spec.target_loss = positive(table, "target_loss", 0);
     spec.target_tokens = positive(table, "target_tokens", 0);
+    if (tokens != nullptr && spec.target_tokens > kMaxTargetTokens) {
+        fail_at(*tokens,
+                fmt::format("cotune.target_tokens: {} is above the limit of {} tokens "
+                            "(10^5 times the largest published runs)",
+                            format_number(spec.target_tokens), format_number(kMaxTargetTokens)));
+    }
     spec.reference_batch_tokens = positive(table, "reference_batch_tokens", 0);
     if (const toml::node* n = table.get("noise")) {
         spec.noise = as_choice(*n, "cotune.noise", {"constant", "kaplan"}) == "kaplan"
@@ -236,6 +256,11 @@ void parse_cotune(const toml::table& table, Experiment& experiment) {
     spec.warmup_steps = 0;
     if (const toml::node* n = table.get("warmup_steps")) {
         spec.warmup_steps = as_positive(*n, "cotune.warmup_steps", true);
+        if (spec.warmup_steps > kMaxSteps) {
+            fail_at(*n, fmt::format("cotune.warmup_steps: {} is more than 2^53 steps (a step "
+                                    "count must fit 64 bits exactly)",
+                                    format_number(spec.warmup_steps)));
+        }
     }
     if (const toml::node* n = table.get("batch_ramp")) parse_ramp(*n, experiment.model.seq, spec);
 
@@ -243,7 +268,8 @@ void parse_cotune(const toml::table& table, Experiment& experiment) {
     // DeepSeek rule without a budget), located at the key the message names.
     try {
         cotune::make_model(experiment);
-    } catch (const ConfigError& e) {
+    } catch (const Error& e) {
+        // ModelError too: a target the model cannot reach is bad input, located (issue 33)
         const toml::node* at = node_of_message(table, e.what());
         throw error_at(at != nullptr ? at->source() : table.source(), e.what());
     }

@@ -10,6 +10,26 @@
 
 namespace prism::cotune {
 
+namespace {
+
+/// A target loss the Kaplan path reaches only after more than 2^53 optimal-batch steps (just
+/// above the asymptote) is out of reach: refused as bad input instead of an infinite progress
+/// that failed later without saying where (issue 33).
+void check_reachable(const CotuneSpec& spec, double parameters) {
+    constexpr double kMaxSteps = 9007199254740992.0;  // 2^53
+    const double steps = kaplan_min_steps(spec.kaplan, parameters, spec.target_loss);
+    if (!(steps <= kMaxSteps)) {
+        throw ConfigError(fmt::format(
+            "cotune.target_loss: {} takes {:.3g} optimal-batch steps on the Kaplan loss path "
+            "(Kaplan et al. 2020 Eq. 5.6), more than 2^53: too close to the loss of {:.4g} a "
+            "model of {:.4g} non-embedding parameters approaches",
+            spec.target_loss, steps, std::pow(spec.kaplan.n_c / parameters, spec.kaplan.alpha_n),
+            parameters));
+    }
+}
+
+}  // namespace
+
 Model::Model(const CotuneSpec& spec, const ModelSpec& model, double default_reference_batch_tokens,
              double training_tokens)
     : spec_(spec) {
@@ -34,6 +54,7 @@ Model::Model(const CotuneSpec& spec, const ModelSpec& model, double default_refe
                 "target_tokens, to take C = M x tokens)");
         }
     }
+    if (spec.target_loss > 0) check_reachable(spec, parameters_);
     if (spec.noise == NoiseModel::kaplan) {
         if (spec.target_loss > 0) {
             kaplan_target_progress_ = kaplan_min_steps(spec.kaplan, parameters_, spec.target_loss);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -53,6 +54,16 @@ void check_runs(const std::vector<MeasuredSteps>& runs) {
         if (r.step_time_s.size() < 2) {
             throw ModelError(fmt::format("step fit: {}: {} steps; need at least 2", r.name,
                                          r.step_time_s.size()));
+        }
+        // a run's median scales every step: it must be a finite positive time (an infinite or
+        // zero one crashed the comparison, issue 33)
+        for (std::size_t k = 0; k < r.step_time_s.size(); ++k) {
+            const double t = r.step_time_s[k];
+            if (!(t > 0) || !std::isfinite(t)) {
+                throw ConfigError(
+                    fmt::format("step fit: {}: step {} of {}: {} s is not a finite positive time",
+                                r.name, k + 1, r.step_time_s.size(), t));
+            }
         }
     }
 }
@@ -200,6 +211,66 @@ StepComparison compare_steps(const StepModelInput& m, const VariabilitySpec& var
         marginal.cluster_mean_s.size() > 1 ? relative_spread(marginal.cluster_mean_s, false) : 0.0;
     c.ks_absolute = ks_of(m, variability, all);
     return c;
+}
+
+StepResolution step_resolution(const std::vector<MeasuredSteps>& runs) {
+    check_runs(runs);
+    StepResolution out;
+    for (const MeasuredSteps& r : runs) {
+        std::vector<double> t = r.step_time_s;
+        std::sort(t.begin(), t.end());
+        const double n = static_cast<double>(t.size());
+        const double mean = std::accumulate(t.begin(), t.end(), 0.0) / n;
+        double var = 0;
+        for (double x : t) var += (x - mean) * (x - mean);
+        const double sd = std::sqrt(var / (n - 1));
+        std::size_t distinct = 1;
+        double gap = std::numeric_limits<double>::infinity();
+        for (std::size_t k = 1; k < t.size(); ++k) {
+            if (t[k] > t[k - 1]) {
+                ++distinct;
+                gap = std::min(gap, t[k] - t[k - 1]);
+            }
+        }
+        if (distinct == 1) {
+            out.refusal = fmt::format(
+                "{}: all {} steps take {} s: constant steps pin no spread (a timer this coarse "
+                "hides it)",
+                r.name, t.size(), t.front());
+            return out;
+        }
+        if (gap > 0.5 * sd) {
+            out.refusal = fmt::format(
+                "{}: the step times come in steps of {:.3g} s (the timer's resolution?), {:.2g} "
+                "of their spread (standard deviation {:.3g} s): a fit would fit the rounding; "
+                "time the steps to {:.2g} s or better",
+                r.name, gap, gap / sd, sd, 0.25 * sd);
+            return out;
+        }
+        if (distinct < 10) {
+            out.refusal = fmt::format(
+                "{}: {} distinct step times in {} steps: too few to fit a distribution's shape",
+                r.name, distinct, t.size());
+            return out;
+        }
+        if (gap > 0.25 * sd) {
+            out.warnings.push_back(fmt::format(
+                "{}: the step times come in steps of {:.3g} s, {:.2g} of their spread "
+                "(standard deviation {:.3g} s): the fitted spread may partly be the rounding's",
+                r.name, gap, gap / sd, sd));
+        }
+    }
+    return out;
+}
+
+bool flat_objective(const StepFit& fit, double tolerance) {
+    if (fit.profile.size() < 2) return false;
+    double lo = fit.profile.front()[2], hi = lo;
+    for (const auto& p : fit.profile) {
+        lo = std::min(lo, p[2]);
+        hi = std::max(hi, p[2]);
+    }
+    return hi - lo < tolerance;
 }
 
 StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,

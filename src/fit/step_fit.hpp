@@ -103,6 +103,26 @@ struct StepFit {
     bool spatial_fitted = false;  ///< false with fewer than 2 runs
 };
 
+/// What the steps' values let a fit pin down: constant steps pin no spread, and steps rounded to
+/// a coarse timer resolution fit the rounding, not the run (10-ms rounding of the MLPerf runs,
+/// whose spread is ~7 ms, doubled the fitted cv).
+struct StepResolution {
+    /// Why no spread can be fitted (constant steps, a resolution above half the spread, fewer
+    /// than 10 distinct values in a run), empty when one can.
+    std::string refusal;
+    /// Weaker doubts (a resolution above a quarter of the spread).
+    std::vector<std::string> warnings;
+};
+
+/// Per run: the resolution, as the smallest gap between its distinct step times, against the
+/// steps' standard deviation. Rounding to h adds h^2 / 12 to the variance (Sheppard) but, for
+/// a KS fit, turns the empirical CDF into a staircase of a few steps once h nears the spread.
+StepResolution step_resolution(const std::vector<MeasuredSteps>& runs);
+
+/// Whether a fit's KS profile is flat: over every point tried the KS changes by less than
+/// `tolerance`, so the steps do not pin the parameters.
+bool flat_objective(const StepFit& fit, double tolerance = 0.02);
+
 /// Minimum-KS fit of the within-run parameters named by `target` (the others from `start`),
 /// by a log-spaced grid refined by golden-section search; then, with 2 or more runs, the
 /// spatial cv whose spread of cluster means equals the runs' median spread (less the part a

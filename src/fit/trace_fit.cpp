@@ -20,8 +20,8 @@ using detail::median_of;
 struct SiteRank {
     KernelClass cls = KernelClass::gemm;
     std::uint32_t site = 0;
-    std::uint16_t rank = 0;
-    std::vector<std::uint16_t> step;
+    std::uint32_t rank = 0;
+    std::vector<std::uint32_t> step;
     std::vector<double> duration_s;
     double median_s = 0;
     double log_mean = 0;
@@ -37,7 +37,7 @@ std::vector<SiteRank> site_ranks(const TracedJob& job, double min_kernel_s) {
     std::map<std::uint64_t, SiteRank> by_key;
     for (const KernelInvocation& k : job.kernels) {
         if (!(k.duration_s > 0)) continue;
-        SiteRank& s = by_key[(std::uint64_t{k.site} << 16) | k.rank];
+        SiteRank& s = by_key[(std::uint64_t{k.site} << 32) | k.rank];
         s.cls = k.cls;
         s.site = k.site;
         s.rank = k.rank;
@@ -282,7 +282,7 @@ StepVariation explain_steps(const TracedJob& job, const TraceFit& fit) {
     std::map<std::uint32_t, KernelClass> site_class;
     std::vector<double> kernel_time(static_cast<std::size_t>(v.steps), 0.0);
     for (const KernelInvocation& k : job.kernels) {
-        if (k.rank != 0 || k.step >= v.steps) continue;
+        if (k.rank != 0 || k.step >= static_cast<std::uint32_t>(v.steps)) continue;
         sites[k.site].push_back(k.duration_s);
         site_class[k.site] = k.cls;
         kernel_time[k.step] += k.duration_s;

@@ -20,8 +20,8 @@ namespace prism::fit {
 struct KernelInvocation {
     KernelClass cls = KernelClass::gemm;
     std::uint32_t site = 0;
-    std::uint16_t rank = 0;  ///< index of the rank's trace within the job
-    std::uint16_t step = 0;  ///< index of the profiler step
+    std::uint32_t rank = 0;  ///< index of the rank's trace within the job
+    std::uint32_t step = 0;  ///< index of the profiler step (16 bits wrapped past 65,535)
     double duration_s = 0;
 };
 

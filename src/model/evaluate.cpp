@@ -401,12 +401,13 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
 }
 
 stochastic::Verification verify_point(const Experiment& e, const DesignPoint& point,
-                                      std::uint64_t stream_index) {
+                                      std::uint64_t stream_index,
+                                      const std::function<bool()>& stop) {
     const DeterministicResult det = evaluate_deterministic(e, point);
     if (!det.feasible) throw ModelError("verify: the point does not fit: " + det.reason);
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(point.hardware));
     return stochastic::verify_monte_carlo(det.profile, point, hw, e.cluster, e.variability,
-                                          e.evaluation, e.seed, stream_index);
+                                          e.evaluation, e.seed, stream_index, stop);
 }
 
 }  // namespace prism

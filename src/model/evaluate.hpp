@@ -90,8 +90,10 @@ class Evaluator {
 /// `[evaluation] verify = "montecarlo"`: the analytic step-time distribution of `point` against
 /// `experiment.evaluation.samples` Monte Carlo steps (stochastic/verify.hpp), the random streams
 /// keyed by `stream_index` as a sweep keys them (explorer::DesignSpace::stream_index). Throws
-/// ModelError for a point that does not fit, and as the evaluators do.
+/// ModelError for a point that does not fit, and as the evaluators do; VerificationStopped when
+/// `stop` returns true between its stages.
 stochastic::Verification verify_point(const Experiment& experiment, const DesignPoint& point,
-                                      std::uint64_t stream_index);
+                                      std::uint64_t stream_index,
+                                      const std::function<bool()>& stop = {});
 
 }  // namespace prism

@@ -22,15 +22,21 @@ Verification verify_monte_carlo(const StepProfile& profile, const DesignPoint& p
                                 const HardwareSpec& hardware, const ClusterSpec& cluster,
                                 const VariabilitySpec& variability,
                                 const EvaluationSpec& evaluation, std::uint64_t seed,
-                                std::uint64_t stream_index) {
+                                std::uint64_t stream_index, const std::function<bool()>& stop) {
+    const auto check_stop = [&] {
+        if (stop && stop()) throw VerificationStopped();
+    };
     Verification v;
+    check_stop();
     std::vector<double> x = monte_carlo_samples(profile, point, hardware, cluster, variability,
                                                 evaluation.samples, seed, stream_index);
     std::sort(x.begin(), x.end());
     v.samples = static_cast<int>(x.size());
     if (x.empty()) return v;
+    check_stop();
     v.ks = ks_to_samples(
         x, analytic_cdf(profile, point, hardware, cluster, variability, x, evaluation.grid_points));
+    check_stop();
     EvaluationSpec an = evaluation;
     an.method = Method::analytic;
     an.histogram = false;

@@ -6,8 +6,10 @@
 // Pareto front is worth checking by the reference evaluator.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "src/common/error.hpp"
 #include "src/model/spec.hpp"
 #include "src/model/step_profile.hpp"
 
@@ -26,13 +28,21 @@ struct Verification {
     double mc_mean_s = 0, mc_p50_s = 0, mc_p95_s = 0, mc_p99_s = 0;
 };
 
+/// A verification given up because its caller asked it to stop (a signal, --time-limit).
+class VerificationStopped : public Error {
+  public:
+    VerificationStopped() : Error("verification stopped") {}
+};
+
 /// Runs `evaluation.samples` Monte Carlo steps of the point (random streams keyed by
 /// (seed, stream_index), as the sweep keys them) and compares them with the analytic
-/// evaluator's distribution. Throws as the evaluators do.
+/// evaluator's distribution. `stop`, when set, is asked between the stages (draws, the
+/// analytic CDF at the draws, the analytic quantiles); throws VerificationStopped when it
+/// returns true. Throws as the evaluators do.
 Verification verify_monte_carlo(const StepProfile& profile, const DesignPoint& point,
                                 const HardwareSpec& hardware, const ClusterSpec& cluster,
                                 const VariabilitySpec& variability,
                                 const EvaluationSpec& evaluation, std::uint64_t seed,
-                                std::uint64_t stream_index);
+                                std::uint64_t stream_index, const std::function<bool()>& stop = {});
 
 }  // namespace prism::stochastic

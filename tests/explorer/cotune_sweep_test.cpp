@@ -14,6 +14,7 @@
 #include "explorer/chunk_evaluator.hpp"
 #include "explorer/design_space.hpp"
 #include "io/experiment_loader.hpp"
+#include "src/common/error.hpp"
 #include "src/cotune/learning_rate.hpp"
 #include "src/model/evaluate.hpp"
 #include "src/run/run_model.hpp"
@@ -296,6 +297,57 @@ TEST(CotuneExample, SmallNoiseScalePrefersSmallerBatchesThanThroughputLargeConve
         EXPECT_LT(small.time_batch, small.throughput_batch) << gpus << " GPUs";
         EXPECT_EQ(large.time_batch, large.throughput_batch) << gpus << " GPUs";
     }
+}
+
+// Issue 33, item 4: steps to target above 2^63 were cast to one step (time to target 3.9 s),
+// so those points ranked first. Now such a point fails with the reason, and `validate` refuses
+// the values that lead there (target_tokens 1e26, warmup_steps 1e300, lr_penalty 1e300).
+TEST(CotuneSweep, StepsToTargetPast2To53FailThePointInsteadOfRankingFirst) {
+    Experiment e = io::parse_experiment(study("none", "", false), "study.toml");
+    e.cotune.target_tokens = 1e26;  // past what validation allows: the evaluator's own guard
+    const DesignSpace space(e);
+    const Evaluator ev(e);
+
+    const ChunkResult all = sweep(space, ev);
+
+    std::size_t failed = 0;
+    for (const PointResult& r : all.rows) {
+        EXPECT_NE(r.status, PointStatus::ok) << r.index;
+        if (r.status != PointStatus::failed) continue;
+        ++failed;
+        EXPECT_NE(r.reason.find("steps to the target, more than 2^53"), std::string::npos)
+            << r.reason;
+    }
+    EXPECT_GT(failed, 32u);
+}
+
+TEST(CotuneSweep, ValidationRefusesTargetsAndStepCountsPastTheLimits) {
+    const auto message_of = [](const std::string& extra, const std::string& target) {
+        std::string text = study("none", extra, false);
+        if (!target.empty()) {
+            text.replace(text.find("target_tokens = 1e11"), 20, target);
+        }
+        try {
+            io::parse_experiment(text, "study.toml");
+        } catch (const ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+
+    EXPECT_NE(message_of("", "target_tokens = 1e26")
+                  .find("cotune.target_tokens: 1e+26 is above the limit of 1e+18 tokens"),
+              std::string::npos)
+        << message_of("", "target_tokens = 1e26");
+    EXPECT_NE(message_of("warmup_steps = 1e300", "")
+                  .find("cotune.warmup_steps: 1e+300 is more than 2^53 steps"),
+              std::string::npos)
+        << message_of("warmup_steps = 1e300", "");
+    EXPECT_NE(message_of("lr_penalty = { coefficient = 1e300 }", "")
+                  .find("cotune.lr_penalty.coefficient: 1e+300 is above the limit of 100"),
+              std::string::npos)
+        << message_of("lr_penalty = { coefficient = 1e300 }", "");
+    EXPECT_EQ(message_of("", "target_tokens = 1e18"), "no error");
 }
 
 }  // namespace

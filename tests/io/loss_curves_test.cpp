@@ -2,6 +2,7 @@
 
 #include "io/loss_curves.hpp"
 
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -83,7 +84,39 @@ TEST(LossCurves, MissingFileIsNamed) {
         read_loss_curves("/nonexistent/curves.csv");
         FAIL() << "no error";
     } catch (const ConfigError& e) {
-        EXPECT_STREQ(e.what(), "/nonexistent/curves.csv: cannot open the loss-curve file");
+        EXPECT_STREQ(e.what(), "/nonexistent/curves.csv: no such loss-curve file");
+    }
+}
+
+// Issue 33, item 17: losses near 1e154 overflowed the fit's squares and gave negative
+// predictions; they are refused as not a training loss.
+TEST(LossCurves, RefusesLossesNoTrainingRunHas) {
+    const std::string header = "learning_rate,step,loss\n";
+
+    EXPECT_EQ(error_of(header + "1e-4,0,1e154\n"),
+              "curves.csv:2: loss: 1e154 is not a training loss (at most 1e+06 in magnitude)");
+    EXPECT_EQ(error_of(header + "1e-4,0,-2e6\n"),
+              "curves.csv:2: loss: -2e6 is not a training loss (at most 1e+06 in magnitude)");
+}
+
+// Issue 33, items 7 and 20: the file is read with a limit, and a byte-order mark before the
+// header is not part of the first column's name.
+TEST(LossCurves, ReadsWithALimitAndSkipsAByteOrderMark) {
+    const std::string dir = ::testing::TempDir();
+    const std::string bom = dir + "/prism_bom_curves.csv";
+    {
+        std::ofstream out(bom, std::ios::binary | std::ios::trunc);
+        out << "\xEF\xBB\xBFlearning_rate,step,loss\n" << rows(1e-4, 5);
+    }
+
+    EXPECT_EQ(read_loss_curves(bom).size(), 1u);
+    try {
+        read_loss_curves("/dev/zero");
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_STREQ(e.what(),
+                     "/dev/zero: larger than 67108864 bytes, the limit for a loss-curve file (is "
+                     "it the right file?)");
     }
 }
 

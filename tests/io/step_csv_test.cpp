@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 
 namespace prism::io {
@@ -28,7 +29,7 @@ std::string scratch(const std::string& name, const std::string& text) {
 std::string message_of(const std::string& path) {
     try {
         read_step_csv(path);
-    } catch (const IoError& e) {
+    } catch (const ConfigError& e) {  // bad input: exit 2
         return e.what();
     }
     return "no error";
@@ -109,7 +110,7 @@ TEST(StepCsv, BadFilesNameTheFileLineAndColumn) {
     EXPECT_EQ(message_of(not_number),
               not_number + ":3: column 'step_time_s': 'fast' is not a number");
     EXPECT_EQ(message_of(negative),
-              negative + ":2: column 'step_time_s': -2.0 is not a positive time");
+              negative + ":2: column 'step_time_s': -2.0 is not a finite positive time");
     EXPECT_EQ(message_of(short_row), short_row + ":2: 2 columns, the header has 3");
     EXPECT_EQ(message_of(all_warmup),
               all_warmup +
@@ -117,7 +118,46 @@ TEST(StepCsv, BadFilesNameTheFileLineAndColumn) {
                   "evaluation (of 2)");
     EXPECT_EQ(message_of(empty), empty + ": empty file (no header)");
     EXPECT_EQ(message_of(scratch("x", "") + ".missing"),
-              scratch("x", "") + ".missing: cannot open the step file");
+              scratch("x", "") + ".missing: no such step file");
+}
+
+// Issue 33, items 1 and 11: an infinite step time gave an infinite median and a segfault in
+// `steps compare` (the parser rejected only NaN, 0 and negatives).
+TEST(StepCsv, RefusesInfiniteStepTimes) {
+    const std::string inf =
+        scratch("inf.csv", "step,step_time_s,first_step_after_eval\n1,2.0,0\n2,inf,0\n");
+    const std::string huge =
+        scratch("huge.csv", "step,step_time_s,first_step_after_eval\n1,2.0,0\n2,1e999,0\n");
+
+    EXPECT_EQ(message_of(inf), inf + ":3: column 'step_time_s': inf is not a finite positive time");
+    EXPECT_NE(message_of(huge).find(":3: column 'step_time_s'"), std::string::npos)
+        << message_of(huge);
+}
+
+// Issue 33, item 20: a UTF-8 byte-order mark before the header gave "no column 'step'".
+TEST(StepCsv, SkipsAUtf8ByteOrderMark) {
+    const std::string path = scratch(
+        "bom.csv", "\xEF\xBB\xBFstep,step_time_s,first_step_after_eval\n1,2.0,0\n2,3.0,0\n");
+    StepSelection all;
+    all.warmup_steps = 0;
+
+    EXPECT_EQ(read_step_csv(path, all).step_time_s, (std::vector<double>{2.0, 3.0}));
+}
+
+// Issue 33, item 7: the readers had no size limit (a device or a huge file filled memory).
+TEST(StepCsv, RefusesDirectoriesDevicesAndFilesPastTheLimit) {
+    const std::string big = scratch("big.csv", "step,step_time_s,first_step_after_eval\n");
+    fs::resize_file(big, kMaxCsvFileBytes + 1);  // sparse
+    const std::string dir = (fs::temp_directory_path() / "prism_step_csv_test").string();
+
+    EXPECT_EQ(message_of(big), big +
+                                   ": larger than 67108864 bytes, the limit for a step file (is "
+                                   "it the right file?)");
+    EXPECT_EQ(message_of(dir), dir + ": is a directory, not a step file");
+    EXPECT_EQ(message_of("/dev/zero"),
+              "/dev/zero: larger than 67108864 bytes, the limit for a "
+              "step file (is it the right file?)");
+    fs::remove(big);
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 #include <set>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "io/detail/gzip_file.hpp"
 #include "io/detail/kernel_class.hpp"
 #include "src/common/error.hpp"
 #include "tests/io/synthetic_trace.hpp"
@@ -38,7 +41,7 @@ SyntheticTrace small_trace() {
 std::string message_of(const std::string& path) {
     try {
         read_kineto_trace(path);
-    } catch (const IoError& e) {
+    } catch (const ConfigError& e) {  // bad input: exit 2
         return e.what();
     }
     return "no error";
@@ -160,8 +163,51 @@ TEST(KinetoTrace, BadTracesNameTheFileAndTheProblem) {
     EXPECT_EQ(message_of(no_steps).rfind(no_steps + ": no ProfilerStep#N annotations;", 0), 0u);
     EXPECT_EQ(message_of(no_dur),
               no_dur + ": traceEvents[0] ('gemm'): missing or non-numeric 'ts' or 'dur'");
-    EXPECT_EQ(message_of(scratch("missing.json")),
-              scratch("missing.json") + ": cannot open the file");
+    EXPECT_EQ(message_of(scratch("missing.json")), scratch("missing.json") + ": no such file");
+}
+
+// Issue 33, items 1 and 11: profiler steps of 'dur' 0 gave a zero median and a segfault in
+// `steps compare`; negative durations gave garbage statistics.
+TEST(KinetoTrace, RefusesStepsOfNoTimeAndNegativeDurations) {
+    const std::string zero_step = scratch("zero_step.json");
+    testing::write_text(zero_step, R"({"traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 1, "dur": 0},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 5}]})");
+    const std::string negative = scratch("negative.json");
+    testing::write_text(negative, R"({"traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 1, "dur": 50},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": -5}]})");
+
+    EXPECT_EQ(message_of(zero_step),
+              zero_step +
+                  ": traceEvents[0] ('ProfilerStep#1'): a profiler step of 'dur' 0: not a "
+                  "positive duration");
+    EXPECT_EQ(message_of(negative),
+              negative +
+                  ": traceEvents[1] ('gemm'): 'ts' 1 and 'dur' -5: not a finite time and a "
+                  "duration >= 0");
+}
+
+// Issue 33, item 7: a 22 MB .json.gz took 9.8 GB before failing. The reader stops at the limit
+// (kMaxTraceBytes, 1 GiB of JSON; here a small limit on the same reader), and refuses a
+// directory.
+TEST(KinetoTrace, StopsDecompressingAtTheLimit) {
+    const std::string bomb = scratch("bomb.json.gz");
+    testing::write_gzip(bomb, std::string(3u << 20, ' '));  // 3 MiB of blanks, ~3 KB on disk
+
+    EXPECT_EQ(std::filesystem::file_size(bomb) < 100000, true);
+    try {
+        detail::read_maybe_gzip(bomb, 1u << 20);
+        ADD_FAILURE() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  bomb +
+                      ": larger than 1048576 bytes (decompressed), the limit for a trace; "
+                      "profile fewer steps (torch.profiler schedule active=N)");
+    }
+    EXPECT_EQ(detail::read_maybe_gzip(bomb, 4u << 20).size(), 3u << 20);
+    const std::string dir = std::filesystem::path(bomb).parent_path().string();
+    EXPECT_EQ(message_of(dir), dir + ": is a directory, not a trace");
 }
 
 TEST(TracedJobs, GroupsRanksOfOneRunAndNumbersSitesAcrossSteps) {
@@ -189,6 +235,48 @@ TEST(TracedJobs, GroupsRanksOfOneRunAndNumbersSitesAcrossSteps) {
     for (const fit::KernelInvocation& k : jobs[0].kernels) sites.insert(k.site);
     EXPECT_EQ(sites.size(), 5u);
     EXPECT_EQ(jobs[0].kernels.size(), 30u);
+}
+
+// Issue 33, item 12: step and rank indices were stored in 16 bits, so past 65,535 profiler steps
+// a kernel landed in step (index mod 65,536).
+TEST(TracedJobs, KeepsStepIndicesPast65535) {
+    constexpr int kSteps = 65540;
+    std::string json = R"({"traceEvents": [)";
+    for (int k = 0; k < kSteps; ++k) {
+        json += fmt::format(
+            R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "ts": {}, )"
+            R"("dur": 10}},)",
+            k, 10 * k);
+    }
+    // one kernel in the last step, one in the first
+    json += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "gemm", "ts": {}, "dur": 5}},)",
+                        10 * (kSteps - 1) + 1);
+    json += R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 5}]})";
+    testing::write_text(scratch("long.json"), json);
+
+    const std::vector<fit::TracedJob> jobs = traced_jobs({read_kineto_trace(scratch("long.json"))});
+
+    ASSERT_EQ(jobs.size(), 1u);
+    std::set<std::uint32_t> steps;
+    for (const fit::KernelInvocation& k : jobs[0].kernels) steps.insert(k.step);
+    EXPECT_EQ(steps, (std::set<std::uint32_t>{0, kSteps - 1}));
+}
+
+// Issue 33, item 16: a rank outside the world size (or -1) was taken as given.
+TEST(KinetoTrace, RefusesARankOutsideTheWorldSize) {
+    const std::string outside = scratch("outside.json");
+    testing::write_text(outside, R"({"distributedInfo": {"rank": 4, "world_size": 4},
+        "traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 5}]})");
+    const std::string negative = scratch("negative_rank.json");
+    testing::write_text(negative, R"({"distributedInfo": {"rank": -1, "world_size": 4},
+        "traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 5}]})");
+
+    EXPECT_EQ(
+        message_of(outside),
+        outside + ": distributedInfo: rank 4 is not a rank of a job of world_size 4 (0 to 3)");
+    EXPECT_EQ(
+        message_of(negative),
+        negative + ": distributedInfo: rank -1 is not a rank of a job of world_size 4 (0 to 3)");
 }
 
 TEST(KinetoTrace, ReadsTheSharedTracesStepsAsTheirReadmeLists) {

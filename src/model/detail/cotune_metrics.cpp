@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "src/common/error.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/metrics.hpp"
 
@@ -61,6 +62,14 @@ CotuneMetrics evaluate_cotune(const Experiment& e, const cotune::Model& model,
     m.learning_rate_opt = r.learning_rate_opt > 0 ? r.learning_rate_opt : kNaN;
     // The run model takes whole steps of the point's own step time; the ramp's cheaper steps
     // enter as fewer equivalent steps.
+    // Past 2^53 (or infinite: an efficiency of 0) the cast to 64 bits is undefined and gave one
+    // step, ranking the point first (issue 33): such a point cannot reach the target.
+    constexpr double kMaxSteps = 9007199254740992.0;  // 2^53
+    if (!(r.equivalent_steps <= kMaxSteps)) {
+        throw ModelError(fmt::format(
+            "cotune: {:.3g} steps to the target, more than 2^53: out of this point's reach",
+            r.equivalent_steps));
+    }
     run.steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(r.equivalent_steps)));
     const RunAnalysis a = analyze_run(run);
     m.time_mean_s = a.run_time.mean_s();

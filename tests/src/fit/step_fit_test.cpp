@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "src/common/error.hpp"
@@ -117,6 +118,86 @@ TEST(StepFit, NeedsTwoStepsPerRun) {
             }
         },
         ModelError);
+}
+
+// Issue 33, item 1: a run whose median is not a finite positive time (an inf step from a CSV, a
+// trace's steps of dur 0) crashed compare_steps and fit_steps (exit 139). The library refuses
+// such runs itself, naming the run and the step, whatever reader made them.
+TEST(StepFit, RefusesStepsThatAreNotFinitePositiveTimes) {
+    const StepModelInput m = small_model();
+    const VariabilitySpec v = base_profile();
+    std::vector<MeasuredSteps> inf_run(1), zero_run(1);
+    inf_run[0].name = "inf.csv";
+    inf_run[0].step_time_s = {1.0, std::numeric_limits<double>::infinity(), 1.1};
+    zero_run[0].name = "zero.json";
+    zero_run[0].step_time_s = {0.0, 0.0, 0.0};
+
+    EXPECT_THROW(
+        {
+            try {
+                compare_steps(m, v, inf_run);
+            } catch (const ConfigError& e) {
+                EXPECT_STREQ(e.what(),
+                             "step fit: inf.csv: step 2 of 3: inf s is not a finite positive time");
+                throw;
+            }
+        },
+        ConfigError);
+    EXPECT_THROW(fit_steps(m, v, zero_run, StepFitTarget::transient, StepFitParameters{}),
+                 ConfigError);
+}
+
+// Issue 33, item 9: constant or coarsely rounded steps identify no spread; the resolution check
+// says so. The MLPerf-like spread here: normal steps of sd 7 ms around 18.37 s (the eos runs').
+TEST(StepFit, ResolutionRefusesConstantAndCoarselyRoundedSteps) {
+    std::vector<MeasuredSteps> constant(1), rounded(1), fine(1), rough(1);
+    constant[0].name = "constant";
+    constant[0].step_time_s.assign(50, 18.37);
+    // a deterministic normal sample: quantiles of N(18.37, 0.007^2) at (k + 0.5) / 200
+    for (int k = 0; k < 200; ++k) {
+        const double p = (k + 0.5) / 200.0;
+        // Acklam-free inverse: the probit by bisection on erfc
+        double lo = -10, hi = 10;
+        for (int i = 0; i < 100; ++i) {
+            const double mid = 0.5 * (lo + hi);
+            (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+        }
+        const double t = 18.37 + 0.007 * lo;
+        fine[0].step_time_s.push_back(t);
+        rounded[0].step_time_s.push_back(std::round(t * 100) / 100);  // 10 ms: 1.4 sd
+        rough[0].step_time_s.push_back(std::round(t * 500) / 500);    // 2 ms: 0.29 sd
+    }
+    rounded[0].name = "rounded";
+    fine[0].name = "fine";
+    rough[0].name = "rough";
+
+    EXPECT_EQ(step_resolution(constant).refusal,
+              "constant: all 50 steps take 18.37 s: constant steps pin no spread (a timer this "
+              "coarse hides it)");
+    EXPECT_EQ(step_resolution(rounded).refusal.rfind(
+                  "rounded: the step times come in steps of 0.01 s", 0),
+              0u)
+        << step_resolution(rounded).refusal;
+    EXPECT_EQ(step_resolution(fine).refusal, "");
+    EXPECT_TRUE(step_resolution(fine).warnings.empty());
+    EXPECT_EQ(step_resolution(rough).refusal, "");
+    ASSERT_EQ(step_resolution(rough).warnings.size(), 1u);
+    EXPECT_EQ(step_resolution(rough).warnings[0].rfind(
+                  "rough: the step times come in steps of 0.002 s", 0),
+              0u)
+        << step_resolution(rough).warnings[0];
+}
+
+// Issue 33, item 9: constant steps gave KS 0.5 at every parameter value and an arbitrary
+// profile without a word; a flat KS profile is reported (`steps fit` warns).
+TEST(StepFit, FlatObjectiveIsTheKsProfileThatDoesNotMove) {
+    StepFit flat, pinned;
+    flat.profile = {{0.1, 0.01, 0.5}, {1.0, 0.01, 0.5}, {10.0, 0.01, 0.505}};
+    pinned.profile = {{0.1, 0.01, 0.30}, {1.0, 0.01, 0.05}, {10.0, 0.01, 0.40}};
+
+    EXPECT_TRUE(flat_objective(flat));
+    EXPECT_FALSE(flat_objective(pinned));
+    EXPECT_FALSE(flat_objective(StepFit{}));
 }
 
 }  // namespace
