@@ -73,29 +73,20 @@ struct ChunkCost {
     /// var(g, R) <= g^2 comp_bound_var() + R^2 comm_bound_var(), and mean(g', R) - mean(g, R)
     /// <= (g' - g) comp_bound_mean() for g' >= g (the max is 1-Lipschitz in each side; the
     /// variance of a max of independent terms is at most the sum of theirs, Efron-Stein).
-    double comp_bound_mean() const {
-        double m = comp_mean;
-        for (const auto& s : mixed) m += s.repeat * s.comp_mean;
-        return m;
-    }
-    double comm_bound_mean() const {
-        double m = comm_mean;
-        for (const auto& s : mixed) m += s.repeat * s.comm_mean;
-        return m;
-    }
-    double comp_bound_var() const {
-        double v = comp_var;
-        for (const auto& s : mixed) v += s.repeat * s.comp_var;
-        return v;
-    }
-    double comm_bound_var() const {
-        double v = comm_var;
-        for (const auto& s : mixed) v += s.repeat * s.comm_var;
-        return v;
-    }
+    double comp_bound_mean() const { return with_mixed(comp_mean, &MixedSegment::comp_mean); }
+    double comm_bound_mean() const { return with_mixed(comm_mean, &MixedSegment::comm_mean); }
+    double comp_bound_var() const { return with_mixed(comp_var, &MixedSegment::comp_var); }
+    double comm_bound_var() const { return with_mixed(comm_var, &MixedSegment::comm_var); }
 
     /// Clark's moments of max(g A, R B) for one mixed segment.
     static Moments mixed_moments(const MixedSegment& s, double g, double r);
+
+  private:
+    /// `base` plus every mixed segment's `side` (times its repeat)
+    double with_mixed(double base, double MixedSegment::*side) const {
+        for (const auto& s : mixed) base += s.repeat * (s.*side);
+        return base;
+    }
 };
 
 /// The single random term of a replica (exact law kept when it is the only one).
