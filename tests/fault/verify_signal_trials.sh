@@ -51,6 +51,9 @@ for t in $(seq "$trials"); do
     esac
     wait "$pid" 2>/dev/null
     rc=$?
+    # mpiexec can return while the ranks it was killed with still exit (and hold the file's
+    # claim): wait for the whole process group to be gone (at most 10 s)
+    for _ in $(seq 200); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.05; done
     if [ ! -e "$file" ]; then
         none=$((none + 1))
         [ "$kind" = kill-all ] || [ "$rc" != 0 ] || violation "exit 0 and no file"

@@ -107,6 +107,25 @@ TEST_F(VerifyStore, NaNRowsOfPointsThatFailedStayNaN) {
     EXPECT_TRUE(std::isnan((*rows)[0].verification.mc_p95_s));
 }
 
+// Issue 33, item 5: a complete file without /verify is an unfinished verification (`prism
+// status` exit 3), so an empty front is written as an empty /verify, not left out.
+TEST_F(VerifyStore, AnEmptyFrontIsAnEmptyGroupNotAMissingOne) {
+    const std::string file = result_file();
+
+    write_verification(file, 100, {});
+
+    const auto rows = read_verification(file);
+    ASSERT_TRUE(rows.has_value());
+    EXPECT_TRUE(rows->empty());
+}
+
+TEST(VerificationRequested, ReadsEvaluationVerifyFromTheStoredExperiment) {
+    EXPECT_TRUE(verification_requested("[evaluation]\nverify = \"montecarlo\"\n"));
+    EXPECT_FALSE(verification_requested("[evaluation]\nverify = \"none\"\n"));
+    EXPECT_FALSE(verification_requested("[evaluation]\nmethod = \"analytic\"\n"));
+    EXPECT_FALSE(verification_requested("not = [toml"));
+}
+
 TEST_F(VerifyStore, AFileThatIsNotAPrismResultIsAnIoErrorNamingIt) {
     const std::string text = path("not.h5");
     std::ofstream(text) << "plain text\n";
