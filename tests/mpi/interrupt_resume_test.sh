@@ -120,13 +120,15 @@ fi
 # 5. A chain of short runs (each stopped by --time-limit, then resumed) through the whole space:
 # every state rebuilt on resume (Pareto archive, filtered counts, failures) is exercised at many
 # cut points, including ones after infeasible rows.
-run sweep "$exp" -o "$dir/chain.h5" --time-limit 1 -q >"$dir/chain.log" 2>&1
-for i in $(seq 40); do
+# (a limit of 2 s: under a loaded machine, with 1 s the ranks' start-up alone filled the window
+# and no run got past the first chunk)
+run sweep "$exp" -o "$dir/chain.h5" --time-limit 2 -q >"$dir/chain.log" 2>&1
+for i in $(seq 60); do
     [ "$(attr "$dir/chain.h5" status)" = complete ] && break
-    run sweep "$exp" -o "$dir/chain.h5" --time-limit 1 --resume -q >>"$dir/chain.log" 2>&1
+    run sweep "$exp" -o "$dir/chain.h5" --time-limit 2 --resume -q >>"$dir/chain.log" 2>&1
 done
 echo "     chain: $(grep -c 'stopped by --time-limit' "$dir/chain.log") interruptions"
-[ "$(attr "$dir/chain.h5" status)" = complete ] || fail "chain: not complete after 40 runs"
+[ "$(attr "$dir/chain.h5" status)" = complete ] || fail "chain: not complete after 60 runs"
 /usr/bin/python3 "$compare" "$dir/ref.h5" "$dir/chain.h5" && echo "ok   chain" || fail "chain: content differs"
 
 echo "$fails failed"
