@@ -27,7 +27,12 @@ int main(int argc, char** argv) {
         prism::testing::InvariantOptions opt;
         opt.samples = 1000;
         double k = -1, q = -1;
-        const auto bad = prism::testing::check_invariants(c, opt, &k, &q);
+        std::vector<prism::testing::Broken> bad;
+        try {
+            bad = prism::testing::check_invariants(c, opt, &k, &q);
+        } catch (const std::exception& e) {
+            bad.push_back({false, std::string("finiteness: ") + e.what()});
+        }
         if (k >= 0) ks.push_back(k);
         if (q >= 0) qs.push_back(q);
         bool m = false, a = false;

@@ -141,18 +141,15 @@ double group_units(const StepProfile& profile, const HardwareSpec& hardware,
     return std::ceil(static_cast<double>(group) / unit);
 }
 
-/// Whether the typical group is all slow (every unit slow with probability above one half):
-/// the analytic evaluator then takes the slow state as the base (flip_slow_state).
-/// Variability-aware placement puts the slow units where they hurt least, which is not
-/// symmetric in slow and healthy units: there only when every unit is slow.
-bool slow_state_typical(const StepProfile& profile, const DesignPoint& point,
-                        const HardwareSpec& hardware, const VariabilitySpec& spec) {
+/// Whether every unit is slow (slow_probability 1): the analytic evaluator then takes the slow
+/// state as the base (flip_slow_state), which is exact. Where the slow state is only typical
+/// (most groups hold a slow unit) the point goes to Monte Carlo instead (analytic_hands_over):
+/// the flipped law (healthy units as fast ones with probability 1 - q) is outside the analytic
+/// evaluator's tested domain (a generated case gave a NaN mean).
+bool slow_state_typical(const StepProfile& /*profile*/, const DesignPoint& /*point*/,
+                        const HardwareSpec& /*hardware*/, const VariabilitySpec& spec) {
     const auto& per = spec.persistent;
-    const double q = per.slow_probability;
-    if (!(q > 0) || !(per.slow_factor > 0) || per.slow_factor == 1.0) return false;
-    if (q >= 1.0) return true;
-    if (point.placement.kind == PlacementKind::variability_aware) return false;
-    return group_units(profile, hardware, spec) * std::log(q) > std::log(0.5);
+    return per.slow_probability >= 1.0 && per.slow_factor > 0 && per.slow_factor != 1.0;
 }
 
 /// Whether the analytic law is outside its stated domain for this point, so that the
