@@ -145,6 +145,27 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const
     return memory_of_stage(m, tr, p, microbatches, 0, m.layers / p.pp);
 }
 
+MemoryReserveSpec default_memory_reserve() {
+    constexpr double kMiB = 1024.0 * 1024.0;
+    MemoryReserveSpec r;
+    r.cuda_context_bytes = 512 * kMiB;
+    r.workspace_bytes = 32 * kMiB + 2 * 32 * kMiB;
+    r.nccl_bytes_per_communicator = kNcclConnectionsPerCommunicator * kNcclConnectionBytes;
+    return r;
+}
+
+int nccl_communicators(const DesignPoint& p) {
+    int groups = 0;
+    for (const int size : {p.tp, p.cp, p.pp, p.dp}) groups += size > 1 ? 1 : 0;
+    if (p.cp > 1 && p.dp > 1) ++groups;  // the d c group besides the d and c ones
+    return groups;
+}
+
+double reserved_bytes(const MemoryReserveSpec& reserve, const DesignPoint& p) {
+    return reserve.cuda_context_bytes + reserve.workspace_bytes +
+           reserve.nccl_bytes_per_communicator * nccl_communicators(p);
+}
+
 double model_state_bytes_average(const ModelSpec& m, const DesignPoint& p) {
     const double params = total_params(m) / (double(p.tp) * p.pp);
     const double d = double(p.dp) * p.cp;
