@@ -299,9 +299,8 @@ struct Constraints {
     std::int64_t min_gpus = 0;
     std::int64_t max_gpus = 0;          ///< 0 = no bound
     std::vector<std::int64_t> gpus_in;  ///< if non-empty, the total must be one of these
-    /// of HBM the framework may allocate; above it the point is infeasible. 1 here; an
-    /// experiment file's default leaves room for the caching allocator's fragmentation
-    /// (io: kDefaultMaxMemoryFraction)
+    /// of HBM the tensors and the reserve may use; above it the point is infeasible
+    /// (memory.hpp: kDefaultMaxMemoryFraction)
     double max_memory_fraction = 1.0;
 };
 

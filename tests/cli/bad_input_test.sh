@@ -169,7 +169,7 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
     || { echo "FAIL dev_zero: exit $rc after $ms ms"; cat "$dir/zero.err"; fails=$((fails + 1)); }
 
 # eval --point reads values as the TOML does: a quantity with its unit; a bad unit is exit 2.
-"$prism" eval "$base" --point "tp=2,pp=1,gpus=16,checkpoint_interval=30 min" >"$dir/point.out" 2>&1; rc=$?
+"$prism" eval "$base" --point "tp=2,pp=1,gpus=16,zero_stage=3,checkpoint_interval=30 min" >"$dir/point.out" 2>&1; rc=$?
 [ "$rc" = 0 ] && grep -q 'ckpt=1800s' "$dir/point.out" \
     && echo "ok   eval_point_units: $(head -n 1 "$dir/point.out")" \
     || { echo "FAIL eval_point_units: exit $rc"; cat "$dir/point.out"; fails=$((fails + 1)); }
@@ -184,8 +184,9 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 
 # eval --point names every [space] dimension it leaves at the defaults, one line each (issue 32:
 # `--point tp=2` alone silently ran dp = 1).
+# (2 GPUs, no ZeRO: Llama 3 8B does not fit, exit 4)
 "$prism" eval "$base" --point "tp=2" >/dev/null 2>"$dir/defaulted.err"; rc=$?
-[ "$rc" = 0 ] && [ "$(grep -c '^prism: warning: --point: .* not given' "$dir/defaulted.err")" = 5 ] \
+[ "$rc" = 4 ] && [ "$(grep -c '^prism: warning: --point: .* not given' "$dir/defaulted.err")" = 5 ] \
     && grep -q "^prism: warning: --point: gpus not given, using dp = 1 (2 GPUs); \[space\] gpus = \[16, 24\]" "$dir/defaulted.err" \
     && grep -q "^prism: warning: --point: hardware not given, using its \[defaults\] value; \[space\] hardware = \[\"a100\", \"h100\"\]" "$dir/defaulted.err" \
     && echo "ok   eval_point_defaulted: $(head -n 1 "$dir/defaulted.err")" \

@@ -342,7 +342,7 @@ TEST(ExperimentLoader, DefaultsFollowTheHardwareAndTensorParallelism) {
 
     EXPECT_TRUE(e.training.flash_attention);
     EXPECT_TRUE(e.sequence_parallel_follows_tp);
-    EXPECT_DOUBLE_EQ(e.constraints.max_memory_fraction, 0.95);
+    EXPECT_DOUBLE_EQ(e.constraints.max_memory_fraction, 0.96);
     // NCCL 2.x defaults: 16 connections x (4 MiB + 4,915,200 B + 512 KiB) = 154,140,672 B
     EXPECT_DOUBLE_EQ(e.memory_reserve.nccl_bytes_per_communicator, 154140672.0);
     EXPECT_DOUBLE_EQ(e.memory_reserve.cuda_context_bytes, 512.0 * 1024 * 1024);

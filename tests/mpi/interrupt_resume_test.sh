@@ -120,10 +120,13 @@ fi
 # 5. A chain of short runs (each stopped by --time-limit, then resumed) through the whole space:
 # every state rebuilt on resume (Pareto archive, filtered counts, failures) is exercised at many
 # cut points, including ones after infeasible rows.
-run sweep "$exp" -o "$dir/chain.h5" --time-limit 1 -q >"$dir/chain.log" 2>&1
+# Each run must outlast the pruning pilot, evaluated before the first commit: 48 points x 25 ms
+# = 1.2 s on one worker (a run shorter than the pilot commits nothing, so the chain would not
+# advance), hence 2 s.
+run sweep "$exp" -o "$dir/chain.h5" --time-limit 2 -q >"$dir/chain.log" 2>&1
 for i in $(seq 40); do
     [ "$(attr "$dir/chain.h5" status)" = complete ] && break
-    run sweep "$exp" -o "$dir/chain.h5" --time-limit 1 --resume -q >>"$dir/chain.log" 2>&1
+    run sweep "$exp" -o "$dir/chain.h5" --time-limit 2 --resume -q >>"$dir/chain.log" 2>&1
 done
 echo "     chain: $(grep -c 'stopped by --time-limit' "$dir/chain.log") interruptions"
 [ "$(attr "$dir/chain.h5" status)" = complete ] || fail "chain: not complete after 40 runs"

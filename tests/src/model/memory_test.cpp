@@ -42,6 +42,17 @@ TEST(Memory, FlashAttentionDropsTheScoreTerm) {
                      2097152.0 * 22);
 }
 
+TEST(Memory, Fp8KeepsTheGemmInputsInOneByte) {
+    auto e = prism::test::small_experiment();
+    e.training.flash_attention = true;
+    e.training.precision = prism::Precision::fp8;
+
+    // per s b h, tp 2, no SP: replicated 10 - 1 (QKV input) - 1 (FC1 input) = 8; sharded over
+    // t: Q 2 + projection input 1 + K, V 4 + FC1 output 2 x 4 + FC2 input 1 x 4 = 19, / 2
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
+                     2097152.0 * (8 + 19.0 / 2));
+}
+
 TEST(Memory, ModelStateIsEighteenBytesPerParameterShardedByZero) {
     const auto e = prism::test::small_experiment();
     DesignPoint p = tp2_b2();
