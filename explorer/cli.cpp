@@ -46,7 +46,8 @@ void print_resolved_settings(const Experiment& e) {
 
 /// Where a point's memory goes, term by term: the baseline, else the [defaults] point.
 void print_memory_explained(const Experiment& e) {
-    const DesignPoint p = e.baseline ? *e.baseline : e.defaults;
+    DesignPoint p = e.baseline ? *e.baseline : e.defaults;
+    if (!e.baseline) resolve_point_defaults(e, p);  // as a sweep decodes it (SP with TP)
     if (e.hardware.empty() || filter_reason(e, p) || io::work_limit_reason(e, p)) return;
     const DeterministicResult r = evaluate_deterministic(e, p);
     const MemoryBreakdown& m = r.memory;

@@ -210,6 +210,19 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
     && echo "ok   report_metrics_renamed: $(head -n 1 "$dir/renamed.err")" \
     || { echo "FAIL report_metrics_renamed: exit $rc"; cat "$dir/renamed.out" "$dir/renamed.err"; fails=$((fails + 1)); }
 
+# validate: the settings as resolved, defaults marked; a minimal Llama 3 70B experiment on
+# H100 gets fused attention and SP with TP, and its memory is explained term by term: per layer
+# and microbatch (10 h + 4 h + 4 h/8 + 6 f) / t bytes per token = 290,816 / 8 x 8192 tokens
+# = 297,795,584 B = 0.277 GiB (Korthikanti et al., GQA and SwiGLU, fused, SP)
+printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 1024\n[hardware.h100]\npreset = "h100-sxm"\n[defaults]\ntp = 8\npp = 4\ngpus = 512\n' >"$dir/minimal.toml"
+"$prism" validate "$dir/minimal.toml" >"$dir/validate.out" 2>&1; rc=$?
+[ "$rc" = 0 ] && grep -Eq '^  \* training\.flash_attention +(= )?true +fused attention' "$dir/validate.out" \
+    && grep -Eq '^  \* defaults\.sequence_parallel +(= )?tp > 1 ' "$dir/validate.out" \
+    && grep -Eq '^    defaults\.tp +(= )?8$' "$dir/validate.out" \
+    && grep -q '^  activations: 0\.277 GiB per layer and microbatch (fused attention, sequence parallel)' "$dir/validate.out" \
+    && echo "ok   validate_resolved: $(grep -c '^  \*' "$dir/validate.out") defaults marked" \
+    || { echo "FAIL validate_resolved: exit $rc"; cat "$dir/validate.out"; fails=$((fails + 1)); }
+
 # prism metrics: every metric with its unit and meaning; with an experiment, its own schema
 "$prism" metrics >"$dir/metrics.out" 2>&1; rc=$?
 [ "$rc" = 0 ] && grep -Eq '^speedup_vs_baseline +1 +tokens per second / the baseline' "$dir/metrics.out" \
