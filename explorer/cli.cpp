@@ -1,5 +1,6 @@
 #include "explorer/cli.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "explorer/table.hpp"
 #include "explorer/trace_command.hpp"
 #include "io/experiment_loader.hpp"
+#include "io/resolved_settings.hpp"
 #include "io/result_store.hpp"
 #include "io/work_limits.hpp"
 #include "src/common/error.hpp"
@@ -26,10 +28,52 @@
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/model/evaluate.hpp"
+#include "src/model/memory.hpp"
 
 namespace prism::explorer {
 
 namespace {
+
+/// The settings the experiment runs with; `*` marks a default prism filled, with its reason.
+void print_resolved_settings(const Experiment& e) {
+    std::cout << "settings    as resolved; * = not in the file, filled by prism\n";
+    for (const io::ResolvedSetting& s : io::resolved_settings(e)) {
+        std::string line =
+            fmt::format("  {} {:<32} = {:<12}  {}", s.defaulted ? '*' : ' ', s.key, s.value, s.why);
+        line.erase(line.find_last_not_of(' ') + 1);
+        std::cout << line << "\n";
+    }
+}
+
+/// Where a point's memory goes, term by term: the baseline, else the [defaults] point.
+void print_memory_explained(const Experiment& e) {
+    DesignPoint p = e.baseline ? *e.baseline : e.defaults;
+    if (!e.baseline) resolve_point_defaults(e, p);  // as a sweep decodes it (SP with TP)
+    if (e.hardware.empty() || filter_reason(e, p) || io::work_limit_reason(e, p)) return;
+    const DeterministicResult r = evaluate_deterministic(e, p);
+    const MemoryBreakdown& m = r.memory;
+    const GpuSpec& gpu = e.hardware[static_cast<std::size_t>(p.hardware)].gpu;
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    std::cout << fmt::format("memory      {} point {} ({} GPUs), stage {}:\n",
+                             e.baseline ? "baseline" : "[defaults]", describe_point(e, p), p.gpus(),
+                             r.breakdown.memory_stage);
+    std::cout << fmt::format(
+        "  weights {:.1f} + gradients {:.1f} + optimizer {:.1f} + activations {:.1f} + "
+        "temporary {:.1f} + reserved {:.1f} = {:.1f} GiB of {:.1f} usable ({:g} x {:.1f} GiB)\n",
+        m.weights_bytes / kGiB, m.grads_bytes / kGiB, m.optimizer_bytes / kGiB,
+        m.activations_bytes / kGiB, m.temporary_bytes / kGiB, m.reserved_bytes / kGiB,
+        m.total_bytes() / kGiB, gpu.hbm_bytes * e.constraints.max_memory_fraction / kGiB,
+        e.constraints.max_memory_fraction, gpu.hbm_bytes / kGiB);
+    const double per_layer = activation_bytes_per_layer(e.model, e.training, p);
+    std::cout << fmt::format(
+        "  activations: {:.3f} GiB per layer and microbatch ({} attention{}{}), held for {:g} "
+        "layer-microbatches; reserved: CUDA context, workspaces, NCCL buffers of {} "
+        "communicators\n",
+        per_layer / kGiB, e.training.flash_attention ? "fused" : "unfused: the s x s scores stored",
+        p.sequence_parallel ? ", sequence parallel" : (p.tp > 1 ? ", no sequence parallelism" : ""),
+        p.recompute == Recompute::none ? "" : ", recompute " + recompute_name(p.recompute),
+        per_layer > 0 ? m.activations_bytes / per_layer : 0.0, nccl_communicators(p));
+}
 
 int validate_command(const std::string& path) {
     const Experiment e = io::load_experiment(path);
@@ -63,24 +107,121 @@ int validate_command(const std::string& path) {
     if (e.cotune.enabled) {
         std::cout << fmt::format("cotune      {}\n", cotune::make_model(e).describe());
     }
+    print_resolved_settings(e);
+    print_memory_explained(e);
     return kExitOk;
+}
+
+/// Every metric a sweep can write: an experiment with a baseline, a run (total_tokens, failure
+/// deadlines) and a [cotune] study, the default slow deltas and sensitivities.
+MetricSchema every_metric() {
+    Experiment e;
+    e.baseline = DesignPoint{};
+    e.training.total_tokens = 1;
+    e.failures.enabled = true;
+    e.failures.deadlines_s = {90 * 86400.0};
+    e.cotune.enabled = true;
+    return metric_schema(e);
+}
+
+/// `prism metrics [EXP.toml]`: name, unit and meaning of every metric (of the experiment's
+/// schema when one is given).
+int metrics_command(const std::string& path) {
+    const MetricSchema schema =
+        path.empty() ? every_metric() : metric_schema(io::load_experiment(path));
+    std::vector<std::vector<Cell>> rows;
+    for (const MetricInfo& m : schema) rows.push_back({m.name, m.unit, m.description});
+    std::cout << format_table({{"metric", "", Align::left, 5},
+                               {"unit", "", Align::left, 5},
+                               {"meaning", "", Align::left, 5}},
+                              rows);
+    if (path.empty()) {
+        std::cout
+            << "\nwhich metrics a sweep writes depends on its experiment: speedup_vs_baseline "
+               "and step_speedup_vs_baseline with [experiment] baseline; p_slow_<d>pct per "
+               "[evaluation] slow_deltas (defaults shown); sens_* with sensitivity = true; "
+               "the run metrics with [training] total_tokens, p_run_le_<deadline> per "
+               "[failures] deadlines (90 days shown); the target metrics with [cotune]. "
+               "`prism metrics EXP.toml` lists an experiment's own.\n";
+    }
+    return kExitOk;
+}
+
+/// "[1024, 2048]": a [space] dimension's values as the file gives them.
+std::string space_values(const Dimension& d) {
+    std::string out;
+    for (const DimensionValue& v : d.values) {
+        if (!out.empty()) out += ", ";
+        switch (v.type) {
+            case DimensionValue::Type::integer:
+                out += std::to_string(v.i);
+                break;
+            case DimensionValue::Type::number:
+                out += fmt::format("{}", v.d);
+                break;
+            case DimensionValue::Type::string:
+                out += "\"" + v.s + "\"";
+                break;
+            case DimensionValue::Type::boolean:
+                out += v.b ? "true" : "false";
+                break;
+        }
+    }
+    return "[" + out + "]";
+}
+
+/// The [space] dimensions that `--point` does not name: they keep the experiment's [defaults]
+/// (dp = 1 unless set), one warning line each. `gpus` and `dp` name the same dimension.
+std::vector<std::string> defaulted_dimensions(const Experiment& e, const std::string& point_text,
+                                              const DesignPoint& p) {
+    std::vector<std::string> given;
+    std::stringstream in(point_text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const auto eq = item.find('=');
+        std::string key = item.substr(0, eq);
+        key.erase(0, key.find_first_not_of(" \t"));
+        key.erase(key.find_last_not_of(" \t") + 1);
+        given.push_back(key);
+    }
+    const auto named = [&](const std::string& k) {
+        return std::find(given.begin(), given.end(), k) != given.end();
+    };
+    std::vector<std::string> lines;
+    for (const Dimension& d : e.space.dimensions) {
+        const bool is_dp = d.name == "dp" || d.name == "gpus";
+        if (named(d.name) || (is_dp && (named("dp") || named("gpus")))) continue;
+        const std::string used =
+            is_dp ? fmt::format("dp = {} ({} GPUs)", p.dp, p.gpus()) : "its [defaults] value";
+        lines.push_back(fmt::format("--point: {} not given, using {}; [space] {} = {}", d.name,
+                                    used, d.name, space_values(d)));
+    }
+    return lines;
 }
 
 int eval_command(const std::string& path, const std::string& point_text) {
     const Experiment e = io::load_experiment(path);
     const DesignPoint p = io::parse_point_assignments(e, point_text);
-    std::cout << fmt::format("point: {} ({} GPUs)\n", describe_point(e, p), p.gpus());
+    for (const std::string& line : defaulted_dimensions(e, point_text, p)) {
+        std::cerr << "prism: warning: " << line << "\n";
+    }
     std::optional<std::string> why = filter_reason(e, p);
     if (!why) why = io::work_limit_reason(e, p);
     if (why) {
         std::cout << fmt::format("filtered before evaluation: {}\n", *why);
+        std::cout << fmt::format("point: {} ({} GPUs)\n", describe_point(e, p), p.gpus());
         return kExitBadInput;
     }
     const DeterministicResult det = evaluate_deterministic(e, p);
-    std::cout << format_breakdown(det) << "\n";
     const Evaluator evaluator(e);
     const PointResult r = evaluator.evaluate(p, 0);
-    if (r.status != PointStatus::ok) std::cout << fmt::format("status: {}\n", r.reason);
+    // the verdict first, where a script or a reader looks: the point does not run as given
+    if (r.status == PointStatus::infeasible) std::cout << fmt::format("infeasible: {}\n", r.reason);
+    std::cout << fmt::format("point: {} ({} GPUs)\n", describe_point(e, p), p.gpus());
+    std::cout << format_breakdown(det) << "\n";
+    if (r.status != PointStatus::ok && r.status != PointStatus::infeasible) {
+        std::cout << fmt::format("status: {}\n", r.reason);
+    }
     std::vector<std::vector<Cell>> rows;
     for (std::size_t k = 0; k < r.values.size(); ++k) {
         rows.push_back({evaluator.schema()[k].name, r.values[k], evaluator.schema()[k].unit});
@@ -89,7 +230,7 @@ int eval_command(const std::string& path, const std::string& point_text) {
                                {"value", "", Align::right, 5},
                                {"unit", "", Align::left, 5}},
                               rows);
-    return kExitOk;
+    return r.status == PointStatus::infeasible ? kExitInfeasible : kExitOk;
 }
 
 }  // namespace
@@ -159,6 +300,11 @@ int run_cli(int argc, char** argv) {
                            "write the study's self-contained interactive page (HTML) instead "
                            "(runs scripts/prism_results.py html with /usr/bin/python3)");
 
+    std::string metrics_path;
+    auto* metrics_cmd = app.add_subcommand(
+        "metrics", "list every metric with its unit and meaning (or an experiment's metrics)");
+    metrics_cmd->add_option("experiment", metrics_path, "experiment TOML file (optional)");
+
     FitLrOptions fit_lr;
     auto* fit_lr_cmd = app.add_subcommand(
         "fit-lr", "fit loss curves per learning rate and pick the lowest predicted loss");
@@ -192,6 +338,7 @@ int run_cli(int argc, char** argv) {
         if (*status_cmd) return status_command(status_path);
         if (*recover_cmd) return recover_command(recover_path, recover_output, recover_overwrite);
         if (*eval_cmd) return eval_command(eval_path, eval_point);
+        if (*metrics_cmd) return metrics_command(metrics_path);
         if (*fit_lr_cmd) return fit_lr_command(fit_lr, std::cout, std::cerr);
         if (*trace_cmd) return run_trace_command(trace);
         if (*steps_cmd) return run_steps_command(*steps_cmd, steps);

@@ -132,17 +132,21 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
         }
     }
     const MetricSchema& schema = reader.metric_schema();
+    // Every metric named on the command line is checked before anything is printed.
+    const auto check_known = [&](const std::string& m, const char* option) {
+        if (find_metric(schema, m) < 0) {
+            throw ConfigError(fmt::format("report: {}: unknown metric '{}' in {}{}", option, m,
+                                          path, io::metric_suggestion(m, schema)));
+        }
+    };
+    for (const auto& m : options.metrics) check_known(m, "--metrics");
+    if (!options.sort_metric.empty()) check_known(options.sort_metric, "--sort");
     std::vector<std::string> shown;
     for (const auto& m : metrics) {
         // A metric that repeats a design column shown already (gpus) is printed once.
         if (std::find(data.design.begin(), data.design.end(), m) != data.design.end()) continue;
         const int k = find_metric(schema, m);
-        if (k < 0) {
-            if (!options.metrics.empty()) {
-                throw ConfigError("report: unknown metric '" + m + "' in " + path);
-            }
-            continue;
-        }
+        if (k < 0) continue;  // a default column this file's experiment does not have
         shown.push_back(m);
         data.metric[m] = reader.metric(m);
         data.metric_unit[m] = schema[k].unit;
@@ -229,9 +233,6 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
     }
     if (sort.empty() && !shown.empty()) sort = shown[0];
     if (sort.empty() || options.top == 0) return;
-    if (find_metric(schema, sort) < 0) {
-        throw ConfigError("report: unknown metric '" + sort + "' in " + path);
-    }
     if (!data.metric.count(sort)) data.metric[sort] = reader.metric(sort);
     const auto& key = data.metric.at(sort);
     std::vector<std::size_t> rows;

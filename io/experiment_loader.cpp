@@ -28,6 +28,7 @@
 #include "src/common/error.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/evaluate.hpp"
+#include "src/model/memory.hpp"
 
 namespace prism::io {
 
@@ -54,7 +55,7 @@ using detail::parse_toml;
 
 const std::vector<std::string> kTopLevelKeys{
     "experiment",  "model",      "training",   "hardware",    "cluster",  "defaults", "space",
-    "constraints", "objectives", "evaluation", "variability", "failures", "cotune"};
+    "constraints", "objectives", "evaluation", "variability", "failures", "cotune",   "memory"};
 
 std::string preset_path(std::string_view kind, std::string_view name) {
     return fmt::format("configs/presets/{}/{}.toml", kind, name);
@@ -674,15 +675,13 @@ void parse_variability(const toml::table& table, const std::string& source_name,
 void parse_objectives(const toml::table& table, Experiment& experiment) {
     check_keys(table, "objectives", {"minimize", "maximize"});
     const MetricSchema schema = metric_schema(experiment);
-    std::vector<std::string> names;
-    for (const MetricInfo& info : schema) names.push_back(info.name);
     for (const auto& [key, node] : in_file_order(table)) {
         const std::string full = join_key("objectives", std::string(key->str()));
         for (const toml::node& element : as_array(*node, full)) {
             const std::string& metric = as_string(element, full);
             if (find_metric(schema, metric) < 0) {
                 fail_at(element, fmt::format("{}: unknown metric '{}'{}", full, metric,
-                                             did_you_mean(metric, names)));
+                                             metric_suggestion(metric, schema)));
             }
             for (const Objective& earlier : experiment.objectives) {
                 if (earlier.metric == metric) {
@@ -694,6 +693,24 @@ void parse_objectives(const toml::table& table, Experiment& experiment) {
                 Objective{metric, std::string(key->str()) == "maximize"});
         }
     }
+}
+
+/// The defaults that follow the hardware and the way people train (README, "Defaults"):
+/// fused attention when every GPU of the experiment has a fitted fused-attention efficiency
+/// (H100, H200, B200 presets; the A100 preset's published runs are unfused), sequence
+/// parallelism whenever tp > 1 unless [defaults] or [space] name it, the memory reserve and
+/// usable fraction of memory.hpp.
+void apply_stack_defaults(const toml::table& root, Experiment& e) {
+    if (!root["training"]["flash_attention"]) {
+        e.training.flash_attention =
+            !e.hardware.empty() &&
+            std::all_of(e.hardware.begin(), e.hardware.end(),
+                        [](const HardwareSpec& hw) { return hw.gpu.attention_efficiency > 0; });
+    }
+    e.sequence_parallel_follows_tp =
+        !root["defaults"]["sequence_parallel"] && !root["space"]["sequence_parallel"];
+    e.constraints.max_memory_fraction = kDefaultMaxMemoryFraction;
+    e.memory_reserve = default_memory_reserve();
 }
 
 const toml::table* optional_table(const toml::table& root, std::string_view key) {
@@ -776,14 +793,21 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
 
     if (const toml::table* t = optional_table(root, "cotune")) detail::parse_cotune(*t, experiment);
     detail::check_b_noise_dimension(root, experiment);
+    apply_stack_defaults(root, experiment);
     if (const toml::table* t = optional_table(root, "constraints")) {
         detail::parse_constraints(*t, experiment.constraints);
+    }
+    if (const toml::table* t = optional_table(root, "memory")) {
+        detail::parse_memory(*t, experiment.memory_reserve);
     }
     if (const toml::table* t = optional_table(root, "experiment")) {
         if (const toml::node* node = t->get("baseline")) {
             DesignPoint baseline = experiment.defaults;
             const toml::table& table = as_table(*node, "experiment.baseline");
             apply_point_table(experiment, table, "experiment.baseline", baseline);
+            if (table.get("sequence_parallel") == nullptr) {
+                resolve_point_defaults(experiment, baseline);
+            }
             if (default_gpus && table.get("gpus") == nullptr && table.get("dp") == nullptr) {
                 // Like every point, the baseline keeps the total of [defaults].gpus.
                 const std::int64_t per_replica =
@@ -833,11 +857,22 @@ prism::Experiment load_experiment(const std::filesystem::path& path) {
     return parse_experiment(text, path.string());
 }
 
+std::string metric_suggestion(const std::string& name, const prism::MetricSchema& schema) {
+    const std::string renamed = renamed_metric(name);
+    if (!renamed.empty() && find_metric(schema, renamed) >= 0) {
+        return fmt::format("; renamed '{}' (prism metrics lists them)", renamed);
+    }
+    std::vector<std::string> names;
+    for (const MetricInfo& info : schema) names.push_back(info.name);
+    return did_you_mean(name, names);
+}
+
 prism::DesignPoint parse_point_assignments(const prism::Experiment& experiment,
                                            std::string_view text) {
     const toml::table table = parse_toml(detail::point_assignments_as_toml(text), "--point");
     DesignPoint point = experiment.defaults;
     apply_point_table(experiment, table, "point", point);
+    if (table.get("sequence_parallel") == nullptr) resolve_point_defaults(experiment, point);
     return point;
 }
 

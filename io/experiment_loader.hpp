@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/model/metrics.hpp"
 #include "src/model/spec.hpp"
 
 namespace prism::io {
@@ -29,5 +30,10 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
 /// ConfigError "--point:2:25: point.checkpoint_interval: ..." (line = the item's position).
 prism::DesignPoint parse_point_assignments(const prism::Experiment& experiment,
                                            std::string_view text);
+
+/// The hint after an unknown metric name: "; renamed 'megatron_tflops_per_gpu'" for a metric
+/// renamed since an earlier model version (prism::renamed_metric), else "; did you mean 'x'?"
+/// with the nearest name of `schema` when it is a likely typo, else "".
+std::string metric_suggestion(const std::string& name, const prism::MetricSchema& schema);
 
 }  // namespace prism::io

@@ -993,7 +993,7 @@ def plot_sensitivity(path, output, top=None, by=None, front=None, indices=None):
     plt.close(fig)
 
 
-def time_to_target(path, metric="time_to_target_p50_s"):
+def time_to_target(path, metric="time_to_target_p50_days"):
     """Best `metric` (smallest over every other design parameter) per (b_noise, gpus,
     global_batch) of a [cotune] study's ok points, and the global batch with the most
     tokens_per_s per (b_noise, gpus).
@@ -1024,7 +1024,7 @@ def time_to_target(path, metric="time_to_target_p50_s"):
     return out
 
 
-def plot_time_to_target(path, output, metric="time_to_target_p50_s"):
+def plot_time_to_target(path, output, metric="time_to_target_p50_days"):
     """Time to target against global batch, one line per GPU count (best over the other
     parameters), one panel per b_noise; a cross marks each GPU count's highest-throughput
     batch."""
@@ -1034,7 +1034,8 @@ def plot_time_to_target(path, output, metric="time_to_target_p50_s"):
     fig, axes = plt.subplots(1, len(curves), figsize=(6.0 * len(curves), 4.8), squeeze=False)
     for ax, (bn, by_gpus) in zip(axes[0], curves.items()):
         for k, (g, c) in enumerate(by_gpus.items()):
-            days = c["best"] / 86400.0
+            # files up to model version 2026.11.26.4 stored the time to target in seconds
+            days = c["best"] / 86400.0 if u.get(metric) == "s" else c["best"]
             ax.plot(c["batch"], days, "o-", color=f"C{k}", label=f"{g} GPUs")
             at = np.flatnonzero(c["batch"] == c["throughput_batch"])
             if at.size:
@@ -1042,7 +1043,7 @@ def plot_time_to_target(path, output, metric="time_to_target_p50_s"):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel(f"global batch [{u.get('global_batch', '')}]")
-        ax.set_ylabel(f"{metric} [days]")
+        ax.set_ylabel("time to target [days]")
         title = "B_noise from B_crit(L)" if bn is None else f"B_noise = {bn:.3g} tokens"
         ax.set_title(title + "  (x: highest tokens/s)")
         ax.grid(True, which="both", alpha=0.3)
@@ -1132,7 +1133,7 @@ def main(argv=None):
     p = sub.add_parser("time-to-target",
                        help="[cotune] time to target against global batch per GPU count")
     p.add_argument("file")
-    p.add_argument("--metric", default="time_to_target_p50_s")
+    p.add_argument("--metric", default="time_to_target_p50_days")
     p.add_argument("-o", "--output", required=True)
     p = sub.add_parser("html", help="the self-contained interactive page of a study")
     p.add_argument("file")

@@ -15,11 +15,11 @@ namespace prism::io::detail {
 namespace {
 
 const std::vector<std::string> kCotuneKeys{
-    "target_loss",    "target_tokens", "reference_batch_tokens",
-    "noise",          "b_noise",       "kaplan",
-    "lr_rule",        "lr_reference",  "lr_table",
-    "compute_budget", "lr_penalty",    "warmup_steps",
-    "batch_ramp"};
+    "target_loss",    "target_tokens",   "reference_batch_tokens",
+    "noise",          "b_noise",         "kaplan",
+    "lr_rule",        "lr_reference",    "lr_table",
+    "compute_budget", "lr_penalty",      "warmup_steps",
+    "batch_ramp",     "lr_batch_scaling"};
 
 bool has_dimension(const Experiment& e, const char* name) {
     return std::any_of(e.space.dimensions.begin(), e.space.dimensions.end(),
@@ -88,6 +88,15 @@ void parse_learning_rate(const toml::table& table, bool lr_in_space, CotuneSpec&
                     fmt::format("cotune.lr_reference: not used by lr_rule = \"{}\"", name));
         }
         spec.lr_reference = as_positive(*reference, "cotune.lr_reference");
+    }
+    if (const toml::node* scaling = table.get("lr_batch_scaling")) {
+        if (spec.lr_rule != LrRule::deepseek) {
+            fail_at(*scaling,
+                    fmt::format("cotune.lr_batch_scaling: not used by lr_rule = \"{}\"", name));
+        }
+        const std::string how =
+            as_choice(*scaling, "cotune.lr_batch_scaling", {"sqrt", "linear", "none"});
+        spec.lr_batch_exponent = how == "sqrt" ? 0.5 : how == "linear" ? 1.0 : 0.0;
     }
     const toml::node* budget = table.get("compute_budget");
     if (budget != nullptr) {

@@ -37,6 +37,18 @@ void parse_constraints(const toml::table& table, Constraints& constraints) {
     }
 }
 
+void parse_memory(const toml::table& table, MemoryReserveSpec& reserve) {
+    check_keys(table, "memory", {"cuda_context", "workspace", "nccl_per_communicator"});
+    const auto read = [&](const char* key, double& bytes) {
+        if (const toml::node* n = table.get(key)) {
+            bytes = as_quantity(*n, join_key("memory", key), Quantity::bytes, false, true);
+        }
+    };
+    read("cuda_context", reserve.cuda_context_bytes);
+    read("workspace", reserve.workspace_bytes);
+    read("nccl_per_communicator", reserve.nccl_bytes_per_communicator);
+}
+
 void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
     check_keys(table, "evaluation",
                {"method", "samples", "slow_deltas", "histogram", "histogram_bins", "sensitivity",

@@ -1,6 +1,6 @@
 #pragma once
 
-// The [constraints] and [evaluation] tables of an experiment file.
+// The [constraints], [memory] and [evaluation] tables of an experiment file.
 
 #include <toml++/toml.h>
 
@@ -11,6 +11,11 @@ namespace prism::io::detail {
 /// Reads [constraints] (min_gpus, max_gpus, gpus_in, max_memory_fraction). Throws ConfigError
 /// at the offending node.
 void parse_constraints(const toml::table& table, Constraints& constraints);
+
+/// Reads [memory] (cuda_context, workspace, nccl_per_communicator: sizes, "512 MiB") onto
+/// `reserve`, which holds the defaults (prism::default_memory_reserve). Throws ConfigError at
+/// the offending node.
+void parse_memory(const toml::table& table, MemoryReserveSpec& reserve);
 
 /// Reads [evaluation] (method, samples, slow_deltas, histogram, histogram_bins, sensitivity,
 /// grid_points, prune, verify); verify = "montecarlo" needs the analytic method. Throws

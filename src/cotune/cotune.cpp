@@ -135,10 +135,11 @@ std::string Model::describe() const {
             out += "; no learning-rate rule";
             break;
         case LrRule::deepseek:
-            out +=
-                fmt::format("; lr deepseek: C = {:.4g} FLOPs, lr_opt {:.4g}, B_opt {:.4g} tokens",
-                            compute_flops_, deepseek_lr_opt(compute_flops_),
-                            deepseek_batch_opt_tokens(compute_flops_));
+            out += fmt::format(
+                "; lr deepseek: C = {:.4g} FLOPs, lr_opt {:.4g}, B_opt {:.4g} tokens, "
+                "other batches lr_opt (B / B_opt)^{:.3g}",
+                compute_flops_, deepseek_lr_opt(compute_flops_),
+                deepseek_batch_opt_tokens(compute_flops_), spec_.lr_batch_exponent);
             break;
         case LrRule::table:
             out += fmt::format("; lr table of {} rows", spec_.lr_table.size());

@@ -46,7 +46,10 @@ double lr_opt(const CotuneSpec& spec, double batch_tokens, double reference_batc
         case LrRule::sqrt:
             return spec.lr_reference * std::sqrt(batch_tokens / reference_batch_tokens);
         case LrRule::deepseek:
-            return deepseek_lr_opt(compute_flops);
+            // the rule's optimum (lr_opt, B_opt) at this budget, scaled to this batch
+            return deepseek_lr_opt(compute_flops) *
+                   std::pow(batch_tokens / deepseek_batch_opt_tokens(compute_flops),
+                            spec.lr_batch_exponent);
         case LrRule::table:
             return table_lr(spec.lr_table, batch_tokens);
     }

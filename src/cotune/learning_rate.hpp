@@ -24,7 +24,8 @@ double deepseek_batch_opt_tokens(double compute_flops);
 double deepseek_flops_per_token(const ModelSpec& model);
 
 /// The optimal learning rate at a global batch of `batch_tokens` under `spec`'s rule
-/// (`compute_flops` for the DeepSeek rule). 0 for LrRule::none. A table is interpolated
+/// (`compute_flops` for the DeepSeek rule: its lr_opt at its B_opt, scaled to other batches by
+/// (B / B_opt)^spec.lr_batch_exponent). 0 for LrRule::none. A table is interpolated
 /// linearly in (log batch, log lr) and held flat beyond its ends.
 double lr_opt(const CotuneSpec& spec, double batch_tokens, double reference_batch_tokens,
               double compute_flops);

@@ -70,6 +70,11 @@ struct CotuneSpec {
     double lr_reference = 0;                          ///< fixed / linear / sqrt
     std::vector<std::pair<double, double>> lr_table;  ///< (batch tokens, lr), increasing
     double compute_budget_flops = 0;                  ///< deepseek; 0 = M x training tokens
+    /// deepseek: lr_opt at batch B is the rule's lr_opt (B / B_opt)^exponent around its
+    /// (lr_opt, B_opt): 0.5 = square root, Adam's scaling rule (Malladi et al., NeurIPS 2022,
+    /// "On the SDEs and Scaling Rules for Adaptive Gradient Algorithms"), 1 = linear (SGD,
+    /// Goyal et al. 2017), 0 = the same lr_opt at every batch
+    double lr_batch_exponent = 0.5;
     LrPenaltySpec lr_penalty;
     double warmup_steps = 0;                 ///< linear warm-up length (steps)
     std::vector<BatchRampPhase> batch_ramp;  ///< increasing batches and token thresholds

@@ -31,8 +31,13 @@
 //  * gpu_hours_mean >= gpus x steps_total x step_time_s / 3600: the run's mean time is its
 //    steps at the mean step time (>= the deterministic step) plus checkpoints and failures
 //    (>= 0), run_model.cpp;
-// and none for the others (std, probabilities, sensitivities, run-time quantiles, [cotune]):
-// an objective without a bound turns pruning off.
+//  * run_time_{p50,p95,p99}_days >= steps_total x step_time_s / 86400 and gpu_hours_p95 >=
+//    gpus x steps_total x step_time_s / 3600: not a theorem for a quantile, but the run sums
+//    steps_total (10^5 and more) steps whose mean is >= the deterministic step, and adds
+//    checkpoints and failures (>= 0): checked as the step quantiles are (every evaluated
+//    point; a violation stops pruning);
+// and none for the others (std, probabilities, sensitivities, [cotune]): an objective without a
+// bound turns pruning off.
 
 #include <string>
 #include <vector>

@@ -299,7 +299,12 @@ DesignPoint decode_point(const Experiment& experiment, const std::vector<std::si
             point.dp = static_cast<int>(gpus / inner);
         }
     }
+    resolve_point_defaults(experiment, point);
     return point;
+}
+
+void resolve_point_defaults(const Experiment& experiment, DesignPoint& point) {
+    if (experiment.sequence_parallel_follows_tp) point.sequence_parallel = point.tp > 1;
 }
 
 std::optional<std::string> filter_reason(const Experiment& e, const DesignPoint& p) {

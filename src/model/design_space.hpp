@@ -42,6 +42,11 @@ void apply_dimension(const Experiment& experiment, const Dimension& dim, std::si
 DesignPoint decode_point(const Experiment& experiment, const std::vector<std::size_t>& digits,
                          bool* gpus_not_divisible = nullptr);
 
+/// Fills what follows from other dimensions when the experiment leaves it open: sequence
+/// parallelism on when tp > 1 (Experiment::sequence_parallel_follows_tp). decode_point applies
+/// it; so do the loader for the baseline and `eval --point`.
+void resolve_point_defaults(const Experiment& experiment, DesignPoint& point);
+
 /// Why `point` is filtered out before evaluation (structure or [constraints]), or nullopt.
 /// The reason is short and stable so that it can be counted ("tp does not divide heads").
 std::optional<std::string> filter_reason(const Experiment& experiment, const DesignPoint& point);

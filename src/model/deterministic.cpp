@@ -289,6 +289,9 @@ void check_memory(const Experiment& e, const DesignPoint& p, const Shape& s,
                   DeterministicResult& r) {
     Breakdown& bd = r.breakdown;
     bd.stage_memory = memory_of_stages(e.model, e.training, p, s.microbatches, s.stage_layers);
+    for (MemoryBreakdown& stage : bd.stage_memory) {
+        stage.reserved_bytes = reserved_bytes(e.memory_reserve, p);
+    }
     for (int st = 1; st < p.pp; ++st) {
         if (bd.stage_memory[st].total_bytes() > bd.stage_memory[bd.memory_stage].total_bytes()) {
             bd.memory_stage = st;
@@ -340,6 +343,8 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     r.step_time_s = deterministic_step_time(prof);
     r.megatron_flops_per_step = megatron_flops_per_step(e.model, shape.batch);
     r.model_flops_per_step = model_flops_per_step(e.model, shape.batch);
+    r.hardware_flops_per_step =
+        hardware_flops_per_step(e.model, e.training, p.recompute, shape.batch);
     r.tokens_per_step = double(shape.batch) * e.model.seq;
 
     Breakdown& bd = r.breakdown;
@@ -382,6 +387,7 @@ std::string format_breakdown(const DeterministicResult& r) {
     row("memory: optimizer", b.memory.optimizer_bytes / gib, "GiB");
     row("memory: activations", b.memory.activations_bytes / gib, "GiB");
     row("memory: temporary", b.memory.temporary_bytes / gib, "GiB");
+    row("memory: reserved", b.memory.reserved_bytes / gib, "GiB");
     row("memory: total", b.memory.total_bytes() / gib, "GiB");
     for (std::size_t st = 0; stages > 1 && st < b.stage_memory.size(); ++st) {
         int layers = 0;

@@ -61,7 +61,8 @@ struct DeterministicResult {
     StepProfile profile;
     double step_time_s = 0;              ///< deterministic_step_time(profile)
     double megatron_flops_per_step = 0;  ///< 96 B s L h^2 (1 + s/6h + V/16Lh)
-    double model_flops_per_step = 0;     ///< exact per-op count, 3 x forward
+    double model_flops_per_step = 0;     ///< the MFU numerator: 3 x forward, causal attention
+    double hardware_flops_per_step = 0;  ///< executed, recomputation included
     double tokens_per_step = 0;
     MemoryBreakdown memory;  ///< per GPU of the most loaded pipeline stage (decides feasibility)
     Breakdown breakdown;

@@ -105,13 +105,15 @@ void add_cotune_rows(const detail::CotuneMetrics* cot, RowBuilder& row) {
             "ramp and learning-rate penalty",
             v(&M::steps));
     row.add("tokens_to_target", "tokens", "tokens trained to the [cotune] target", v(&M::tokens));
-    row.add("time_to_target_mean_s", "s",
+    // run-level durations in days, as run_time_*_days (step-level ones in seconds)
+    auto days = [&](double detail::CotuneMetrics::*field) { return v(field) / kDay; };
+    row.add("time_to_target_mean_days", "days",
             "mean time to the target: its steps at the stochastic step time, with failures and "
             "checkpoints where [failures] is on",
-            v(&M::time_mean_s));
-    row.add("time_to_target_p50_s", "s", "median time to the target", v(&M::time_p50_s));
-    row.add("time_to_target_p95_s", "s", "95th percentile of the time to the target",
-            v(&M::time_p95_s));
+            days(&M::time_mean_s));
+    row.add("time_to_target_p50_days", "days", "median time to the target", days(&M::time_p50_s));
+    row.add("time_to_target_p95_days", "days", "95th percentile of the time to the target",
+            days(&M::time_p95_s));
     row.add("gpu_hours_to_target", "GPU h", "GPU-hours to the target, mean", v(&M::gpu_hours));
     row.add("goodput_tokens_per_s", "tokens/s",
             "Pollux goodput: reference-batch tokens of progress per second (throughput x "
@@ -127,8 +129,9 @@ void add_cotune_rows(const detail::CotuneMetrics* cot, RowBuilder& row) {
 
 /// One pass over the metric definitions: with `det == nullptr` only the schema is built.
 void build_row(const Experiment& e, const DesignPoint& p, const DeterministicResult* det,
-               const StochasticPart* st, double baseline_step_s, std::uint64_t stream_index,
-               RowBuilder& row, bool run = true, const detail::CotuneMetrics* cot = nullptr) {
+               const StochasticPart* st, const BaselineFigures& baseline,
+               std::uint64_t stream_index, RowBuilder& row, bool run = true,
+               const detail::CotuneMetrics* cot = nullptr) {
     const bool have = det != nullptr;
     const HardwareSpec& hw = e.hardware.at(static_cast<std::size_t>(p.hardware));
     const double gpus = static_cast<double>(p.gpus());
@@ -140,10 +143,19 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
     row.add("step_time_s", "s", "deterministic step time (no variability)", step);
     row.add("tokens_per_s", "tokens/s", "tokens per second at the deterministic step time",
             tokens / step);
-    row.add("tflops_per_gpu", "TFLOP/s",
-            "achieved TFLOP/s per GPU, Megatron's count 96Bslh^2(1+s/6h+V/16lh)",
+    row.add("model_tflops_per_gpu", "TFLOP/s",
+            "model TFLOP/s per GPU, the MFU numerator: 6 x matrix params x tokens + causal "
+            "attention (GQA, gated MLP as they are; no recomputation)",
+            have ? det->model_flops_per_step / step / gpus / 1e12 : kNaN);
+    row.add("hardware_tflops_per_gpu", "TFLOP/s",
+            "TFLOP/s per GPU the GPUs execute: recomputation and unfused attention's full "
+            "square included",
+            have ? det->hardware_flops_per_step / step / gpus / 1e12 : kNaN);
+    row.add("megatron_tflops_per_gpu", "TFLOP/s",
+            "TFLOP/s per GPU by Megatron's formula 96Bslh^2(1+s/6h+V/16lh) (MHA, 4h MLP, full "
+            "recompute; was tflops_per_gpu), for papers that report it",
             have ? det->megatron_flops_per_step / step / gpus / 1e12 : kNaN);
-    row.add("mfu", "1", "model FLOPs utilization (exact model FLOPs / peak), deterministic",
+    row.add("mfu", "1", "model FLOPs utilization: model_tflops_per_gpu / peak, deterministic",
             have ? det->model_flops_per_step / step / gpus / peak : kNaN);
     row.add("memory_per_gpu_gib", "GiB", "peak memory per GPU (the most loaded pipeline stage)",
             have ? det->memory.total_bytes() / kGiB : kNaN);
@@ -156,8 +168,13 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
                        det->breakdown.dp_comm_exposed_s
                  : kNaN);
     if (e.baseline) {
-        row.add("speedup_vs_baseline", "1", "baseline step time / this step time (deterministic)",
-                baseline_step_s / step);
+        row.add("speedup_vs_baseline", "1",
+                "tokens per second / the baseline's tokens per second (deterministic)",
+                tokens / step / baseline.tokens_per_s);
+        row.add("step_speedup_vs_baseline", "1",
+                "baseline step time / this step time (deterministic; was speedup_vs_baseline; "
+                "not a throughput ratio when the global batches differ)",
+                baseline.step_s / step);
     }
 
     // Step-time distribution (DESIGN.md sections 2, 3, 5).
@@ -263,11 +280,11 @@ MetricSchema metric_schema(const Experiment& experiment) {
         Experiment copy = experiment;
         copy.hardware.emplace_back();
         p.hardware = 0;
-        build_row(copy, p, nullptr, nullptr, 0, 0, row);
+        build_row(copy, p, nullptr, nullptr, {}, 0, row);
         return schema;
     }
     p.hardware = 0;
-    build_row(experiment, p, nullptr, nullptr, 0, 0, row);
+    build_row(experiment, p, nullptr, nullptr, {}, 0, row);
     return schema;
 }
 
@@ -284,7 +301,8 @@ Evaluator::Evaluator(const Experiment& experiment)
             throw ConfigError(experiment.file + ": experiment.baseline: " + *why);
         }
         const DeterministicResult base = evaluate_deterministic(experiment, *experiment.baseline);
-        baseline_step_s_ = base.step_time_s;
+        baseline_.step_s = base.step_time_s;
+        baseline_.tokens_per_s = base.tokens_per_step / base.step_time_s;
     }
 }
 
@@ -318,7 +336,7 @@ PointResult Evaluator::screen(const DesignPoint& point, std::uint64_t index,
         std::vector<double> ramp_ratios;
         infeasible = detail::ramp_step_time_ratios(e, *cotune_, point, det, ramp_ratios);
     }
-    build_row(e, point, &det, nullptr, baseline_step_s_, stream_index, row, false);
+    build_row(e, point, &det, nullptr, baseline_, stream_index, row, false);
     if (infeasible) {
         result.status = PointStatus::infeasible;
         result.reason = *infeasible;
@@ -348,7 +366,7 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
         // A point that does not fit (or cannot run the [cotune] batch ramp) runs no step: its
         // deterministic figures say by how much it misses; distributions and run times stay NaN
         // (and cost nothing).
-        build_row(e, point, &det, nullptr, baseline_step_s_, stream_index, row, false);
+        build_row(e, point, &det, nullptr, baseline_, stream_index, row, false);
         result.status = PointStatus::infeasible;
         result.reason = *infeasible;
         return result;
@@ -386,8 +404,7 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
                                       run_input(e, point, hw, det.step_time_s, &st.dist),
                                       st.dist.mean_s);
     }
-    build_row(e, point, &det, &st, baseline_step_s_, stream_index, row, true,
-              cot ? &*cot : nullptr);
+    build_row(e, point, &det, &st, baseline_, stream_index, row, true, cot ? &*cot : nullptr);
     if (e.evaluation.histogram) {
         result.histogram = st.dist.histogram;
         result.histogram_lo_s = st.dist.histogram_lo_s;

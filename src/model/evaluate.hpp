@@ -51,6 +51,12 @@ class StepCache {
     std::unordered_map<std::uint64_t, Entry> entries_;
 };
 
+/// The baseline point's deterministic figures behind the speedup metrics.
+struct BaselineFigures {
+    double step_s = 0;        ///< step time
+    double tokens_per_s = 0;  ///< tokens per step / step time
+};
+
 /// Evaluates design points of one experiment. Construction evaluates the baseline point (if
 /// any) once, for the speedup metric, and sets up the [cotune] study (throws ConfigError
 /// naming the cotune key at fault). Thread-compatible: `evaluate` is const.
@@ -83,7 +89,7 @@ class Evaluator {
   private:
     const Experiment* experiment_;
     MetricSchema schema_;
-    double baseline_step_s_ = 0;           ///< 0 = no baseline
+    BaselineFigures baseline_;             ///< zeros = no baseline
     std::optional<cotune::Model> cotune_;  ///< with a [cotune] table
 };
 

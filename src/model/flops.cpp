@@ -30,8 +30,23 @@ double megatron_flops_per_step(const ModelSpec& m, std::int64_t batch) {
 }
 
 double model_flops_per_step(const ModelSpec& m, std::int64_t batch) {
-    const double fwd = m.layers * layer_forward_flops(m, 1).total() + logits_forward_flops(m, 1);
+    const LayerFlops f = layer_forward_flops(m, 1);
+    const double causal_attention = 0.5 * f.attention;
+    const double fwd =
+        m.layers * (f.total() - f.attention + causal_attention) + logits_forward_flops(m, 1);
     return 3.0 * fwd * double(batch);
+}
+
+double hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& tr, Recompute recompute,
+                               std::int64_t batch) {
+    const LayerFlops f = layer_forward_flops(m, 1);
+    const double gemms = f.total() - f.attention;
+    const double attention_fwd = tr.flash_attention ? 0.5 * f.attention : f.attention;
+    const double attention_bwd = (tr.flash_attention ? 2.5 : 2.0) * attention_fwd;
+    double layer = 3.0 * gemms + attention_fwd + attention_bwd;
+    if (recompute == Recompute::selective) layer += attention_fwd;
+    if (recompute == Recompute::full) layer += gemms + attention_fwd;
+    return (m.layers * layer + 3.0 * logits_forward_flops(m, 1)) * double(batch);
 }
 
 double layer_params(const ModelSpec& m) {

@@ -1,10 +1,16 @@
 #pragma once
 
 // FLOP counts of a decoder-only transformer (DESIGN.md section 1). A multiply-add is 2 FLOPs.
-// Attention scores and their product with V count the full s x s square (4 b s^2 h): Megatron's
-// count, and what the unfused (non-flash) kernels of the published A100 runs execute. A causal
-// flash kernel skips the upper half; the time model applies that 0.5 itself, the counts here
-// never do.
+// layer_forward_flops counts the attention scores and their product with V over the full s x s
+// square (4 b s^2 h): Megatron's count, and what the unfused (non-flash) kernels of the
+// published A100 runs execute. A causal flash kernel skips the upper half; the time model
+// applies that 0.5 itself. Three step totals answer three questions:
+//  - model_flops_per_step: the model's FLOPs, the numerator of MFU (PaLM, Chowdhery et al. 2022,
+//    appendix B, with causal attention counted as half the square);
+//  - hardware_flops_per_step: what the GPUs execute, recomputation included (the numerator of
+//    "hardware FLOPs utilization", ibid.);
+//  - megatron_flops_per_step: Megatron's closed form (MHA, 4h MLP, full square, full recompute),
+//    to compare with the papers that report it.
 
 #include <cstdint>
 
@@ -30,9 +36,20 @@ double logits_forward_flops(const ModelSpec& model, int microbatch);
 /// forward of full activation recomputation): 96 B s L h^2 (1 + s/(6h) + V/(16 L h)).
 double megatron_flops_per_step(const ModelSpec& model, std::int64_t global_batch_seqs);
 
-/// Model FLOPs per step from the per-op count (GQA, gated MLP, logits): 3 x forward
-/// (backward = 2 x forward), no recomputation. The numerator of MFU.
+/// Model FLOPs per step, the numerator of MFU: 3 x forward (backward = 2 x forward) of the
+/// layers' weight GEMMs as they are (GQA's narrower K and V, the gated MLP's three GEMMs), the
+/// logits GEMM, and causal attention (half the s x s square, 2 b s^2 h forward per layer); no
+/// recomputation. Per token: 6 (L P_matrix + V h) + 6 L s h, P_matrix = layer_matrix_params.
 double model_flops_per_step(const ModelSpec& model, std::int64_t global_batch_seqs);
+
+/// FLOPs the GPUs execute per step, as the time model runs them: the layers' GEMMs 3 x forward;
+/// attention forward over the full square (4 b s^2 h), backward 2 x that, or with
+/// `training.flash_attention` half the square forward and a backward of 2.5 x the forward
+/// (FlashAttention-2 recomputes the scores, Dao 2023, section 3.1.2); recomputation adds the
+/// attention core's forward (selective) or the whole layer forward (full); the logits GEMM
+/// 3 x forward.
+double hardware_flops_per_step(const ModelSpec& model, const TrainingSpec& training,
+                               Recompute recompute, std::int64_t global_batch_seqs);
 
 /// The weight matrices of one layer (QKV, output projection, MLP), without biases and norms.
 double layer_matrix_params(const ModelSpec& model);

@@ -14,16 +14,22 @@ struct ActivationTerms {
     double scores = 0;      ///< the materialized attention scores (divided by t)
 };
 
-ActivationTerms activation_terms(const ModelSpec& m, int b, int cp) {
+ActivationTerms activation_terms(const ModelSpec& m, const TrainingSpec& tr, int b, int cp) {
     const double tokens = double(b) * m.seq / cp;
     const double h = m.hidden;
     const double hk = h * (m.kv_heads > 0 ? m.kv_heads : m.heads) / m.heads;
+    // FP8 training (TransformerEngine): the inputs of the FP8 GEMMs are kept for the weight
+    // gradient in their FP8 copy, 1 byte instead of 2 (te.Linear, LayerNormLinear and
+    // LayerNormMLP save the quantized input): the QKV, projection, FC1 and FC2 inputs
+    const double gemm_input = tr.precision == Precision::fp8 ? 1.0 : 2.0;
     ActivationTerms a;
     // two layer-norm inputs (4), QKV input (2), attention dropout mask (1), MLP input (2),
     // MLP dropout mask (1)
-    a.replicated = 10.0 * tokens * h;
-    // Q, projection input (4 s b h), K and V (4 s b h_kv), MLP: 2 (x3 gated) f-wide tensors
-    a.sharded = tokens * (4.0 * h + 4.0 * hk + (m.gated_mlp ? 6.0 : 4.0) * m.ffn);
+    a.replicated = (6.0 + 2.0 * gemm_input) * tokens * h;
+    // Q (2 s b h), projection input (2 s b h), K and V (4 s b h_kv), MLP: the FC1 output (2 f,
+    // x2 gated) and the FC2 input (f wide)
+    a.sharded = tokens * ((2.0 + gemm_input) * h + 4.0 * hk +
+                          ((m.gated_mlp ? 4.0 : 2.0) + gemm_input) * m.ffn);
     // softmax output (2), dropout mask (1), dropout output (2) per score
     a.scores = 5.0 * m.heads * tokens * m.seq;
     return a;
@@ -40,7 +46,7 @@ double weight_bytes(const ModelSpec& m, const TrainingSpec& tr, double layers, d
 double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
                                   const DesignPoint& p) {
     const double t = p.tp;
-    const ActivationTerms a = activation_terms(m, p.microbatch, p.cp);
+    const ActivationTerms a = activation_terms(m, tr, p.microbatch, p.cp);
     if (p.recompute == Recompute::full) {
         const double input = 2.0 * p.microbatch * double(m.seq) / p.cp * m.hidden;
         return p.sequence_parallel ? input / t : input;
@@ -143,6 +149,27 @@ std::vector<MemoryBreakdown> memory_of_stages(const ModelSpec& m, const Training
 MemoryBreakdown memory_per_gpu(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p,
                                int microbatches) {
     return memory_of_stage(m, tr, p, microbatches, 0, m.layers / p.pp);
+}
+
+MemoryReserveSpec default_memory_reserve() {
+    constexpr double kMiB = 1024.0 * 1024.0;
+    MemoryReserveSpec r;
+    r.cuda_context_bytes = 512 * kMiB;
+    r.workspace_bytes = 32 * kMiB + 2 * 32 * kMiB;
+    r.nccl_bytes_per_communicator = kNcclConnectionsPerCommunicator * kNcclConnectionBytes;
+    return r;
+}
+
+int nccl_communicators(const DesignPoint& p) {
+    int groups = 0;
+    for (const int size : {p.tp, p.cp, p.pp, p.dp}) groups += size > 1 ? 1 : 0;
+    if (p.cp > 1 && p.dp > 1) ++groups;  // the d c group besides the d and c ones
+    return groups;
+}
+
+double reserved_bytes(const MemoryReserveSpec& reserve, const DesignPoint& p) {
+    return reserve.cuda_context_bytes + reserve.workspace_bytes +
+           reserve.nccl_bytes_per_communicator * nccl_communicators(p);
 }
 
 double model_state_bytes_average(const ModelSpec& m, const DesignPoint& p) {

@@ -16,6 +16,10 @@
 // it divided by t with sequence parallelism; selective recompute drops the 5 a s^2 b score
 // term, full recompute keeps only the layer input (2 s b h). Generalized here to GQA (K, V of
 // width h g / a) and gated MLPs (three f-wide tensors instead of two).
+// Reserve: the CUDA context, the GEMM libraries' workspaces and NCCL's per-communicator buffers
+// (MemoryReserveSpec; the defaults an experiment file gets and their sources are in
+// io/detail/toml_memory.hpp); the caching allocator's fragmentation is left out of
+// [constraints] max_memory_fraction instead.
 
 #include <vector>
 
@@ -33,8 +37,10 @@ struct MemoryBreakdown {
     double optimizer_bytes = 0;
     double activations_bytes = 0;  ///< stored for backward, all microbatches in flight
     double temporary_bytes = 0;    ///< working buffers: recompute, logits, FSDP gathers
+    double reserved_bytes = 0;     ///< CUDA context, workspaces, NCCL buffers (memory_reserve)
     double total_bytes() const {
-        return weights_bytes + grads_bytes + optimizer_bytes + activations_bytes + temporary_bytes;
+        return weights_bytes + grads_bytes + optimizer_bytes + activations_bytes + temporary_bytes +
+               reserved_bytes;
     }
 };
 
@@ -67,6 +73,41 @@ std::vector<MemoryBreakdown> memory_of_stages(const ModelSpec& model, const Trai
 /// Memory of the first pipeline stage's GPU on an even split (L / p layers).
 MemoryBreakdown memory_per_gpu(const ModelSpec& model, const TrainingSpec& training,
                                const DesignPoint& point, int microbatches);
+
+/// NCCL's receive buffers of one connection (a peer on one channel) for its three protocols,
+/// NCCL 2.x src/init.cc: DEFAULT_BUFFSIZE (Simple) 4 MiB, DEFAULT_LL128_BUFFSIZE 120 x 640 x 8 x 8
+/// = 4,915,200 B, DEFAULT_LL_BUFFSIZE 8 x 512 x 8 x 16 = 524,288 B.
+inline constexpr double kNcclConnectionBytes = 4194304.0 + 4915200.0 + 524288.0;
+/// Connections per communicator assumed by default: 8 channels x 2 (ring receive and send
+/// peers; NCCL's channel count depends on the topology, 8-32 on NVLink/InfiniBand H100 nodes).
+inline constexpr double kNcclConnectionsPerCommunicator = 16;
+
+/// The reserve an experiment file gets unless its [memory] table says otherwise:
+/// - CUDA context 512 MiB: the context with lazily loaded kernels of a PyTorch + NCCL +
+///   TransformerEngine process, which the caching allocator does not see (PyTorch "CUDA
+///   semantics", memory management: nvidia-smi shows it above memory_reserved()); an estimate;
+/// - workspaces 96 MiB: PyTorch's cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG default :4096:8,
+///   8 x 4 MiB) and TransformerEngine's 32 MiB cuBLASLt workspace on Hopper for the compute and
+///   the communication-overlap streams;
+/// - NCCL kNcclConnectionsPerCommunicator x kNcclConnectionBytes = 147 MiB per communicator.
+MemoryReserveSpec default_memory_reserve();
+
+/// The fraction of HBM an experiment file lets the tensors and the reserve use unless its
+/// [constraints] max_memory_fraction says otherwise; the rest is left to the PyTorch caching
+/// allocator's fragmentation (blocks reserved but not allocated; PyTorch "CUDA semantics",
+/// memory management). Published runs that ran bound it from below: with the reserve, the most
+/// loaded of NeMo's and Megatron-Bridge's H100 runs counts 0.958 of HBM (tests/calibration/
+/// h100_fidelity_test.cpp), so 0.96 (3.2 GiB of an H100's 79.1) keeps every one of them.
+inline constexpr double kDefaultMaxMemoryFraction = 0.96;
+
+/// NCCL communicators a GPU of `point` belongs to, each with its own buffers: one per parallel
+/// group of more than one GPU (tp, cp, pp, dp) and, with CP and DP, Megatron-Core's d c group of
+/// the gradient reduction and the distributed optimizer.
+int nccl_communicators(const DesignPoint& point);
+
+/// What the process holds besides the model's tensors: the CUDA context, the GEMM workspaces and
+/// NCCL's buffers for each of nccl_communicators(point).
+double reserved_bytes(const MemoryReserveSpec& reserve, const DesignPoint& point);
 
 /// Model state (weights + grads + optimizer) averaged over the t p model-parallel GPUs:
 /// 18 x total params / (t p), ZeRO-sharded over d c. Korthikanti et al.'s Figure 1 convention.

@@ -22,6 +22,11 @@ using MetricSchema = std::vector<MetricInfo>;
 /// Index of `name` in `schema`, or -1.
 int find_metric(const MetricSchema& schema, const std::string& name);
 
+/// The current name of a metric renamed since model version 2026.11.26.4 (`tflops_per_gpu` ->
+/// `megatron_tflops_per_gpu`, `time_to_target_p50_s` -> `time_to_target_p50_days`, ...), or ""
+/// when `name` was not renamed.
+std::string renamed_metric(const std::string& name);
+
 enum class PointStatus : std::uint8_t {
     ok = 0,          ///< evaluated; all metrics valid
     infeasible = 1,  ///< does not fit (memory, ...); metrics that exist are filled, others NaN

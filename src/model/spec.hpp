@@ -299,7 +299,17 @@ struct Constraints {
     std::int64_t min_gpus = 0;
     std::int64_t max_gpus = 0;          ///< 0 = no bound
     std::vector<std::int64_t> gpus_in;  ///< if non-empty, the total must be one of these
-    double max_memory_fraction = 1.0;   ///< of HBM; above it the point is infeasible
+    /// of HBM the tensors and the reserve may use; above it the point is infeasible
+    /// (memory.hpp: kDefaultMaxMemoryFraction)
+    double max_memory_fraction = 1.0;
+};
+
+/// What a training process holds on a GPU besides the model's tensors (memory.hpp, "Reserve"):
+/// every term counts in a point's memory.
+struct MemoryReserveSpec {
+    double cuda_context_bytes = 0;           ///< CUDA context, loaded kernels (per process)
+    double workspace_bytes = 0;              ///< cuBLAS / TransformerEngine GEMM workspaces
+    double nccl_bytes_per_communicator = 0;  ///< NCCL's buffers per communicator it is in
 };
 
 struct Objective {
@@ -331,6 +341,10 @@ struct Experiment {
     FailureSpec failures;
     SpaceSpec space;
     Constraints constraints;
+    MemoryReserveSpec memory_reserve;  ///< zeros here; an experiment file's loader fills defaults
+    /// No sequence_parallel in [defaults], [space] or the point: it follows tp (on when tp > 1),
+    /// as Megatron-LM's and NeMo's recipes run TP (resolve_point_defaults)
+    bool sequence_parallel_follows_tp = false;
     std::vector<Objective> objectives;
     CotuneSpec cotune;  ///< [cotune]: learning-rate / batch / throughput co-tuning
     enum class OnError { skip, abort } on_error = OnError::skip;

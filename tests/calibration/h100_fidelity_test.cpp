@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -82,6 +83,32 @@ TEST(H100Fidelity, ContextParallelRunsFitInMemoryWhereTheyRan) {
         ++cp_rows;
     }
     EXPECT_EQ(cp_rows, 11);
+}
+
+TEST(H100Fidelity, EveryPublishedRunFitsWithTheDefaultMemoryReserve) {
+    // Every row of NeMo's and Megatron-Bridge's H100 summaries ran on 80 GB H100s: with the
+    // loader's CUDA context, workspaces and NCCL buffers (memory.hpp) each still fits, which
+    // bounds the default usable fraction (kDefaultMaxMemoryFraction) from below
+    int rows = 0;
+    double most = 0;
+    for (const Case& c : nemo_h100(kData)) {
+        Experiment e = make_experiment(c, "h100-sxm");
+        const DeterministicResult r = evaluate_deterministic(e, e.defaults);
+
+        EXPECT_GT(r.memory.reserved_bytes, 0.5 * 1024 * 1024 * 1024) << c.label;
+        if (c.label == "nemo-24.07 Nemotron-340B") {
+            // a gap of the tensor count, not of the reserve: it exceeds HBM without the
+            // reserve too (README, known limitations); a fix of the count makes this fail
+            e.memory_reserve = {};
+            EXPECT_FALSE(evaluate_deterministic(e, e.defaults).feasible);
+            continue;
+        }
+        EXPECT_TRUE(r.feasible) << c.label << ": " << r.reason;
+        most = std::max(most, r.memory.total_bytes() / e.hardware.front().gpu.hbm_bytes);
+        ++rows;
+    }
+    std::printf("  most loaded published run: %.4f of HBM with the reserve\n", most);
+    EXPECT_EQ(rows, 28);
 }
 
 TEST(H100Fidelity, H200TakesTheH100FitAndB200ScalesItsCurveByPeak) {

@@ -169,7 +169,7 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
     || { echo "FAIL dev_zero: exit $rc after $ms ms"; cat "$dir/zero.err"; fails=$((fails + 1)); }
 
 # eval --point reads values as the TOML does: a quantity with its unit; a bad unit is exit 2.
-"$prism" eval "$base" --point "tp=2,pp=1,gpus=16,checkpoint_interval=30 min" >"$dir/point.out" 2>&1; rc=$?
+"$prism" eval "$base" --point "tp=2,pp=1,gpus=16,zero_stage=3,checkpoint_interval=30 min" >"$dir/point.out" 2>&1; rc=$?
 [ "$rc" = 0 ] && grep -q 'ckpt=1800s' "$dir/point.out" \
     && echo "ok   eval_point_units: $(head -n 1 "$dir/point.out")" \
     || { echo "FAIL eval_point_units: exit $rc"; cat "$dir/point.out"; fails=$((fails + 1)); }
@@ -181,6 +181,61 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$rc" = 2 ] && grep -q 'work limit: more than 262144 pipeline slots' "$dir/work.err" \
     && echo "ok   eval_work_limit: $(grep 'work limit' "$dir/work.err")" \
     || { echo "FAIL eval_work_limit: exit $rc"; cat "$dir/work.err"; fails=$((fails + 1)); }
+
+# eval --point names every [space] dimension it leaves at the defaults, one line each (issue 32:
+# `--point tp=2` alone silently ran dp = 1).
+# (2 GPUs, no ZeRO: Llama 3 8B does not fit, exit 4)
+"$prism" eval "$base" --point "tp=2" >/dev/null 2>"$dir/defaulted.err"; rc=$?
+[ "$rc" = 4 ] && [ "$(grep -c '^prism: warning: --point: .* not given' "$dir/defaulted.err")" = 5 ] \
+    && grep -q "^prism: warning: --point: gpus not given, using dp = 1 (2 GPUs); \[space\] gpus = \[16, 24\]" "$dir/defaulted.err" \
+    && grep -q "^prism: warning: --point: hardware not given, using its \[defaults\] value; \[space\] hardware = \[\"a100\", \"h100\"\]" "$dir/defaulted.err" \
+    && echo "ok   eval_point_defaulted: $(head -n 1 "$dir/defaulted.err")" \
+    || { echo "FAIL eval_point_defaulted: exit $rc"; cat "$dir/defaulted.err"; fails=$((fails + 1)); }
+# an infeasible point: the verdict is the first line and the exit status 4 (README, exit codes);
+# Llama 3 8B without any sharding needs 18 bytes x 8e9 parameters = 134 GiB of model state alone
+"$prism" eval "$base" --point "hardware=a100,gpus=16,tp=1,pp=1,microbatch=1,zero_stage=0" >"$dir/infeasible.out" 2>&1; rc=$?
+[ "$rc" = 4 ] && head -n 1 "$dir/infeasible.out" | grep -q '^infeasible: memory [0-9.]* GiB > ' \
+    && echo "ok   eval_point_infeasible: $(head -n 1 "$dir/infeasible.out")" \
+    || { echo "FAIL eval_point_infeasible: exit $rc"; cat "$dir/infeasible.out"; fails=$((fails + 1)); }
+
+# report checks --sort and --metrics before printing anything, with a suggestion
+"$prism" report "$dir/profiled.h5" --sort step_time_p59_s >"$dir/sort.out" 2>"$dir/sort.err"; rc=$?
+[ "$rc" = 2 ] && [ ! -s "$dir/sort.out" ] \
+    && grep -q "^prism: error: report: --sort: unknown metric 'step_time_p59_s' in .*profiled.h5; did you mean 'step_time_p50_s'?" "$dir/sort.err" \
+    && echo "ok   report_sort_unknown: $(head -n 1 "$dir/sort.err")" \
+    || { echo "FAIL report_sort_unknown: exit $rc"; cat "$dir/sort.out" "$dir/sort.err"; fails=$((fails + 1)); }
+"$prism" report "$dir/profiled.h5" --metrics gpus,tflops_per_gpu >"$dir/renamed.out" 2>"$dir/renamed.err"; rc=$?
+[ "$rc" = 2 ] && [ ! -s "$dir/renamed.out" ] \
+    && grep -q "unknown metric 'tflops_per_gpu' in .*; renamed 'megatron_tflops_per_gpu'" "$dir/renamed.err" \
+    && echo "ok   report_metrics_renamed: $(head -n 1 "$dir/renamed.err")" \
+    || { echo "FAIL report_metrics_renamed: exit $rc"; cat "$dir/renamed.out" "$dir/renamed.err"; fails=$((fails + 1)); }
+
+# validate: the settings as resolved, defaults marked; a minimal Llama 3 70B experiment on
+# H100 gets fused attention and SP with TP, and its memory is explained term by term: per layer
+# and microbatch (10 h + 4 h + 4 h/8 + 6 f) / t bytes per token = 290,816 / 8 x 8192 tokens
+# = 297,795,584 B = 0.277 GiB (Korthikanti et al., GQA and SwiGLU, fused, SP)
+printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 1024\n[hardware.h100]\npreset = "h100-sxm"\n[defaults]\ntp = 8\npp = 4\ngpus = 512\n' >"$dir/minimal.toml"
+"$prism" validate "$dir/minimal.toml" >"$dir/validate.out" 2>&1; rc=$?
+[ "$rc" = 0 ] && grep -Eq '^  \* training\.flash_attention +(= )?true +fused attention' "$dir/validate.out" \
+    && grep -Eq '^  \* defaults\.sequence_parallel +(= )?tp > 1 ' "$dir/validate.out" \
+    && grep -Eq '^    defaults\.tp +(= )?8$' "$dir/validate.out" \
+    && grep -q '^  activations: 0\.277 GiB per layer and microbatch (fused attention, sequence parallel)' "$dir/validate.out" \
+    && echo "ok   validate_resolved: $(grep -c '^  \*' "$dir/validate.out") defaults marked" \
+    || { echo "FAIL validate_resolved: exit $rc"; cat "$dir/validate.out"; fails=$((fails + 1)); }
+
+# prism metrics: every metric with its unit and meaning; with an experiment, its own schema
+"$prism" metrics >"$dir/metrics.out" 2>&1; rc=$?
+[ "$rc" = 0 ] && grep -Eq '^speedup_vs_baseline +1 +tokens per second / the baseline' "$dir/metrics.out" \
+    && grep -Eq '^run_time_p95_days +days ' "$dir/metrics.out" \
+    && grep -Eq '^time_to_target_p50_days +days ' "$dir/metrics.out" \
+    && grep -Eq '^model_tflops_per_gpu +TFLOP/s ' "$dir/metrics.out" \
+    && echo "ok   metrics_list: $(grep -c . "$dir/metrics.out") lines" \
+    || { echo "FAIL metrics_list: exit $rc"; cat "$dir/metrics.out"; fails=$((fails + 1)); }
+"$prism" metrics "$base" >"$dir/metrics_exp.out" 2>&1; rc=$?
+[ "$rc" = 0 ] && grep -Eq '^p_slow_5pct +1 ' "$dir/metrics_exp.out" \
+    && ! grep -q 'time_to_target' "$dir/metrics_exp.out" \
+    && echo "ok   metrics_of_experiment" \
+    || { echo "FAIL metrics_of_experiment: exit $rc"; cat "$dir/metrics_exp.out"; fails=$((fails + 1)); }
 
 echo "$fails failed"
 [ "$fails" = 0 ]

@@ -10,10 +10,13 @@ set -uo pipefail
 prism=$1 mpiexec=$2 dir=$4 src=$5
 rm -rf "$dir" && mkdir -p "$dir"
 # sweep_small with 8 learning rates: 384 points to evaluate, which share 48 step-time
-# distributions (fast), so that the test delay below sets the pace.
+# distributions (fast), so that the test delay below sets the pace. Pruning off: with it only
+# the non-dominated few (64) would be evaluated and the sweep would end before the readers run.
 exp=$dir/sweep.toml
-sed 's/^zero_stage = \[0, 3\]/zero_stage = [0, 3]\nlearning_rate = [1e-4, 2e-4, 3e-4, 4e-4, 5e-4, 6e-4, 7e-4, 8e-4]/' \
+sed -e 's/^zero_stage = \[0, 3\]/zero_stage = [0, 3]\nlearning_rate = [1e-4, 2e-4, 3e-4, 4e-4, 5e-4, 6e-4, 7e-4, 8e-4]/' \
+    -e 's/^method = "analytic"/method = "analytic"\nprune = false/' \
     "$src/tests/data/sweeps/sweep_small.toml" > "$exp"
+grep -q '^prune = false' "$exp" || { echo "FAIL could not turn pruning off"; exit 1; }
 compare=$src/tests/cli/compare_results.py
 checker=$src/tests/python/check_result_file.py
 fails=0

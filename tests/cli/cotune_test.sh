@@ -12,8 +12,8 @@ exp=$src/configs/examples/cotune.toml
 
 "$prism" sweep "$exp" -o full.h5 -q >full.log 2>&1 || { fail "sweep: exit $?"; cat full.log; }
 /usr/bin/python3 "$src/tests/python/test_cotune.py" full.h5 "$dir" || fail "test_cotune.py"
-"$prism" report full.h5 --sort time_to_target_p95_s --top 3 >report.txt 2>&1 || fail "report"
-grep -q 'time_to_target_p95_s' report.txt || fail "report: no time_to_target_p95_s"
+"$prism" report full.h5 --sort time_to_target_p95_days --top 3 >report.txt 2>&1 || fail "report"
+grep -q 'time_to_target_p95_days' report.txt || fail "report: no time_to_target_p95_days"
 
 # interrupted (--time-limit with a per-point delay), resumed: the same file as the full run
 PRISM_TEST_POINT_DELAY_MS=2 "$prism" sweep "$exp" -o part.h5 --time-limit 0.5 -q >part.log 2>&1

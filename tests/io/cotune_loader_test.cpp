@@ -40,8 +40,8 @@ TEST(CotuneLoader, ReadsAConstantNoiseStudy) {
     // the study's metrics join the schema
     const prism::MetricSchema schema = prism::metric_schema(e);
     for (const char* name :
-         {"steps_to_target", "tokens_to_target", "time_to_target_p50_s", "time_to_target_p95_s",
-          "goodput_tokens_per_s", "gpu_hours_to_target"}) {
+         {"steps_to_target", "tokens_to_target", "time_to_target_p50_days",
+          "time_to_target_p95_days", "goodput_tokens_per_s", "gpu_hours_to_target"}) {
         EXPECT_GE(prism::find_metric(schema, name), 0) << name;
     }
     EXPECT_LT(prism::find_metric(prism::metric_schema(parse_experiment(kBase, "x.toml")),

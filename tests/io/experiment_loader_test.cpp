@@ -336,6 +336,51 @@ TEST(ExperimentLoader, MinimalFileIsOnePointWithDefaults) {
     EXPECT_EQ(e.on_error, prism::Experiment::OnError::skip);
 }
 
+TEST(ExperimentLoader, DefaultsFollowTheHardwareAndTensorParallelism) {
+    // H100 (a fitted fused-attention efficiency): flash attention; sequence parallelism with TP
+    const prism::Experiment e = parse_experiment(kBase + "[space]\ntp = [1, 2]\n", "exp.toml");
+
+    EXPECT_TRUE(e.training.flash_attention);
+    EXPECT_TRUE(e.sequence_parallel_follows_tp);
+    EXPECT_DOUBLE_EQ(e.constraints.max_memory_fraction, 0.96);
+    // NCCL 2.x defaults: 16 connections x (4 MiB + 4,915,200 B + 512 KiB) = 154,140,672 B
+    EXPECT_DOUBLE_EQ(e.memory_reserve.nccl_bytes_per_communicator, 154140672.0);
+    EXPECT_DOUBLE_EQ(e.memory_reserve.cuda_context_bytes, 512.0 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(e.memory_reserve.workspace_bytes, 96.0 * 1024 * 1024);
+    prism::DesignPoint p = prism::io::parse_point_assignments(e, "tp=2");
+    EXPECT_TRUE(p.sequence_parallel);
+    p = prism::io::parse_point_assignments(e, "tp=1");
+    EXPECT_FALSE(p.sequence_parallel);
+    p = prism::io::parse_point_assignments(e, "tp=2,sequence_parallel=false");
+    EXPECT_FALSE(p.sequence_parallel);
+}
+
+TEST(ExperimentLoader, StatedSettingsOverrideTheDefaults) {
+    const prism::Experiment a100 = parse_experiment(
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\n"
+        "[hardware.a100]\npreset = \"a100-80gb\"\n",
+        "exp.toml");
+    const prism::Experiment off = parse_experiment(
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\n"
+        "flash_attention = false\n[hardware.h100]\npreset = \"h100-sxm\"\n"
+        "[defaults]\nsequence_parallel = false\ntp = 4\n",
+        "exp.toml");
+
+    // the A100 preset has no fused-attention fit: its published runs are unfused
+    EXPECT_FALSE(a100.training.flash_attention);
+    EXPECT_FALSE(off.training.flash_attention);
+    EXPECT_FALSE(off.sequence_parallel_follows_tp);
+    EXPECT_FALSE(prism::io::parse_point_assignments(off, "tp=4").sequence_parallel);
+}
+
+TEST(ExperimentLoader, MemoryTableSizesAreChecked) {
+    EXPECT_EQ(error_of(kBase + "[memory]\ncuda_context = \"1 GiB\"\nnccl_buffers = 1\n"),
+              "exp.toml:9:1: unknown key 'nccl_buffers' in [memory]");
+    const std::string unit = error_of(kBase + "[memory]\nworkspace = \"2 s\"\n");
+    EXPECT_TRUE(unit.starts_with("exp.toml:8:13: memory.workspace: ")) << unit;
+    EXPECT_NE(unit.find("size in bytes"), std::string::npos) << unit;
+}
+
 TEST(ExperimentLoader, CustomModelDefaultsKvHeadsAndFfn) {
     const prism::Experiment e = parse_experiment(
         "[model]\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 100\nseq = 16\n"
@@ -476,6 +521,9 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_EQ(e.constraints.max_gpus, 1024);
     EXPECT_EQ(e.constraints.gpus_in, (std::vector<std::int64_t>{256, 512}));
     EXPECT_DOUBLE_EQ(e.constraints.max_memory_fraction, 0.9);
+    EXPECT_DOUBLE_EQ(e.memory_reserve.cuda_context_bytes, 600.0 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(e.memory_reserve.workspace_bytes, 64.0 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(e.memory_reserve.nccl_bytes_per_communicator, 200.0 * 1024 * 1024);
 
     ASSERT_EQ(e.objectives.size(), 2u);
     EXPECT_EQ(e.objectives[0].metric, "step_time_s");
@@ -561,6 +609,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(c.kaplan.parameters, 6.4e10);
     EXPECT_EQ(c.lr_rule, prism::LrRule::deepseek);
     EXPECT_DOUBLE_EQ(c.compute_budget_flops, 1e24);
+    EXPECT_DOUBLE_EQ(c.lr_batch_exponent, 1.0);
     EXPECT_EQ(c.lr_penalty.shape, prism::LrPenaltyShape::linear);
     EXPECT_DOUBLE_EQ(c.lr_penalty.coefficient, 0.05);
     EXPECT_DOUBLE_EQ(c.warmup_steps, 2000.0);

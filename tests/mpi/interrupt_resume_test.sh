@@ -120,8 +120,9 @@ fi
 # 5. A chain of short runs (each stopped by --time-limit, then resumed) through the whole space:
 # every state rebuilt on resume (Pareto archive, filtered counts, failures) is exercised at many
 # cut points, including ones after infeasible rows.
-# (a limit of 2 s: under a loaded machine, with 1 s the ranks' start-up alone filled the window
-# and no run got past the first chunk)
+# Each run must outlast the pruning pilot, evaluated before the first commit: 48 points x 25 ms
+# = 1.2 s on one worker (a run shorter than the pilot commits nothing, so the chain would not
+# advance), and the ranks' start-up on a loaded machine: hence 2 s, and up to 60 runs.
 run sweep "$exp" -o "$dir/chain.h5" --time-limit 2 -q >"$dir/chain.log" 2>&1
 for i in $(seq 60); do
     [ "$(attr "$dir/chain.h5" status)" = complete ] && break

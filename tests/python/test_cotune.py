@@ -42,7 +42,7 @@ def main(path, outdir):
         for gpus, c in by_gpus.items():
             rows = ok & (t["b_noise"] == bn) & (t["gpus"] == gpus)
             for b, best in zip(c["batch"], c["best"]):
-                brute = min(t["time_to_target_p50_s"][i] for i in np.flatnonzero(rows)
+                brute = min(t["time_to_target_p50_days"][i] for i in np.flatnonzero(rows)
                             if t["global_batch"][i] == b)
                 assert best == brute, (bn, gpus, b, best, brute)
             fastest = max(np.flatnonzero(rows), key=lambda i: t["tokens_per_s"][i])

@@ -50,10 +50,25 @@ TEST(LearningRateRules, FollowTheBatch) {
     EXPECT_DOUBLE_EQ(lr_opt(spec, 16e6, ref, 0), 12e-4);
     spec.lr_rule = LrRule::sqrt;
     EXPECT_DOUBLE_EQ(lr_opt(spec, 16e6, ref, 0), 6e-4);
-    spec.lr_rule = LrRule::deepseek;
-    EXPECT_DOUBLE_EQ(lr_opt(spec, 16e6, ref, 1e24), deepseek_lr_opt(1e24));
     spec.lr_rule = LrRule::none;
     EXPECT_EQ(lr_opt(spec, 16e6, ref, 0), 0.0);
+}
+
+TEST(LearningRateRules, DeepSeekScalesAroundItsOptimumBatch) {
+    // C = 1e24: lr_opt = 0.3118 x 1e-3 = 3.118e-4 at B_opt = 0.2920 x 1e24^0.3271 = 2.069107e7
+    // tokens (the rule's own pair); another batch scales it by (B / B_opt)^exponent
+    CotuneSpec spec;
+    spec.lr_rule = LrRule::deepseek;
+    const double b_opt = deepseek_batch_opt_tokens(1e24);
+
+    EXPECT_NEAR(lr_opt(spec, b_opt, 0, 1e24), 3.118e-4, 1e-12);
+    // square root by default (Adam): a quarter of the batch, half the learning rate
+    EXPECT_NEAR(lr_opt(spec, b_opt / 4, 0, 1e24), 3.118e-4 / 2, 1e-12);
+    EXPECT_NEAR(lr_opt(spec, 2.069107e7 * 4, 0, 1e24), 3.118e-4 * 2, 3.118e-4 * 2 * 1e-6);
+    spec.lr_batch_exponent = 1.0;  // linear
+    EXPECT_NEAR(lr_opt(spec, b_opt / 4, 0, 1e24), 3.118e-4 / 4, 1e-12);
+    spec.lr_batch_exponent = 0.0;  // the rule's lr_opt at every batch
+    EXPECT_NEAR(lr_opt(spec, b_opt / 4, 0, 1e24), 3.118e-4, 1e-12);
 }
 
 TEST(LearningRateRules, TableInterpolatesInLogLogAndHoldsItsEnds) {

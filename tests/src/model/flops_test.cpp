@@ -84,12 +84,95 @@ TEST(Flops, UntiedOutputLayerCountsItsOwnWeights) {
     EXPECT_NEAR(prism::total_params(m) / 1e9, 8.03 - 0.525, 0.005);
 }
 
-TEST(Flops, ModelFlopsAreThreeForwardPasses) {
+ModelSpec llama3(int layers, int hidden, int heads, int ffn) {
+    ModelSpec m;  // Llama 3 (config.json of the Hugging Face releases)
+    m.layers = layers;
+    m.hidden = hidden;
+    m.heads = heads;
+    m.kv_heads = 8;
+    m.ffn = ffn;
+    m.gated_mlp = true;
+    m.vocab = 128256;
+    m.tied_embeddings = false;
+    m.seq = 8192;
+    return m;
+}
+
+TEST(Flops, ModelFlopsAreThreeForwardPassesWithCausalAttention) {
     const ModelSpec m = gpt3_175b();
 
-    const double expected = 3.0 * 8 * (96 * 7627861917696.0 + 2.0 * 2048 * 12288.0 * 51200.0);
+    // forward per sequence: 96 layers x (24 s h^2 + 2 s^2 h: half of 4 s^2 h) + 2 s h V
+    const double expected =
+        3.0 * 8 * (96 * (7421703487488.0 + 0.5 * 206158430208.0) + 2.0 * 2048 * 12288.0 * 51200.0);
 
     EXPECT_DOUBLE_EQ(prism::model_flops_per_step(m, 8), expected);
+}
+
+TEST(Flops, Llama3SeventyBModelFlopsPerTokenMatchHandCalculation) {
+    const ModelSpec m = llama3(80, 8192, 64, 28672);
+
+    const double per_token = prism::model_flops_per_step(m, 1) / m.seq;
+
+    // by hand, 6 N + 6 L s h per token, N the weight matrices as they are:
+    //   per layer  h (h + 2 h/8) + h^2 + 3 h f = 83,886,080 + 67,108,864 + 704,643,072
+    //                                          = 855,638,016
+    //   N = 80 x 855,638,016 + V h (128,256 x 8,192 = 1,050,673,152) = 69,501,714,432
+    //   6 N = 417,010,286,592;  causal attention 6 x 80 x 8,192 x 8,192 = 32,212,254,720
+    EXPECT_DOUBLE_EQ(per_token, 449222541312.0);
+}
+
+TEST(Flops, Llama3FourHundredFiveBModelFlopsPerTokenMatchHandCalculation) {
+    const ModelSpec m = llama3(126, 16384, 128, 53248);
+
+    const double per_token = prism::model_flops_per_step(m, 1) / m.seq;
+
+    // per layer h (h + 2 h/16) + h^2 + 3 h f = 301,989,888 + 268,435,456 + 2,617,245,696
+    //                                        = 3,187,671,040
+    // N = 126 x 3,187,671,040 + 128,256 x 16,384 = 403,747,897,344; 6 N = 2,422,487,384,064
+    // causal attention 6 x 126 x 8,192 x 16,384 = 101,468,602,368
+    EXPECT_DOUBLE_EQ(per_token, 2523955986432.0);
+}
+
+TEST(Flops, MegatronFormulaOvercountsLlamaModelFlops) {
+    // Issue 32: Megatron's formula (MHA, 4h MLP, full square, recompute) read as model FLOPs
+    // overstates Llama 3 70B by its ratio to 6 N + causal attention: 96 L h^2 (1 + s/6h +
+    // V/16Lh) = 6.0760e11 / 4.4922e11 per token
+    const ModelSpec m = llama3(80, 8192, 64, 28672);
+    const double megatron =
+        96.0 * 80 * 8192.0 * 8192.0 * (1 + 8192.0 / (6 * 8192.0) + 128256.0 / (16.0 * 80 * 8192));
+
+    EXPECT_DOUBLE_EQ(prism::megatron_flops_per_step(m, 1) / m.seq, megatron);
+    EXPECT_NEAR(megatron / 449222541312.0, 1.3526, 1e-4);
+}
+
+TEST(Flops, HardwareFlopsWithFullRecomputeAreMegatronsForGpt) {
+    // MHA, 4h MLP, unfused attention, full recompute: what Megatron's closed form assumes
+    const ModelSpec m = gpt3_175b();
+    const prism::TrainingSpec unfused;
+
+    const double hw = prism::hardware_flops_per_step(m, unfused, prism::Recompute::full, 4);
+
+    EXPECT_NEAR(hw / prism::megatron_flops_per_step(m, 4), 1.0, 1e-14);
+}
+
+TEST(Flops, HardwareFlopsCountRecomputeAndFlashBackward) {
+    const ModelSpec m = gpt3_175b();
+    prism::TrainingSpec tr;
+    // per sequence and layer: G = 24 s h^2 GEMMs, A = 4 s^2 h the full square
+    const double g = 7421703487488.0, a = 206158430208.0;
+    const double logits = 3.0 * 2.0 * 2048 * 12288.0 * 51200.0;
+
+    // unfused: 3 G + 3 A; selective recomputes the attention core: + A
+    EXPECT_DOUBLE_EQ(prism::hardware_flops_per_step(m, tr, prism::Recompute::none, 1),
+                     96 * (3 * g + 3 * a) + logits);
+    EXPECT_DOUBLE_EQ(prism::hardware_flops_per_step(m, tr, prism::Recompute::selective, 1),
+                     96 * (3 * g + 4 * a) + logits);
+    // flash: A/2 forward, backward 2.5 x that (the scores recomputed), selective + A/2
+    tr.flash_attention = true;
+    EXPECT_DOUBLE_EQ(prism::hardware_flops_per_step(m, tr, prism::Recompute::none, 1),
+                     96 * (3 * g + 1.75 * a) + logits);
+    EXPECT_DOUBLE_EQ(prism::hardware_flops_per_step(m, tr, prism::Recompute::full, 1),
+                     96 * (4 * g + 2.25 * a) + logits);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model_test_helpers.hpp"
+#include "src/model/deterministic.hpp"
 
 namespace {
 
@@ -39,6 +40,17 @@ TEST(Memory, FlashAttentionDropsTheScoreTerm) {
 
     EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
                      2097152.0 * 22);
+}
+
+TEST(Memory, Fp8KeepsTheGemmInputsInOneByte) {
+    auto e = prism::test::small_experiment();
+    e.training.flash_attention = true;
+    e.training.precision = prism::Precision::fp8;
+
+    // per s b h, tp 2, no SP: replicated 10 - 1 (QKV input) - 1 (FC1 input) = 8; sharded over
+    // t: Q 2 + projection input 1 + K, V 4 + FC1 output 2 x 4 + FC2 input 1 x 4 = 19, / 2
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
+                     2097152.0 * (8 + 19.0 / 2));
 }
 
 TEST(Memory, ModelStateIsEighteenBytesPerParameterShardedByZero) {
@@ -106,6 +118,55 @@ TEST(Memory, StageActivationsAreLayersTimesInflightMicrobatches) {
 
     // 4 layers per stage x 2 microbatches in flight x 62 s b h
     EXPECT_DOUBLE_EQ(mem.activations_bytes, 4 * 2 * 2097152.0 * 62);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(MemoryReserve, OneNcclCommunicatorPerParallelGroupOfMoreThanOneGpu) {
+    DesignPoint p;
+    EXPECT_EQ(prism::nccl_communicators(p), 0);  // one GPU
+    p.tp = 8;
+    p.pp = 4;
+    p.dp = 16;
+    EXPECT_EQ(prism::nccl_communicators(p), 3);  // tp, pp, dp
+    p.pp = 1;
+    p.cp = 2;
+    EXPECT_EQ(prism::nccl_communicators(p), 4);  // tp, cp, dp and Megatron's d c group
+}
+
+TEST(MemoryReserve, DefaultsAreNcclsBuffersAndTheStatedContextAndWorkspace) {
+    const prism::MemoryReserveSpec r = prism::default_memory_reserve();
+    DesignPoint p;
+    p.tp = 8;
+    p.pp = 4;
+    p.dp = 16;
+
+    // NCCL src/init.cc: 4 MiB Simple + 120 x 640 x 8 x 8 LL128 + 8 x 512 x 8 x 16 LL per
+    // connection, 16 connections: 16 x 9,633,792 = 154,140,672 B
+    EXPECT_DOUBLE_EQ(r.nccl_bytes_per_communicator, 154140672.0);
+    // 512 MiB context + 96 MiB workspaces + 3 communicators
+    EXPECT_DOUBLE_EQ(prism::reserved_bytes(r, p), 536870912.0 + 100663296.0 + 3 * 154140672.0);
+}
+
+TEST(MemoryReserve, CountsInTheTotalThatDecidesFeasibility) {
+    prism::Experiment e = prism::test::small_experiment();
+    DesignPoint p;
+    p.dp = 2;
+    const prism::DeterministicResult bare = prism::evaluate_deterministic(e, p);
+    e.memory_reserve.cuda_context_bytes = 1e9;
+    e.memory_reserve.nccl_bytes_per_communicator = 1e8;
+
+    const prism::DeterministicResult with = prism::evaluate_deterministic(e, p);
+
+    EXPECT_DOUBLE_EQ(with.memory.reserved_bytes, 1e9 + 1e8);  // one communicator: dp
+    EXPECT_NEAR(with.memory.total_bytes() - bare.memory.total_bytes(), 1.1e9, 1e-3);
+    // a capacity between the two totals: the reserve makes the point infeasible
+    e.hardware[0].gpu.hbm_bytes = bare.memory.total_bytes() + 0.5e9;
+    EXPECT_FALSE(prism::evaluate_deterministic(e, p).feasible);
+    e.memory_reserve = {};
+    EXPECT_TRUE(prism::evaluate_deterministic(e, p).feasible);
 }
 
 }  // namespace

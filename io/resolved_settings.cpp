@@ -1,0 +1,106 @@
+#include "io/resolved_settings.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "io/detail/toml_reader.hpp"
+#include "src/model/design_space.hpp"
+#include "src/model/memory.hpp"
+
+namespace prism::io {
+
+namespace {
+
+std::string flag(bool value) { return value ? "true" : "false"; }
+
+std::string mib(double bytes) { return fmt::format("{:g} MiB", bytes / (1024.0 * 1024.0)); }
+
+/// Why flash_attention is what the loader made it.
+std::string flash_why(const Experiment& e) {
+    std::vector<std::string> without;
+    for (const HardwareSpec& hw : e.hardware) {
+        if (!(hw.gpu.attention_efficiency > 0)) without.push_back(hw.name);
+    }
+    if (without.empty())
+        return "fused attention: every GPU has a fitted fused-attention efficiency";
+    return fmt::format(
+        "unfused: [hardware.{}] has no fused-attention efficiency (attention_"
+        "efficiency; the A100 preset's published runs are unfused)",
+        without.front());
+}
+
+}  // namespace
+
+std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
+    const toml::table root = detail::parse_toml(e.text, e.file);
+    std::vector<ResolvedSetting> out;
+    const auto add = [&](const std::string& table, const std::string& key, std::string value,
+                         std::string why = {}) {
+        const bool given = static_cast<bool>(root[table][key]);
+        out.push_back({table + "." + key, std::move(value), !given, given ? "" : std::move(why)});
+    };
+    const TrainingSpec& t = e.training;
+    add("training", "precision", t.precision == Precision::fp8 ? "\"fp8\"" : "\"bf16\"");
+    add("training", "flash_attention", flag(t.flash_attention), flash_why(e));
+    add("training", "overlap_grad_reduce", flag(t.overlap_grad_reduce),
+        "Megatron --overlap-grad-reduce");
+    add("training", "overlap_param_gather", flag(t.overlap_param_gather),
+        "Megatron --overlap-param-gather");
+    add("training", "tp_comm_overlap", flag(t.tp_comm_overlap),
+        "off: needs TransformerEngine userbuffers");
+    add("training", "fsdp_prefetch", flag(t.fsdp_prefetch), "PyTorch FSDP prefetch");
+    add("training", "fp8_params", flag(t.fp8_params));
+
+    // the design point's dimensions that no [space] list varies
+    const DesignPoint& p = e.defaults;
+    const auto in_space = [&](const char* name) {
+        return std::any_of(e.space.dimensions.begin(), e.space.dimensions.end(),
+                           [&](const Dimension& d) { return d.name == name; });
+    };
+    const auto dimension = [&](const char* name, std::string value, std::string why = {}) {
+        if (!in_space(name)) add("defaults", name, std::move(value), std::move(why));
+    };
+    dimension("tp", std::to_string(p.tp));
+    dimension("pp", std::to_string(p.pp));
+    if (!in_space("gpus")) dimension("dp", std::to_string(p.dp));
+    dimension("cp", std::to_string(p.cp));
+    dimension("microbatch", std::to_string(p.microbatch));
+    dimension("zero_stage", std::to_string(p.zero_stage));
+    dimension("recompute", "\"" + recompute_name(p.recompute) + "\"");
+    dimension("sequence_parallel",
+              e.sequence_parallel_follows_tp ? "tp > 1" : flag(p.sequence_parallel),
+              "on wherever tp > 1, as Megatron-LM's and NeMo's recipes run TP");
+    dimension("interleave", std::to_string(p.interleave));
+
+    add("constraints", "max_memory_fraction",
+        fmt::format("{:g}", e.constraints.max_memory_fraction),
+        "the rest left to the allocator's fragmentation (published runs reach 0.958)");
+    const MemoryReserveSpec& r = e.memory_reserve;
+    add("memory", "cuda_context", mib(r.cuda_context_bytes), "CUDA context and loaded kernels");
+    add("memory", "workspace", mib(r.workspace_bytes), "cuBLAS and TransformerEngine workspaces");
+    add("memory", "nccl_per_communicator", mib(r.nccl_bytes_per_communicator),
+        "16 connections x (4 MiB Simple + 4.69 MiB LL128 + 0.5 MiB LL), NCCL's defaults");
+
+    const EvaluationSpec& v = e.evaluation;
+    add("evaluation", "method", v.method == Method::analytic ? "\"analytic\"" : "\"montecarlo\"");
+    if (v.method == Method::analytic) {
+        add("evaluation", "grid_points", std::to_string(v.grid_points));
+        add("evaluation", "prune", flag(v.prune));
+    } else {
+        add("evaluation", "samples", std::to_string(v.samples));
+    }
+    add("evaluation", "sensitivity", flag(v.sensitivity));
+    if (e.cotune.enabled && e.cotune.lr_rule == LrRule::deepseek) {
+        const double x = e.cotune.lr_batch_exponent;
+        add("cotune", "lr_batch_scaling",
+            x == 0.5   ? "\"sqrt\""
+            : x == 1.0 ? "\"linear\""
+                       : "\"none\"",
+            "square root around the rule's (lr_opt, B_opt): Adam's scaling (Malladi et al. 2022)");
+    }
+    return out;
+}
+
+}  // namespace prism::io
