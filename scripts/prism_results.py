@@ -425,7 +425,8 @@ PAGE_GZIP_ABOVE = 0         # compress the column blob when it is larger (bytes)
 PAGE_TOP = 100              # rows of the page's ranking table
 KEY_METRICS = ("step_time_s", "step_time_p50_s", "step_time_p95_s", "step_time_p99_s",
                "p_slow_5pct", "tokens_per_s", "mfu", "memory_per_gpu_gib", "gpu_hours_mean",
-               "run_time_p50_days", "time_to_target_p50_s", "goodput_tokens_per_s")
+               "run_time_p50_days", "time_to_target_p50_days", "time_to_target_p50_s",
+               "goodput_tokens_per_s")
 
 
 def _page_rows(table, front_positions, max_rows, seed=0):
@@ -445,9 +446,13 @@ def _page_rows(table, front_positions, max_rows, seed=0):
 
 
 def _cotune_panels(path, table, rows_label):
-    metric = "time_to_target_p50_s"
+    # in days since model version 2026.11.27.2; files before stored seconds
+    metric = "time_to_target_p50_days"
+    if metric not in table:
+        metric = "time_to_target_p50_s"
     if metric not in table or "global_batch" not in table or "tokens_per_s" not in table:
         return None
+    per_day = 86400.0 if units(path).get(metric) == "s" else 1.0
     curves = time_to_target(path, metric)
     ok = (table["status"] == "ok") & np.isfinite(table[metric])
     noise = table["b_noise"] if "b_noise" in table else np.full(len(ok), np.nan)
@@ -459,13 +464,13 @@ def _cotune_panels(path, table, rows_label):
         def pick(r):
             return {"index": int(table["index"][r]), "label": rows_label(r),
                     "batch": int(table["global_batch"][r]),
-                    "days": float(table[metric][r]) / 86400.0,
+                    "days": float(table[metric][r]) / per_day,
                     "tokens_per_s": float(table["tokens_per_s"][r])}
         panels.append({
             "title": "B_noise from B_crit(L)" if bn is None else f"B_noise = {bn:.3g} tokens",
             "b_noise": bn,
             "curves": [{"gpus": g, "batch": c["batch"].tolist(),
-                        "best_days": (c["best"] / 86400.0).tolist(),
+                        "best_days": (c["best"] / per_day).tolist(),
                         "throughput_batch": c["throughput_batch"]} for g, c in by_gpus.items()],
             "time_pick": pick(rows[np.argmin(table[metric][rows])]) if rows.size else None,
             "throughput_pick": pick(rows[np.argmax(table["tokens_per_s"][rows])])
