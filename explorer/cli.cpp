@@ -29,6 +29,7 @@
 #include "src/model/deterministic.hpp"
 #include "src/model/evaluate.hpp"
 #include "src/model/memory.hpp"
+#include "src/stochastic/step_distribution.hpp"
 
 namespace prism::explorer {
 
@@ -219,6 +220,13 @@ int eval_command(const std::string& path, const std::string& point_text) {
     if (r.status == PointStatus::infeasible) std::cout << fmt::format("infeasible: {}\n", r.reason);
     std::cout << fmt::format("point: {} ({} GPUs)\n", describe_point(e, p), p.gpus());
     std::cout << format_breakdown(det) << "\n";
+    if (e.evaluation.method == Method::analytic && r.status == PointStatus::ok &&
+        stochastic::analytic_hands_over(det.profile, p, e.hardware[p.hardware], e.variability)) {
+        std::cout << fmt::format(
+            "evaluator: Monte Carlo, {} draws (the point is outside the analytic law's domain: "
+            "README, \"Where the analytic evaluator hands over\")\n",
+            e.evaluation.samples);
+    }
     if (r.status != PointStatus::ok && r.status != PointStatus::infeasible) {
         std::cout << fmt::format("status: {}\n", r.reason);
     }
