@@ -103,7 +103,7 @@ VerifyOutcome verify_on_workers(const std::vector<std::uint64_t>& front, std::si
         }
     }
     constexpr std::size_t kReply = sizeof(std::uint64_t) + kFigures * sizeof(double);
-    std::chrono::microseconds sleep(20);
+    BackoffReceiver receiver;
     while (busy > 0) {
         if (!stopping && stop && stop()) {
             stopping = true;
@@ -112,14 +112,8 @@ VerifyOutcome verify_on_workers(const std::vector<std::uint64_t>& front, std::si
         if (stopping && std::chrono::duration<double>(Clock::now() - stop_time).count() > grace_s) {
             return VerifyOutcome::workers_busy;
         }
-        auto message = try_receive();
-        if (!message) {
-            // as the sweep's master: sleep between probes, MPICH's blocking receive would spin
-            std::this_thread::sleep_for(sleep);
-            sleep = std::min(std::chrono::microseconds(2000), sleep * 2);
-            continue;
-        }
-        sleep = std::chrono::microseconds(20);
+        auto message = receiver.next();
+        if (!message) continue;
         const Envelope& env = *message;
         if (env.tag != static_cast<int>(Tag::verify) || env.bytes.size() != kReply) continue;
         std::uint64_t position = 0;

@@ -53,6 +53,17 @@ std::optional<Envelope> try_receive(int source) {
     return e;
 }
 
+std::optional<Envelope> BackoffReceiver::next(int source) {
+    auto e = try_receive(source);
+    if (e) {
+        sleep_ = std::chrono::microseconds(20);
+    } else {
+        std::this_thread::sleep_for(sleep_);
+        sleep_ = std::min(std::chrono::microseconds(2000), sleep_ * 2);
+    }
+    return e;
+}
+
 Envelope receive_polling(int source, std::chrono::microseconds max_sleep) {
     std::chrono::microseconds sleep(20);
     while (true) {

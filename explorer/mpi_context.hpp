@@ -54,6 +54,17 @@ void send_bytes(int dest, int tag, const std::string& bytes);
 /// A message if one is waiting (any source), without blocking.
 std::optional<Envelope> try_receive(int source = MPI_ANY_SOURCE);
 
+/// try_receive for loops that check something else between probes (a stop flag, a deadline):
+/// after an empty probe it sleeps, 20 us doubling up to 2 ms, so that a master waiting on its
+/// workers does not spin a core (MPICH's blocking receive would); a message resets the sleep.
+class BackoffReceiver {
+  public:
+    std::optional<Envelope> next(int source = MPI_ANY_SOURCE);
+
+  private:
+    std::chrono::microseconds sleep_{20};
+};
+
 /// Waits for a message, probing with growing sleeps (up to `max_sleep`) in between.
 Envelope receive_polling(int source = MPI_ANY_SOURCE,
                          std::chrono::microseconds max_sleep = std::chrono::microseconds(2000));

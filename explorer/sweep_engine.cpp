@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -178,21 +177,15 @@ EngineReport run_master(const EngineOptions& options, int workers, ResultConsume
         release_waiting();
     };
 
-    std::chrono::microseconds sleep(20);
+    BackoffReceiver receiver;
     while (active > 0) {
         if (!stopping && (watch.signal() != 0 || watch.time_up() || consumer.abort_requested())) {
             stop();
         }
         if (stopping && in_flight > 0 && seconds_since(stop_time) > options.grace_s) break;
 
-        auto message = try_receive();
-        if (!message) {
-            // Sleep between probes: MPICH's blocking receive would spin on this core.
-            std::this_thread::sleep_for(sleep);
-            sleep = std::min(std::chrono::microseconds(2000), sleep * 2);
-            continue;
-        }
-        sleep = std::chrono::microseconds(20);
+        auto message = receiver.next();
+        if (!message) continue;
         const auto tag = static_cast<Tag>(message->tag);
         if (tag == Tag::result) {
             ChunkResult result;

@@ -141,13 +141,12 @@ double group_units(const StepProfile& profile, const HardwareSpec& hardware,
     return std::ceil(static_cast<double>(group) / unit);
 }
 
-/// Whether every unit is slow (slow_probability 1): the analytic evaluator then takes the slow
-/// state as the base (flip_slow_state), which is exact. Where the slow state is only typical
-/// (most groups hold a slow unit) the point goes to Monte Carlo instead (analytic_hands_over):
-/// the flipped law (healthy units as fast ones with probability 1 - q) is outside the analytic
-/// evaluator's tested domain (a generated case gave a NaN mean).
-bool slow_state_typical(const StepProfile& /*profile*/, const DesignPoint& /*point*/,
-                        const HardwareSpec& /*hardware*/, const VariabilitySpec& spec) {
+/// Whether every unit is slow (slow_probability 1): the analytic evaluator then evaluates the
+/// profile with the slowed kernels and no slow units (drop_all_slow), which is exact. Where the
+/// slow state is only typical (most groups hold a slow unit) the point goes to Monte Carlo
+/// instead (analytic_hands_over): a law with the healthy units as "fast" ones (probability
+/// 1 - q) is outside the analytic evaluator's tested domain (a generated case gave a NaN mean).
+bool every_unit_slow(const VariabilitySpec& spec) {
     const auto& per = spec.persistent;
     return per.slow_probability >= 1.0 && per.slow_factor > 0 && per.slow_factor != 1.0;
 }
@@ -173,9 +172,8 @@ bool lockstep_outside_analytic(const StepProfile& profile, const HardwareSpec& h
             noisy = true;
         }
     }
-    if (!noisy) return false;
+    if (!noisy || q >= 1.0) return false;
     const double u = group_units(profile, hardware, spec);
-    if (q >= 1.0) return false;
     // K ~ Binomial(u, q) slow units in the stage; a slow node puts all of its GPUs of the
     // stage at the slow factor at once (K = 1 unit is already several slow GPUs)
     const double p0 = std::exp(u * std::log1p(-q));
@@ -184,15 +182,13 @@ bool lockstep_outside_analytic(const StepProfile& profile, const HardwareSpec& h
     return (several_gpus ? 1.0 - p0 : 1.0 - p0 - p1) > 1e-3;
 }
 
-/// With the slow state typical (slow_state_typical), `spec` and `flipped` become the same law
-/// with the slowed kernels in the profile and the healthy units as fast ones.
-bool flip_slow_state(const StepProfile& profile, const DesignPoint& point,
-                     const HardwareSpec& hardware, VariabilitySpec& spec, StepProfile& flipped) {
-    if (!slow_state_typical(profile, point, hardware, spec)) return false;
-    const double k = spec.persistent.slow_factor;
-    flipped = with_slowed_compute(profile, k);
-    spec.persistent.slow_probability = 1.0 - spec.persistent.slow_probability;
-    spec.persistent.slow_factor = 1.0 / k;
+/// With every unit slow (every_unit_slow): `flipped` is the profile with the slowed kernels
+/// and `spec` loses its slow units, the same law.
+bool drop_all_slow(const StepProfile& profile, VariabilitySpec& spec, StepProfile& flipped) {
+    if (!every_unit_slow(spec)) return false;
+    flipped = with_slowed_compute(profile, spec.persistent.slow_factor);
+    spec.persistent.slow_probability = 0;
+    spec.persistent.slow_factor = 1;
     return true;
 }
 
@@ -242,7 +238,7 @@ StepDistribution checked(StepDistribution d, const DesignPoint& point) {
 
 bool analytic_hands_over(const StepProfile& profile, const DesignPoint& point,
                          const HardwareSpec& hardware, const VariabilitySpec& variability) {
-    if (slow_state_typical(profile, point, hardware, variability)) return false;
+    if (every_unit_slow(variability)) return false;
     // the analytic law is linearized at a group without slow members: where most groups hold
     // one (but not all of their units slow) it reads them far from where it is exact
     const auto& per = variability.persistent;
@@ -284,35 +280,27 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     if (spec.is_deterministic()) {
         return point_mass(deterministic_step_time(profile), evaluation);
     }
-    // The analytic evaluator linearizes a replica around its groups' typical factor, that of a
-    // group without slow members. Where most groups hold a slow member (every unit slow, or a
-    // ZeRO-3 stage of hundreds of GPUs of which a few percent are slow), the slow state is the
-    // typical one: the same law is then evaluated with the slowed kernels in the profile and
-    // the healthy units as "fast" ones (slow_factor 1 / k, probability 1 - q), so that the
-    // linearization sits where the groups are and every unit slow is exactly the hardware k
-    // times slower (DESIGN.md's invariants).
-    StepProfile flipped_profile;
-    const StepProfile* used = &profile;
+    // Outside the analytic law's domain the point is Monte Carlo's (analytic_hands_over); with
+    // every unit slow the analytic evaluator takes the profile with the slowed kernels, so that
+    // it equals the hardware k times slower exactly (DESIGN.md's invariants).
     EvaluationSpec eval_used = evaluation;
     if (evaluation.method == Method::analytic &&
         analytic_hands_over(profile, point, hardware, spec)) {
         eval_used.method = Method::montecarlo;
     }
     const EvaluationSpec& evaluation_ = eval_used;
-    if (evaluation_.method == Method::analytic &&
-        flip_slow_state(profile, point, hardware, spec, flipped_profile)) {
-        used = &flipped_profile;
-        if (spec.is_deterministic()) {
-            StepDistribution out =
-                point_mass(deterministic_step_time(flipped_profile), evaluation_);
-            out.deterministic_s = deterministic_step_time(profile);
-            return checked(out, point);
-        }
+    StepProfile flipped_profile;
+    const bool flipped =
+        evaluation_.method == Method::analytic && drop_all_slow(profile, spec, flipped_profile);
+    if (flipped && spec.is_deterministic()) {
+        StepDistribution out = point_mass(deterministic_step_time(flipped_profile), evaluation_);
+        out.deterministic_s = deterministic_step_time(profile);
+        return checked(out, point);
     }
     if (evaluation_.method == Method::analytic) regularize_atoms(spec);
-    auto model =
-        detail::build_step_model(*used, point, hardware, cluster, spec, deterministic_classes);
-    model.deterministic_s = deterministic_step_time(profile);
+    auto model = detail::build_step_model(flipped ? flipped_profile : profile, point, hardware,
+                                          cluster, spec, deterministic_classes);
+    if (flipped) model.deterministic_s = deterministic_step_time(profile);
     const auto layout_ptr = layout_for(model, point, hardware, cluster);
     const detail::PersistentLayout& layout = *layout_ptr;
     const int clusters =
@@ -358,7 +346,7 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
                                  int grid_points) {
     VariabilitySpec spec = variability;
     StepProfile flipped;
-    const bool flip = flip_slow_state(profile, point, hardware, spec, flipped);
+    const bool flip = drop_all_slow(profile, spec, flipped);
     if (flip && spec.is_deterministic()) {
         const double t = deterministic_step_time(flipped);
         std::vector<double> cdf;

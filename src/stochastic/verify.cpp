@@ -35,19 +35,12 @@ Verification verify_monte_carlo(const StepProfile& profile, const DesignPoint& p
     if (x.empty()) return v;
     check_stop();
     if (analytic_hands_over(profile, point, hardware, variability)) {
-        // the sweep evaluated this point by Monte Carlo (outside the analytic law's domain):
-        // its distribution is the empirical one of its own draws, against which the check is
-        // made (the same streams: KS 0 unless the sample counts differ)
-        const auto y = [&] {
-            auto d = monte_carlo_samples(profile, point, hardware, cluster, variability,
-                                         evaluation.samples, seed, stream_index);
-            std::sort(d.begin(), d.end());
-            return d;
-        }();
+        // the sweep evaluated this point by Monte Carlo on these very streams (outside the
+        // analytic law's domain): its law is the empirical CDF of the draws x themselves
         std::vector<double> cdf(x.size());
         for (std::size_t k = 0; k < x.size(); ++k) {
-            cdf[k] = static_cast<double>(std::upper_bound(y.begin(), y.end(), x[k]) - y.begin()) /
-                     static_cast<double>(y.size());
+            cdf[k] = static_cast<double>(std::upper_bound(x.begin(), x.end(), x[k]) - x.begin()) /
+                     static_cast<double>(x.size());
         }
         v.ks = ks_to_samples(x, cdf);
     } else {
