@@ -35,7 +35,7 @@ PointResult ChunkEvaluator::row(const DesignPoint& point, std::uint64_t index,
         // dominates, ends there (the same row evaluate() would give an infeasible point)
         PointResult screened = evaluator_->screen(point, index, stream);
         if (screened.status != PointStatus::dominated ||
-            front->dominated(pruning_->bounds(screened.values).data())) {
+            front->dominated(pruning_->bounds(screened).data())) {
             return screened;
         }
     }

@@ -13,8 +13,20 @@
 
 namespace prism::explorer {
 
+namespace {
+
+std::vector<bool> maximize_flags(const Experiment& experiment) {
+    std::vector<bool> out;
+    for (const auto& o : experiment.objectives) out.push_back(o.maximize);
+    return out;
+}
+
+}  // namespace
+
 Pruning::Pruning(const Experiment& experiment, const MetricSchema& schema)
-    : front_(objective_senses(experiment)) {
+    : scenarios_(experiment),
+      senses_(scenarios_.augment(maximize_flags(experiment))),
+      front_(senses_.empty() ? std::vector<bool>{false} : senses_) {
     for (const auto& o : experiment.objectives) {
         metric_.push_back(find_metric(schema, o.metric));
         name_.push_back(o.metric);
@@ -47,26 +59,28 @@ Pruning::Pruning(const Experiment& experiment, const MetricSchema& schema)
     schema_ = schema;
 }
 
-std::vector<double> Pruning::bounds(const std::vector<double>& screened) const {
+std::vector<double> Pruning::bounds(const PointResult& screened) const {
     std::vector<double> b(name_.size(), kNaN);
-    if (!enabled_) return b;
-    for (std::size_t j = 0; j < name_.size(); ++j) b[j] = metric_bound(schema_, screened, name_[j]);
-    return b;
+    if (enabled_) {
+        for (std::size_t j = 0; j < name_.size(); ++j)
+            b[j] = metric_bound(schema_, screened.values, name_[j]);
+    }
+    return scenarios_.augment(b, screened.index);
 }
 
-std::vector<double> Pruning::objectives(const std::vector<double>& row) const {
+std::vector<double> Pruning::objectives(const PointResult& row) const {
     std::vector<double> v(metric_.size(), kNaN);
     for (std::size_t j = 0; j < metric_.size(); ++j) {
-        if (metric_[j] >= 0 && static_cast<std::size_t>(metric_[j]) < row.size()) {
-            v[j] = row[metric_[j]];
+        if (metric_[j] >= 0 && static_cast<std::size_t>(metric_[j]) < row.values.size()) {
+            v[j] = row.values[metric_[j]];
         }
     }
-    return v;
+    return scenarios_.augment(v, row.index);
 }
 
 void Pruning::set_pilot(const std::vector<PointResult>& rows) {
     for (const auto& r : rows) {
-        if (r.status == PointStatus::ok) front_.insert(r.index, objectives(r.values));
+        if (r.status == PointStatus::ok) front_.insert(r.index, objectives(r));
     }
 }
 
@@ -76,9 +90,9 @@ bool Pruning::dominated(const std::vector<double>& bounds) const {
 
 bool Pruning::check(const PointResult& row) {
     if (!enabled_ || row.status != PointStatus::ok) return !violated();
-    const auto v = objectives(row.values);
-    const auto b = bounds(row.values);
-    for (std::size_t j = 0; j < v.size(); ++j) {
+    const auto v = objectives(row);
+    const auto b = bounds(row);
+    for (std::size_t j = 0; j < maximize_.size(); ++j) {  // the scenario's ids are no bounds
         if (std::isnan(v[j]) || std::isnan(b[j])) continue;
         const double tol = 1e-12 * std::abs(b[j]);
         const bool broken = maximize_[j] ? v[j] > b[j] + tol : v[j] < b[j] - tol;
@@ -97,8 +111,8 @@ std::vector<double> Pruning::front_values() const {
 }
 
 ParetoArchive Pruning::archive_of(const std::vector<double>& values) const {
-    ParetoArchive a(maximize_.empty() ? std::vector<bool>{false} : maximize_);
-    const std::size_t k = std::max<std::size_t>(1, maximize_.size());
+    ParetoArchive a(senses_.empty() ? std::vector<bool>{false} : senses_);
+    const std::size_t k = std::max<std::size_t>(1, senses_.size());
     for (std::size_t i = 0; i + k <= values.size(); i += k) {
         a.insert(i / k, std::vector<double>(values.begin() + static_cast<std::ptrdiff_t>(i),
                                             values.begin() + static_cast<std::ptrdiff_t>(i + k)));
@@ -132,7 +146,7 @@ PilotProbe probe_pilot(const DesignSpace& space, const Evaluator& evaluator, con
         candidates.resize(max_screened);
         std::sort(candidates.begin(), candidates.end());
     }
-    ParetoArchive front(pruning.maximize().empty() ? std::vector<bool>{false} : pruning.maximize());
+    ParetoArchive front(pruning.senses().empty() ? std::vector<bool>{false} : pruning.senses());
     for (const std::uint64_t i : candidates) {
         PointResult screened;
         try {
@@ -142,7 +156,7 @@ PilotProbe probe_pilot(const DesignSpace& space, const Evaluator& evaluator, con
         }
         ++out.screened;
         if (screened.status != PointStatus::dominated) continue;  // infeasible
-        auto b = pruning.bounds(screened.values);
+        auto b = pruning.bounds(screened);
         front.insert(i, b);
         if (keep_bounds) out.bounds.emplace_back(i, std::move(b));
     }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "explorer/pareto.hpp"
+#include "explorer/scenarios.hpp"
 #include "src/model/evaluate.hpp"
 #include "src/model/metrics.hpp"
 #include "src/model/spec.hpp"
@@ -45,10 +46,12 @@ class Pruning {
     const std::string& off_reason() const noexcept { return off_reason_; }
 
     /// The objectives' bounds from a screened row (Evaluator::screen, schema order); the same
-    /// from a full row (its deterministic metrics are the screen's).
-    std::vector<double> bounds(const std::vector<double>& screened) const;
-    /// The objectives' values of a full row.
-    std::vector<double> objectives(const std::vector<double>& row) const;
+    /// from a full row (its deterministic metrics are the screen's). With scenario dimensions
+    /// the row's scenario id follows twice (ScenarioKey::augment): rows of different scenarios
+    /// never dominate each other, so every front and every pruning decision is per scenario.
+    std::vector<double> bounds(const PointResult& screened) const;
+    /// The objectives' values of a full row (with the scenario id, as bounds()).
+    std::vector<double> objectives(const PointResult& row) const;
 
     /// The pilot's evaluated rows (ok ones count): their front decides from now on.
     void set_pilot(const std::vector<PointResult>& rows);
@@ -60,8 +63,8 @@ class Pruning {
     /// relative): the bound did not hold, so it cannot be trusted for points not evaluated.
     bool check(const PointResult& row);
 
-    /// The pilot front's objective vectors, flat (num_objectives() each): what workers prune
-    /// with (archive_of).
+    /// The pilot front's objective vectors, flat (width() each): what workers prune with
+    /// (archive_of).
     std::vector<double> front_values() const;
     /// An archive of `values` (front_values() of some Pruning of the same experiment).
     ParetoArchive archive_of(const std::vector<double>& values) const;
@@ -69,6 +72,9 @@ class Pruning {
     std::size_t num_objectives() const noexcept { return metric_.size(); }
     /// The objectives' Pareto senses (maximize flags).
     const std::vector<bool>& maximize() const noexcept { return maximize_; }
+    /// The senses of bounds() and objectives() vectors: maximize() and the scenario's two.
+    const std::vector<bool>& senses() const noexcept { return senses_; }
+    std::size_t width() const noexcept { return senses_.size(); }
     /// The first bound violation seen (index, message), if any.
     const std::pair<std::uint64_t, std::string>& violation() const noexcept { return violation_; }
     bool violated() const noexcept { return !violation_.second.empty(); }
@@ -78,6 +84,8 @@ class Pruning {
     std::vector<int> metric_;        ///< schema index per objective
     std::vector<std::string> name_;  ///< per objective
     std::vector<bool> maximize_;
+    ScenarioKey scenarios_;
+    std::vector<bool> senses_;  ///< maximize_ with the scenario's (ScenarioKey::augment)
     bool enabled_ = false;
     std::string off_reason_;
     ParetoArchive front_;  ///< the pilot's

@@ -1,4 +1,5 @@
 #include "explorer/report.hpp"
+#include "explorer/scenarios.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -95,6 +96,66 @@ void print_verification(const std::vector<io::VerifiedPoint>& rows, std::ostream
                          Cell(percent(v.analytic_p99_s, v.mc_p99_s))});
     }
     out << format_table(cols, lines);
+}
+
+/// A front of scenario dimensions: one front per scenario, then the robust pick
+/// (explorer/scenarios.hpp).
+void print_scenario_fronts(const io::ResultReader& reader, const Experiment& experiment,
+                           const io::ParetoSet& set, const std::string& objectives,
+                           const std::vector<std::size_t>& rows, const Loaded& data,
+                           const std::vector<std::string>& shown, std::ostream& out) {
+    Experiment keyed = experiment;
+    keyed.space.scenarios = set.scenarios;  // the file's word, not a re-derived default
+    const ScenarioKey key(keyed);
+    std::string dims;
+    for (const auto& d : set.scenarios) dims += (dims.empty() ? "" : ", ") + d;
+    out << fmt::format("\nPareto front '{}' ({}) per scenario of {}: {} points in {} scenarios\n",
+                       set.name, objectives, dims, rows.size(), key.count());
+    for (std::uint64_t s = 0; s < key.count(); ++s) {
+        std::vector<std::size_t> mine;
+        for (const std::size_t r : rows) {
+            if (key.of(data.index[r]) == s) mine.push_back(r);
+        }
+        out << fmt::format("\nscenario {}: {} points\n", key.label(s), mine.size());
+        out << format_table(table_columns(data, shown), table_rows(data, shown, mine));
+    }
+    // the robust pick over every ok row
+    std::vector<std::vector<double>> columns;
+    std::vector<bool> maximize;
+    for (std::size_t k = 0; k < set.objectives.size(); ++k) {
+        columns.push_back(reader.metric(set.objectives[k]));
+        maximize.push_back(set.senses[k] == "max");
+    }
+    std::vector<ScenarioRow> candidates;
+    for (std::size_t r = 0; r < data.index.size(); ++r) {
+        if (data.status[r] != PointStatus::ok) continue;
+        ScenarioRow row{
+            data.index[r], key.configuration_of(data.index[r]), key.of(data.index[r]), {}};
+        bool finite = true;
+        for (const auto& c : columns) {
+            row.objectives.push_back(c[r]);
+            finite = finite && std::isfinite(c[r]);
+        }
+        if (finite) candidates.push_back(std::move(row));
+    }
+    const RobustPick pick = robust_pick(candidates, maximize, key.count());
+    if (!pick.found) {
+        out << fmt::format("\nRobust pick across scenarios: none ({})\n", pick.why_not);
+        return;
+    }
+    std::string regrets;
+    for (std::uint64_t s = 0; s < key.count(); ++s) {
+        regrets += fmt::format("{}{}: {:.2f}%", s ? ", " : "", key.label(s), 100 * pick.regret[s]);
+    }
+    out << fmt::format(
+        "\nRobust pick across scenarios (least worst-case regret against each scenario's front): "
+        "worst regret {:.2f}% ({})\n",
+        100 * pick.worst_regret, regrets);
+    std::map<std::uint64_t, std::size_t> row_of;
+    for (std::size_t r = 0; r < data.index.size(); ++r) row_of[data.index[r]] = r;
+    std::vector<std::size_t> picked;
+    for (const auto i : pick.index) picked.push_back(row_of.at(i));
+    out << format_table(table_columns(data, shown), table_rows(data, shown, picked));
 }
 
 }  // namespace
@@ -215,9 +276,13 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
                 objectives +=
                     fmt::format("{}{} {}", k ? ", " : "", set.senses[k], set.objectives[k]);
             }
-            out << fmt::format("\nPareto front '{}' ({}): {} points\n", name, objectives,
-                               rows.size());
-            out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
+            if (set.scenarios.empty()) {
+                out << fmt::format("\nPareto front '{}' ({}): {} points\n", name, objectives,
+                                   rows.size());
+                out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
+                continue;
+            }
+            print_scenario_fronts(reader, experiment, set, objectives, rows, data, shown, out);
         }
     }
 

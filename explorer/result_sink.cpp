@@ -86,7 +86,8 @@ ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
       writer_(std::move(writer)),
       columns_(point_columns(experiment)),
       placement_labels_(placement_labels_of(experiment)),
-      archive_(objective_senses(experiment)) {
+      scenarios_(experiment),
+      archive_(scenarios_.augment(objective_senses(experiment))) {
     const MetricSchema& schema = writer_.metric_schema();
     for (const auto& o : experiment.objectives) {
         const int k = find_metric(schema, o.metric);
@@ -109,7 +110,7 @@ ResultSink::ResultSink(const Experiment& experiment, const DesignSpace& space,
     for (std::size_t r = 0; r < index.size(); ++r) {
         if (status[r] != PointStatus::ok) continue;  // as in append_rows: only ok rows compete
         for (std::size_t k = 0; k < columns.size(); ++k) row[k] = columns[k][r];
-        archive_.insert(index[r], row);
+        archive_.insert(index[r], scenarios_.augment(row, index[r]));
     }
 }
 
@@ -189,7 +190,7 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
         if (row.status == PointStatus::ok && !objective_metric_.empty()) {
             std::vector<double> objectives;
             for (int k : objective_metric_) objectives.push_back(row.values[k]);
-            archive_.insert(row.index, objectives);
+            archive_.insert(row.index, scenarios_.augment(objectives, row.index));
         }
     }
     writer_.append(batch);

@@ -12,6 +12,7 @@
 #include "explorer/design_space.hpp"
 #include "explorer/pareto.hpp"
 #include "explorer/pruning.hpp"
+#include "explorer/scenarios.hpp"
 #include "explorer/sweep_engine.hpp"
 #include "io/result_store.hpp"
 #include "src/model/spec.hpp"
@@ -64,7 +65,8 @@ class ResultSink : public ResultConsumer {
     std::vector<io::ColumnSpec> columns_;
     std::vector<std::string> placement_labels_;
     std::vector<int> objective_metric_;  ///< schema index per objective
-    ParetoArchive archive_;
+    ScenarioKey scenarios_;
+    ParetoArchive archive_;        ///< per scenario (ScenarioKey::augment)
     io::FilteredCounts filtered_;  ///< reasons in order of first appearance
     std::optional<std::pair<std::uint64_t, std::string>> abort_failure_;
     std::uint64_t rows_written_ = 0;

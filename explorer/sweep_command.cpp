@@ -81,11 +81,13 @@ io::ResultHeader header_of(const Experiment& e, const DesignSpace& space) {
     h.histogram_bins =
         e.evaluation.histogram ? static_cast<std::size_t>(e.evaluation.histogram_bins) : 0;
     if (!e.objectives.empty()) {
-        io::ParetoSpec front{"objectives", {}, {}};
+        io::ParetoSpec front{"objectives", {}, {}, {}};
         for (const auto& o : e.objectives) {
             front.objectives.push_back(o.metric);
             front.senses.push_back(o.maximize ? "max" : "min");
         }
+        const ScenarioKey scenarios(e);
+        if (scenarios.enabled()) front.scenarios = scenarios.dimensions();
         h.pareto_sets.push_back(std::move(front));
     }
     return h;

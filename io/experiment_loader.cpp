@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include "io/detail/experiment_checks.hpp"
@@ -519,8 +520,44 @@ std::optional<DimensionValue> apply_point_table(const Experiment& experiment,
     return dim.values[0];
 }
 
+/// `[space] scenarios`: names of [space] dimensions (default: b_noise where [space] lists it).
+void parse_scenarios(const toml::table& table, Experiment& experiment) {
+    std::vector<std::string> listed;
+    for (const auto& d : experiment.space.dimensions) listed.push_back(d.name);
+    const toml::node* node = table.get("scenarios");
+    if (node == nullptr) {
+        if (table.get("b_noise") != nullptr) experiment.space.scenarios = {"b_noise"};
+        return;
+    }
+    const toml::array& names = as_array(*node, "space.scenarios");
+    std::vector<std::string> chosen;
+    for (const toml::node& element : names) {
+        const std::string name = as_string(element, "space.scenarios");
+        if (std::find(listed.begin(), listed.end(), name) == listed.end()) {
+            fail_at(element,
+                    fmt::format("space.scenarios: '{}' is not a dimension of [space] "
+                                "(listed: {}){}",
+                                name, fmt::join(listed, ", "), did_you_mean(name, listed)));
+        }
+        if (std::find(chosen.begin(), chosen.end(), name) != chosen.end())
+            fail_at(element, fmt::format("space.scenarios: '{}' is named twice", name));
+        chosen.push_back(name);
+    }
+    if (!chosen.empty() && chosen.size() == listed.size()) {
+        fail_at(*node,
+                "space.scenarios: every [space] dimension is a scenario; leave at least one "
+                "that the study decides");
+    }
+    for (const std::string& name : listed) {  // [space] order
+        if (std::find(chosen.begin(), chosen.end(), name) != chosen.end())
+            experiment.space.scenarios.push_back(name);
+    }
+}
+
 void parse_space(const toml::table& table, Experiment& experiment) {
-    check_keys(table, "space", dimension_names());
+    std::vector<std::string> allowed = dimension_names();
+    allowed.push_back("scenarios");
+    check_keys(table, "space", allowed);
     const toml::node* dp = table.get("dp");
     const toml::node* gpus = table.get("gpus");
     if (dp != nullptr && gpus != nullptr) {
@@ -532,6 +569,7 @@ void parse_space(const toml::table& table, Experiment& experiment) {
                                    later.str()));
     }
     for (const auto& [key, node] : in_file_order(table)) {
+        if (key->str() == "scenarios") continue;  // parse_scenarios, once the dimensions are read
         const std::string full = join_key("space", std::string(key->str()));
         const DimensionInfo& info = *find_dimension(std::string(key->str()));
         const toml::array& values = as_array(*node, full);
@@ -554,6 +592,7 @@ void parse_space(const toml::table& table, Experiment& experiment) {
         }
         experiment.space.dimensions.push_back(std::move(dim));
     }
+    parse_scenarios(table, experiment);
 }
 
 // ---- [failures] ------------------------------------------------------------------------------
@@ -713,6 +752,20 @@ void apply_stack_defaults(const toml::table& root, Experiment& e) {
     e.memory_reserve = default_memory_reserve();
 }
 
+/// With scenario dimensions of more than one scenario, pruning is off unless [evaluation] asks
+/// for it: a pruned row has no stochastic metrics, and the robust pick across scenarios needs
+/// every configuration's in every scenario (explorer/scenarios.hpp).
+void prune_default_with_scenarios(const toml::table& root, Experiment& e) {
+    if (root["evaluation"]["prune"]) return;
+    std::size_t scenarios = 1;
+    for (const auto& d : e.space.dimensions) {
+        if (std::find(e.space.scenarios.begin(), e.space.scenarios.end(), d.name) !=
+            e.space.scenarios.end())
+            scenarios *= d.values.size();
+    }
+    if (scenarios > 1) e.evaluation.prune = false;
+}
+
 const toml::table* optional_table(const toml::table& root, std::string_view key) {
     const toml::node* node = root.get(key);
     return node == nullptr ? nullptr : &as_table(*node, key);
@@ -773,6 +826,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
         default_gpus = apply_point_table(experiment, *defaults, "defaults", experiment.defaults);
     }
     if (space != nullptr) parse_space(*space, experiment);
+    prune_default_with_scenarios(root, experiment);
     if (default_gpus) {
         // gpus in [defaults] fixes the total while [space] varies tp/pp/cp: it becomes a
         // one-value `gpus` dimension so that decode_point derives dp per point.

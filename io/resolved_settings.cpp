@@ -74,6 +74,15 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
               "on wherever tp > 1, as Megatron-LM's and NeMo's recipes run TP");
     dimension("interleave", std::to_string(p.interleave));
 
+    if (!e.space.dimensions.empty()) {
+        std::string names;
+        for (const auto& s : e.space.scenarios) names += (names.empty() ? "\"" : ", \"") + s + "\"";
+        add("space", "scenarios", "[" + names + "]",
+            e.space.scenarios.empty()
+                ? "no scenario dimension: one front over the whole space"
+                : "b_noise describes the world, not a choice: one front per value");
+    }
+
     add("constraints", "max_memory_fraction",
         fmt::format("{:g}", e.constraints.max_memory_fraction),
         "the rest left to the allocator's fragmentation (published runs reach 0.958)");
@@ -87,7 +96,10 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
     add("evaluation", "method", v.method == Method::analytic ? "\"analytic\"" : "\"montecarlo\"");
     if (v.method == Method::analytic) {
         add("evaluation", "grid_points", std::to_string(v.grid_points));
-        add("evaluation", "prune", flag(v.prune));
+        add("evaluation", "prune", flag(v.prune),
+            v.prune ? "skip the stochastic evaluation of points whose bounds are dominated"
+                    : "off with scenario dimensions: the robust pick needs every configuration "
+                      "in every scenario");
     } else {
         add("evaluation", "samples", std::to_string(v.samples));
     }

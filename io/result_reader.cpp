@@ -221,6 +221,8 @@ ParetoSet ResultReader::pareto(const std::string& name) const {
     set.name = name;
     set.objectives = detail::read_strings_attribute(group.get(), "objectives", where);
     set.senses = detail::read_strings_attribute(group.get(), "senses", where);
+    if (detail::has_attribute(group.get(), "scenarios", where))
+        set.scenarios = detail::read_strings_attribute(group.get(), "scenarios", where);
     Handle index = detail::open_dataset(group.get(), "index", where);
     const Where at_index = impl_->at("/pareto/" + name + "/index");
     set.indices =

@@ -87,6 +87,9 @@ struct ParetoSpec {
     std::string name;
     std::vector<std::string> objectives;  ///< metric names
     std::vector<std::string> senses;      ///< "min" or "max", one per objective
+    /// Scenario dimensions (attribute `scenarios`, absent when none): the set is the union of
+    /// one front per scenario (explorer/scenarios.hpp).
+    std::vector<std::string> scenarios;
 };
 
 /// Root attributes of a result file. The fields above the line are set by the writer's caller;
@@ -145,6 +148,7 @@ struct ParetoSet {
     std::string name;
     std::vector<std::string> objectives;  ///< metric names
     std::vector<std::string> senses;      ///< "min" or "max", one per objective
+    std::vector<std::string> scenarios;   ///< scenario dimensions (ParetoSpec::scenarios)
     std::vector<std::uint64_t> indices;   ///< design-space indices, sorted
 };
 

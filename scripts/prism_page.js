@@ -649,6 +649,31 @@
     return Plotly.react("cotune", traces, layout, PLOT_CONFIG);
   }
 
+  // -------------------------------------------------------------------------- scenarios
+  // A front of scenario dimensions (b_noise by default) is one front per scenario (the front
+  // selector lists them); the robust pick is the configuration with the least worst-case
+  // regret against each scenario's front (prism_results.robust_pick).
+  function renderScenarios() {
+    if (!D.robust || !D.robust.length) return;
+    const section = document.getElementById("scenario-section");
+    section.hidden = false;
+    const box = document.getElementById("scenario-picks");
+    box.textContent = "";
+    for (const p of D.robust) {
+      if (p.why_not) {
+        box.append(el("p", {}, "front " + p.front + " across " + p.dimensions.join(", ") +
+                      ": no robust pick (" + p.why_not + ")"));
+        continue;
+      }
+      box.append(el("p", {}, "front " + p.front + " across " + p.dimensions.join(", ") +
+                    ": " + p.label + ", worst regret " + (100 * p.worst).toFixed(2) + "%"));
+      const t = el("table", { class: "sortable", id: "robust-table-" + p.front });
+      fillTable(t, ["scenario", "regret %", "index"],
+                p.scenarios.map(([s, regret, row]) => [s, 100 * regret, num("index", row)]));
+      box.append(t);
+    }
+  }
+
   // ---------------------------------------------------------------------------- tables
   function fillTable(table, head, rows) {
     table.textContent = "";
@@ -778,6 +803,7 @@
     await renderDetails();
     await renderCotune();
     renderVerify();
+    renderScenarios();
     renderTables();
     selfCheck();
     document.body.dataset.rects = JSON.stringify(panelRects());

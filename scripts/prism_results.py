@@ -173,6 +173,8 @@ def pareto(path, name=None):
         return {"name": name,
                 "objectives": [_as_str(o) for o in g.attrs["objectives"]],
                 "senses": [_as_str(s) for s in g.attrs["senses"]],
+                "scenarios": ([_as_str(s) for s in g.attrs["scenarios"]]
+                              if "scenarios" in g.attrs else []),
                 "index": g["index"][:]}
 
 
@@ -393,6 +395,100 @@ def point_details(table, row, dims):
     }
 
 
+def _scenario_text(value):
+    """A scenario value as prism's report labels it (C++ fmt "{:g}" for numbers)."""
+    if isinstance(value, (str, np.str_, bytes)):
+        return _as_str(value)
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return f"{float(value):g}"
+
+
+def scenario_fronts(path, name=None):
+    """A front's per-scenario parts: a list of dict(label, rows) (row positions in load(path),
+    in the order of the first objective), one per scenario present among the front's points;
+    one entry labelled "" for a front without scenario dimensions (the stored front's
+    `scenarios` attribute, from [space] scenarios)."""
+    table = load(path)
+    front = pareto(path, name)
+    rows = front_rows(table, front)
+    dims = front["scenarios"]
+    if not dims:
+        return [{"label": "", "rows": rows}]
+    labels = [" ".join(f"{d}={_scenario_text(table[d][r])}" for d in dims) for r in rows]
+    out = {}
+    for r, label in zip(rows, labels):
+        out.setdefault(label, []).append(r)
+    return [{"label": label, "rows": np.array(members, dtype=np.int64)}
+            for label, members in out.items()]
+
+
+def robust_pick(path, name=None):
+    """The configuration with the least worst-case regret across the front's scenarios, by
+    brute force over the ok rows: regret(c, s) = min over the front F_s of scenario s of
+    max_j c_j / f_j - 1 (f_j / c_j - 1 for a maximized objective), 0 on the front. Returns None
+    without scenario dimensions, else dict(rows: {scenario label: row position}, regret:
+    {label: value}, worst, index: [design-space indices]) or dict(why_not=...)."""
+    table = load(path)
+    front = pareto(path, name)
+    dims = front["scenarios"]
+    if not dims:
+        return None
+    objectives, senses = front["objectives"], front["senses"]
+    point_names = [n for n in _point_names(path) if n not in dims]
+    ok = np.flatnonzero(table["status"] == "ok")
+    values = np.column_stack([table[o][ok] for o in objectives])
+    finite = np.all(np.isfinite(values), axis=1)
+    ok, values = ok[finite], values[finite]
+    if np.any(values <= 0):
+        return {"why_not": "an objective is not positive (regret is relative)"}
+    scenario = [" ".join(f"{d}={_scenario_text(table[d][r])}" for d in dims) for r in ok]
+    config = [tuple(_scenario_text(table[n][r]) for n in point_names) for r in ok]
+    labels = sorted(set(scenario), key=lambda s: min(table["index"][r]
+                                                     for r, t in zip(ok, scenario) if t == s))
+    sign = np.array([-1.0 if s == "max" else 1.0 for s in senses])
+    fronts = {}
+    for label in labels:
+        mine = values[[k for k, t in enumerate(scenario) if t == label]]
+        keep = []
+        for v in mine:
+            dominated = any(np.all(w * sign <= v * sign) and np.any(w * sign < v * sign)
+                            for w in mine)
+            if not dominated:
+                keep.append(v)
+        fronts[label] = keep
+
+    def regret(c, label):
+        best = np.inf
+        for f in fronts[label]:
+            worst = 0.0
+            for j, s in enumerate(senses):
+                worst = max(worst, f[j] / c[j] - 1 if s == "max" else c[j] / f[j] - 1)
+            best = min(best, worst)
+        return best
+
+    by_config = {}
+    for k, (c, s) in enumerate(zip(config, scenario)):
+        by_config.setdefault(c, {})[s] = k
+    best = None
+    for c, per in by_config.items():
+        if len(per) != len(labels):
+            continue
+        regrets = {s: regret(values[k], s) for s, k in per.items()}
+        worst = max(regrets.values())
+        first = min(int(table["index"][ok[k]]) for k in per.values())
+        if best is None or (worst, first) < (best["worst"], best["first"]):
+            best = {"worst": worst, "first": first, "regret": regrets,
+                    "rows": {s: int(ok[k]) for s, k in per.items()},
+                    "index": sorted(int(table["index"][ok[k]]) for k in per.values())}
+    if best is None:
+        return {"why_not": "no configuration is ok in every scenario"}
+    del best["first"]
+    return best
+
+
 def front_rows(table, front):
     """Row positions of a stored front's points (in the order of the first objective)."""
     rows = np.flatnonzero(np.isin(table["index"], front["index"]))
@@ -515,11 +611,26 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
         descriptions = {keys[_as_str(n)]: _as_str(f["metrics"][n].attrs.get("description", ""))
                         for n in f["metrics"].attrs["columns"]}
     n = len(full["index"])
-    fronts = [pareto(path, name) for name in pareto_names(path)]
+    # a front of scenario dimensions is shown as one front per scenario, with the robust pick
+    fronts, robust = [], []
+    for name in pareto_names(path):
+        fr = pareto(path, name)
+        if not fr["scenarios"]:
+            fronts.append(dict(fr, set=name, scenario=""))
+            continue
+        groups = {}
+        for r in front_rows(full, fr):
+            label = " ".join(f"{d}={_scenario_text(full[d][r])}" for d in fr["scenarios"])
+            groups.setdefault(label, []).append(full["index"][r])
+        for label, members in groups.items():
+            fronts.append(dict(fr, name=f"{name} [{label}]", set=name, scenario=label,
+                               index=np.array(members, dtype=np.uint64)))
+        robust.append(dict(robust_pick(path, name), front=name, dimensions=fr["scenarios"]))
     front_positions = [front_rows(full, fr) for fr in fronts]
     all_front = (np.unique(np.concatenate(front_positions)) if front_positions
                  else np.array([], dtype=np.int64))
     keep = [all_front]  # and the ranking table's rows: the top ok rows by the first objective
+    keep += [np.array(list(p["rows"].values()), dtype=np.int64) for p in robust if "rows" in p]
     if fronts:
         first, sense = fronts[0]["objectives"][0], fronts[0]["senses"][0]
         ok = np.flatnonzero((full["status"] == "ok") & np.isfinite(full[first]))
@@ -610,9 +721,18 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
         "dimensions": dims,
         "columns": columns,
         "blob": {"bytes": len(blob), "gzip": compressed},
-        "fronts": [{"name": fr["name"], "objectives": fr["objectives"], "senses": fr["senses"],
+        "fronts": [{"name": fr["name"], "set": fr["set"], "scenario": fr["scenario"],
+                    "objectives": fr["objectives"], "senses": fr["senses"],
                     "rows": [position[int(r)] for r in front_positions[k]]}
                    for k, fr in enumerate(fronts)],
+        "robust": [dict({key: p[key] for key in ("front", "dimensions", "why_not") if key in p},
+                        **({"worst": p["worst"],
+                            "scenarios": [[s, p["regret"][s], position[p["rows"][s]]]
+                                          for s in p["rows"]],
+                            "label": config_label(full, next(iter(p["rows"].values())),
+                                                  [d for d in dims if d not in p["dimensions"]])}
+                           if "rows" in p else {}))
+                   for p in robust],
         "details": details,
         "breakdown_labels": list(BREAKDOWN_LABELS),
         "step_quantiles": step_time_quantiles(table),
@@ -684,6 +804,12 @@ x step_time_s, and the rest of step_time_s (compute, embedding, LM head and loss
 host-bound stretch); <code>prism eval</code> splits a point further. The hatched bar is p95
 minus the deterministic step.</p>
 <div id="sensitivity" class="plot"></div><div id="runtime" class="plot"></div></section>
+<section id="scenario-section" hidden><h2>Scenarios: the robust pick</h2>
+<p class="note">The front is computed per scenario (the dimensions [space] scenarios names, e.g.
+b_noise: what is uncertain, not chosen); the front selector lists one per scenario. The robust
+pick is the configuration, ok in every scenario, whose worst regret is least: regret in a
+scenario is how much worse (relative, in the worse objective) it is than the nearest point of
+that scenario's front.</p><div id="scenario-picks"></div></section>
 <section id="cotune-section" hidden><h2>Co-tuning: time to target against batch</h2>
 <p class="note">Best time to target over the other parameters per GPU count and batch; x: each
 GPU count's highest-throughput batch; star: the configuration that reaches the target first;

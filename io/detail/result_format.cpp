@@ -310,9 +310,12 @@ Layout read_layout(hid_t file, const std::string& path) {
         for (const auto& name : child_names(pareto.get(), {path, "/pareto"})) {
             Handle group = open_group(pareto.get(), name, {path, "/pareto"});
             const Where where{path, "/pareto/" + name};
-            layout.pareto_sets.push_back({name,
-                                          read_strings_attribute(group.get(), "objectives", where),
-                                          read_strings_attribute(group.get(), "senses", where)});
+            layout.pareto_sets.push_back(
+                {name, read_strings_attribute(group.get(), "objectives", where),
+                 read_strings_attribute(group.get(), "senses", where),
+                 has_attribute(group.get(), "scenarios", where)
+                     ? read_strings_attribute(group.get(), "scenarios", where)
+                     : std::vector<std::string>{}});
         }
     }
     return layout;

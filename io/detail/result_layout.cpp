@@ -120,6 +120,7 @@ void create_pareto_sets(hid_t file, const std::string& path, const std::vector<P
         Handle group = create_group(pareto.get(), set.name, {path, "/pareto"});
         write_attribute(group.get(), "objectives", set.objectives, where);
         write_attribute(group.get(), "senses", set.senses, where);
+        if (!set.scenarios.empty()) write_attribute(group.get(), "scenarios", set.scenarios, where);
         Handle ds = create_growing(group.get(), "index", H5T_STD_U64LE, 1024, {}, where, false);
         write_attribute(ds.get(), "description",
                         std::string("design-space indices of the non-dominated points"), where);

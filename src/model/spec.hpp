@@ -292,6 +292,10 @@ struct Dimension {
 
 struct SpaceSpec {
     std::vector<Dimension> dimensions;  ///< in file order; the last one varies fastest
+    /// Dimensions that describe what is uncertain rather than what the user picks
+    /// (`[space] scenarios`, default: b_noise where [space] lists it), in [space] order:
+    /// fronts are computed per scenario (explorer/scenarios.hpp).
+    std::vector<std::string> scenarios;
 };
 
 /// Cheap filters applied before evaluation; a point failing one is not evaluated, only counted.

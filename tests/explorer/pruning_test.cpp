@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -110,8 +111,7 @@ TEST(Pruning, ThePilotsFrontPrunesOnlyDominatedPointsAndKeepsTheFront) {
         auto full = evaluator.evaluate(d.point, i, space.stream_index(i), nullptr);
         ASSERT_EQ(full.status, PointStatus::ok);
         EXPECT_TRUE(pruning.check(full)) << i;
-        points.push_back(
-            {i, pruning.bounds(screened.values), pruning.objectives(full.values), full});
+        points.push_back({i, pruning.bounds(screened), pruning.objectives(full), full});
     }
     const std::vector<bool> maximize{false, false};
     std::vector<std::vector<double>> table, bound_table;
@@ -150,6 +150,88 @@ TEST(Pruning, ThePilotsFrontPrunesOnlyDominatedPointsAndKeepsTheFront) {
     EXPECT_GT(skipped, static_cast<int>(points.size()) / 2);  // the quickstart prunes
 }
 
+// With scenario dimensions (here the GPU count, as if it were not ours to choose) a point is
+// pruned only by a point of its own scenario, and the pruned sweep's fronts are the fronts of
+// each scenario. Truth: pareto_front over each scenario's fully evaluated points, and the
+// definition of dominance within a scenario.
+TEST(Pruning, WithScenariosPrunesWithinAScenarioOnly) {
+    Experiment e = quickstart();
+    e.space.scenarios = {"gpus"};
+    const DesignSpace space(e);
+    const Evaluator evaluator(e);
+    const ScenarioKey key(e);
+    Pruning pruning(e, evaluator.schema());
+    ASSERT_TRUE(pruning.enabled());
+    ASSERT_EQ(key.count(), 3u);
+    ASSERT_EQ(pruning.width(), 4u);  // two objectives and the scenario twice
+    struct Point {
+        std::uint64_t index;
+        std::uint64_t scenario;
+        std::vector<double> bounds, objectives;  // as Pruning gives them (augmented)
+        PointResult full;
+    };
+    std::vector<Point> points;
+    for (std::uint64_t i = 0; i < space.size(); ++i) {
+        const auto d = space.decode(i);
+        if (d.filtered) continue;
+        const auto screened = evaluator.screen(d.point, i, space.stream_index(i));
+        if (screened.status != PointStatus::dominated) continue;  // infeasible
+        auto full = evaluator.evaluate(d.point, i, space.stream_index(i), nullptr);
+        ASSERT_EQ(full.status, PointStatus::ok);
+        points.push_back({i, key.of(i), pruning.bounds(screened), pruning.objectives(full), full});
+    }
+    const std::vector<bool> maximize{false, false};
+    const auto real = [](const std::vector<double>& v) {
+        return std::vector<double>(v.begin(), v.begin() + 2);
+    };
+    // per scenario: the front of its points, and the pilot: the front of its bounds
+    std::set<std::uint64_t> front;
+    std::vector<PointResult> pilot;
+    for (std::uint64_t s = 0; s < key.count(); ++s) {
+        std::vector<std::vector<double>> table, bound_table;
+        std::vector<const Point*> members;
+        for (const auto& p : points) {
+            if (p.scenario != s) continue;
+            members.push_back(&p);
+            table.push_back(real(p.objectives));
+            bound_table.push_back(real(p.bounds));
+        }
+        for (const auto r : pareto_front(table, maximize)) front.insert(members[r]->index);
+        for (const auto r : pareto_front(bound_table, maximize)) pilot.push_back(members[r]->full);
+    }
+    pruning.set_pilot(pilot);
+
+    std::map<std::uint64_t, std::vector<std::vector<double>>> kept;
+    std::map<std::uint64_t, std::vector<std::uint64_t>> kept_index;
+    int skipped = 0;
+    for (const auto& p : points) {
+        if (pruning.dominated(p.bounds)) {
+            ++skipped;
+            bool by_same = false;
+            for (const auto& q : points) {
+                by_same =
+                    by_same || (q.scenario == p.scenario &&
+                                brute_dominates(real(q.objectives), real(p.objectives), maximize));
+            }
+            EXPECT_TRUE(by_same) << p.index;
+            EXPECT_EQ(front.count(p.index), 0u) << p.index;
+            continue;
+        }
+        kept[p.scenario].push_back(real(p.objectives));
+        kept_index[p.scenario].push_back(p.index);
+    }
+    std::set<std::uint64_t> pruned_front;
+    for (const auto& [s, table] : kept) {
+        for (const auto r : pareto_front(table, maximize)) pruned_front.insert(kept_index[s][r]);
+    }
+    EXPECT_EQ(pruned_front, front);
+    EXPECT_GT(skipped, 0);
+    // every scenario has its own front: 256, 512 and 1024 GPUs are each represented
+    std::set<std::uint64_t> scenarios_on_front;
+    for (const auto i : front) scenarios_on_front.insert(key.of(i));
+    EXPECT_EQ(scenarios_on_front.size(), 3u);
+}
+
 TEST(Pruning, ThePilotIsTheFrontOfTheBounds) {
     // truth: pareto_front over every feasible point's bounds (the quickstart is screened whole)
     const Experiment e = quickstart();
@@ -163,7 +245,7 @@ TEST(Pruning, ThePilotIsTheFrontOfTheBounds) {
         if (d.filtered) continue;
         const auto s = evaluator.screen(d.point, i, space.stream_index(i));
         if (s.status != PointStatus::dominated) continue;
-        table.push_back(pruning.bounds(s.values));
+        table.push_back(pruning.bounds(s));
         index.push_back(i);
     }
     std::vector<std::uint64_t> want;

@@ -481,7 +481,7 @@ TEST_F(ResultStore, StoresHistogramsAlignedWithRows) {
 TEST_F(ResultStore, WritesOnlyParetoSetsDeclaredAtCreationAndReplacesTheirIndices) {
     const std::string file = path("x.h5");
     ResultHeader header = test_header();
-    header.pareto_sets.push_back({"front", {"tokens_per_s"}, {"max"}});
+    header.pareto_sets.push_back({"front", {"tokens_per_s"}, {"max"}, {}});
     {
         ResultWriter w = ResultWriter::create(file, header, test_columns(), test_metrics(), false);
         w.write_pareto("front", {"tokens_per_s"}, {"max"}, {9, 3, 12});
@@ -494,7 +494,7 @@ TEST_F(ResultStore, WritesOnlyParetoSetsDeclaredAtCreationAndReplacesTheirIndice
                              "ones");
     }
     ResultHeader bad = test_header();
-    bad.pareto_sets.push_back({"bad", {"tokens_per_s"}, {"up"}});
+    bad.pareto_sets.push_back({"bad", {"tokens_per_s"}, {"up"}, {}});
 
     const ResultReader reader(file);
 

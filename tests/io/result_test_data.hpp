@@ -26,7 +26,7 @@ inline ResultHeader test_header() {
     h.experiment_toml = kToml;
     h.seed = 18446744073709551557ULL;  // largest 64-bit prime: every bit of the uint64 matters
     h.space_size = 100;
-    h.pareto_sets = {{"time_vs_tokens", {"step_time_p95_s", "tokens_per_s"}, {"min", "max"}}};
+    h.pareto_sets = {{"time_vs_tokens", {"step_time_p95_s", "tokens_per_s"}, {"min", "max"}, {}}};
     return h;
 }
 
