@@ -600,7 +600,8 @@ void parse_space(const toml::table& table, Experiment& experiment) {
 void parse_failures(const toml::table& table, bool interval_in_space, FailureSpec& failures) {
     check_keys(table, "failures",
                {"enabled", "detection", "restart", "checkpoint_policy", "checkpoint_interval",
-                "checkpoint_bandwidth", "async_checkpoint", "deadlines", "cause"});
+                "checkpoint_bandwidth", "async_checkpoint", "deadlines", "cause",
+                "straggler_detection", "straggler_threshold", "straggler_replacement"});
     if (const toml::node* n = table.get("enabled")) {
         failures.enabled = as_bool(*n, "failures.enabled");
     }
@@ -627,6 +628,28 @@ void parse_failures(const toml::table& table, bool interval_in_space, FailureSpe
     }
     if (const toml::node* n = table.get("async_checkpoint")) {
         failures.async_checkpoint = as_bool(*n, "failures.async_checkpoint");
+    }
+    if (const toml::node* n = table.get("straggler_detection")) {
+        failures.straggler_detection_s =
+            as_quantity(*n, "failures.straggler_detection", Quantity::time);
+    }
+    if (const toml::node* n = table.get("straggler_threshold")) {
+        failures.straggler_threshold = as_number(*n, "failures.straggler_threshold");
+        if (!(failures.straggler_threshold > 0)) {
+            fail_at(*n, fmt::format("failures.straggler_threshold: {} must be > 0 (the relative "
+                                    "slowdown of the mean step that flags a straggler)",
+                                    format_number(failures.straggler_threshold)));
+        }
+    }
+    failures.straggler_replacement_s = failures.restart_s;
+    if (const toml::node* n = table.get("straggler_replacement")) {
+        if (table.get("straggler_detection") == nullptr) {
+            fail_at(*n,
+                    "failures.straggler_replacement: needs failures.straggler_detection (when "
+                    "a straggler is drained)");
+        }
+        failures.straggler_replacement_s =
+            as_quantity(*n, "failures.straggler_replacement", Quantity::time, false, true);
     }
     if (const toml::node* n = table.get("deadlines")) {
         for (const toml::node& v : as_array(*n, "failures.deadlines")) {

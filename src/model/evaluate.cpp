@@ -73,7 +73,15 @@ struct StochasticPart {
     StepDistribution dist;
     Sensitivity sens;
     bool have_sensitivity = false;
+    double healthy_mean_s = 0;  ///< the law without slow units (straggler draining), 0 = none
+    double healthy_var_s2 = 0;
 };
+
+/// Whether the run model drains stragglers of this experiment: it needs the healthy law.
+bool drains_stragglers(const Experiment& e) {
+    return e.failures.straggler_detection_s > 0 && e.variability.persistent.slow_probability > 0 &&
+           e.training.total_tokens > 0;
+}
 
 /// What the run model needs of a point, but its steps.
 RunInput run_input(const Experiment& e, const DesignPoint& p, const HardwareSpec& hw, double step_s,
@@ -234,6 +242,10 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
         if (have_run) {
             RunInput in = run_input(e, p, hw, step, dist);
             in.steps = steps;
+            if (st != nullptr) {
+                in.healthy_mean_s = st->healthy_mean_s;
+                in.healthy_var_s2 = st->healthy_var_s2;
+            }
             run_metrics = evaluate_run(in, e.seed, stream_index);
         }
         row.add("steps_total", "1", "optimizer steps of the run (total_tokens / tokens per step)",
@@ -384,6 +396,8 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
         st.dist = cached->dist;
         st.sens = cached->sens;
         st.have_sensitivity = cached->have_sensitivity;
+        st.healthy_mean_s = cached->healthy_mean_s;
+        st.healthy_var_s2 = cached->healthy_var_s2;
     } else {
         st.dist = step_distribution(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
                                     e.seed, stream_index);
@@ -392,16 +406,28 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
                                   e.seed, stream_index, st.dist);
             st.have_sensitivity = true;
         }
+        if (drains_stragglers(e)) {
+            // the cluster after its slow units are drained: the same law without them
+            VariabilitySpec healthy = e.variability;
+            healthy.persistent.slow_probability = 0;
+            const StepDistribution h = step_distribution(det.profile, point, hw, e.cluster, healthy,
+                                                         e.evaluation, e.seed, stream_index);
+            st.healthy_mean_s = h.mean_s;
+            st.healthy_var_s2 = h.std_s * h.std_s;
+        }
         if (cache != nullptr) {
             ++cache->misses_;
             if (cache->entries_.size() >= cache->capacity_) cache->entries_.clear();
-            cache->entries_[stream_index] = {point, st.dist, st.sens, st.have_sensitivity};
+            cache->entries_[stream_index] = {
+                point, st.dist, st.sens, st.have_sensitivity, st.healthy_mean_s, st.healthy_var_s2};
         }
     }
     std::optional<detail::CotuneMetrics> cot;
     if (cotune_) {
-        cot = detail::evaluate_cotune(e, *cotune_, point, std::move(ramp_ratios),
-                                      run_input(e, point, hw, det.step_time_s, &st.dist),
+        RunInput in = run_input(e, point, hw, det.step_time_s, &st.dist);
+        in.healthy_mean_s = st.healthy_mean_s;
+        in.healthy_var_s2 = st.healthy_var_s2;
+        cot = detail::evaluate_cotune(e, *cotune_, point, std::move(ramp_ratios), std::move(in),
                                       st.dist.mean_s);
     }
     build_row(e, point, &det, &st, baseline_, stream_index, row, true, cot ? &*cot : nullptr);

@@ -45,6 +45,8 @@ class StepCache {
         StepDistribution dist;
         Sensitivity sens;
         bool have_sensitivity = false;
+        double healthy_mean_s = 0;  ///< the law without slow units (straggler draining)
+        double healthy_var_s2 = 0;
     };
     std::size_t capacity_;
     std::size_t hits_ = 0, misses_ = 0;

@@ -271,6 +271,14 @@ struct FailureSpec {
     double checkpoint_bytes_per_s = 0;  ///< aggregate storage write bandwidth
     bool async_checkpoint = false;
     std::vector<double> deadlines_s;  ///< P(run <= deadline) reported for each
+    /// Straggler draining (run_model.hpp): a simulated cluster whose mean step is more than
+    /// `straggler_threshold` above the healthy cluster's (no slow units) is detected after
+    /// `straggler_detection_s` of its run, checkpointed and restarted without its slow units
+    /// (`straggler_replacement_s`: a spare swapped in and the job restarted), and runs healthy
+    /// from then on. 0 = slow units stay for the whole run.
+    double straggler_detection_s = 0;
+    double straggler_threshold = 0.05;
+    double straggler_replacement_s = 0;  ///< default: restart_s
 };
 
 // ---- the design space -------------------------------------------------------------------------

@@ -442,7 +442,24 @@ RunAnalysis analyze_run(const RunInput& in) {
     // The runs no failure strikes (probability e^{-lambda * exposed}) form an atom at the
     // failure-free time; the moments of the others follow from removing it from the whole.
     std::vector<RunTimeDistribution::Component> components;
+    const FailureSpec& f = in.failures;
+    const bool drain = f.straggler_detection_s > 0 && in.healthy_mean_s > 0;
+    std::size_t drained = 0;
+    double work_sum_s = 0;  // the realizations' compute, drained ones at their drained time
     auto add = [&](double mean_k, double var_k) {
+        // a detected straggler: n_1 steps at m_k, then the healthy cluster after a planned
+        // checkpoint and the replacement (shift: no failure strikes it)
+        double shift = 0;
+        if (drain && mean_k > in.healthy_mean_s * (1 + f.straggler_threshold)) {
+            const double n1 = std::min(n, f.straggler_detection_s / mean_k);
+            if (n1 < n) {
+                mean_k = (n1 * mean_k + (n - n1) * in.healthy_mean_s) / n;
+                var_k = (n1 * var_k + (n - n1) * in.healthy_var_s2) / n;
+                shift = plan.blocking_s + f.straggler_replacement_s;
+                ++drained;
+            }
+        }
+        work_sum_s += n * mean_k;
         const double ratio = mean_k / step_s;
         const double noise = n * var_k;
         const Cumulants c{ratio * base.k1, ratio * base.k2, ratio * base.k3};
@@ -450,7 +467,7 @@ RunAnalysis analyze_run(const RunInput& in) {
         const double p_none = 1.0 - p_fail;
         auto component = [&](double weight, double mean, double var, double third) {
             const double sd = std::sqrt(var);
-            components.push_back({weight, mean, sd, var > 0 ? third / (var * sd) : 0.0});
+            components.push_back({weight, mean + shift, sd, var > 0 ? third / (var * sd) : 0.0});
         };
         if (p_fail <= 0 || p_none < 1e-6) {
             component(1.0, c.k1, c.k2 + noise, c.k3);
@@ -478,6 +495,10 @@ RunAnalysis analyze_run(const RunInput& in) {
         for (std::size_t k = 0; k < in.cluster_mean_s.size(); ++k) {
             add(in.cluster_mean_s[k], in.cluster_var_s2[k]);
         }
+        out.drained_fraction =
+            static_cast<double>(drained) / static_cast<double>(in.cluster_mean_s.size());
+        if (drained > 0)
+            out.work_mean_s = work_sum_s / static_cast<double>(in.cluster_mean_s.size());
     }
     out.run_time = RunTimeDistribution(std::move(components));
     return out;

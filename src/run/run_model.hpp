@@ -29,6 +29,16 @@
 //   during it loses the checkpoint in flight, on average one write time of extra work per
 //   failure, which is added to the downtime D; the interval is kept >= the write time so that
 //   writes never queue.
+// - Straggler draining ([failures] straggler_detection): a realization whose mean step m_k is
+//   more than the threshold above the healthy cluster's m_h (the law without slow units) runs
+//   n_1 = min(n, detection / m_k) steps at m_k, is then checkpointed and restarted without its
+//   slow units (blocking checkpoint C + replacement), and runs the other n - n_1 steps at m_h:
+//   its compute has mean n_1 m_k + (n - n_1) m_h and variance n_1 v_k + (n - n_1) v_h, and
+//   failures strike it in proportion to that time. A drained realization runs at the healthy
+//   clusters' mean m_h, not at its own spatial draw without the slow units (unknown here):
+//   right on average when the drained realizations are the ones slow units made slow (a
+//   threshold above the spatial spread). Slow units that appear later, and failures during
+//   the replacement, are not modelled.
 
 #include <cstdint>
 #include <vector>
@@ -49,6 +59,10 @@ struct RunInput {
     FailureSpec failures;         ///< causes, detection, restart, policy, deadlines
     double checkpoint_interval_override_s = 0;  ///< DesignPoint::checkpoint_interval_s; 0 = policy
     double host_copy_bytes_per_s = 25.0e9;      ///< per-GPU device-to-host copy (async snapshot)
+    /// The healthy cluster (the law without slow units): what a drained realization runs at
+    /// after replacement (FailureSpec::straggler_detection_s). 0 = unknown: no draining.
+    double healthy_mean_s = 0;
+    double healthy_var_s2 = 0;
 };
 
 /// What a run evaluation reports (the metric names the explorer exposes in brackets).
@@ -145,6 +159,7 @@ struct RunAnalysis {
     RunTimeDistribution run_time;
     double work_mean_s = 0;         ///< E[failure-free compute time] = steps * mean step
     double interruptions_mean = 0;  ///< E[number of failures striking the job]
+    double drained_fraction = 0;    ///< share of the realizations whose straggler is drained
 };
 
 /// Fast path (closed forms, no sampling). Throws ModelError on invalid input.

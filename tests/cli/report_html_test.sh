@@ -112,7 +112,7 @@ PRISM_PYTHON=/nonexistent/python "$prism" report quickstart.h5 --html y.html >er
 mkdir -p cotune.check
 $py "$src/tests/python/check_page.py" cotune.html cotune.check \
     --panels front,cdf,pslow,breakdown,cotune --min-points 30 \
-    --tables top-table,detail-table || fail "cotune page in chromium"
+    --tables top-table,detail-table,robust-table-objectives || fail "cotune page in chromium"
 
 [ "$fails" = 0 ] && echo "ok   report_html"
 exit "$fails"

@@ -652,3 +652,28 @@ TEST(ExperimentLoader, UnevenPipelineSplitKeys) {
 }
 
 }  // namespace
+
+namespace prism::test {
+namespace {
+
+TEST(ExperimentLoader, StragglerDrainingKeysAndTheirErrors) {
+    const std::string failures = "[failures]\nrestart = \"10 min\"\n";
+    const Experiment e = io::parse_experiment(
+        kBaseExperiment + failures + "straggler_detection = \"2 h\"\nstraggler_threshold = 0.1\n",
+        "exp.toml");
+    EXPECT_DOUBLE_EQ(e.failures.straggler_detection_s, 7200.0);
+    EXPECT_DOUBLE_EQ(e.failures.straggler_threshold, 0.1);
+    EXPECT_DOUBLE_EQ(e.failures.straggler_replacement_s, 600.0);  // restart by default
+    const Experiment off = io::parse_experiment(kBaseExperiment + failures, "exp.toml");
+    EXPECT_EQ(off.failures.straggler_detection_s, 0.0);
+    EXPECT_EQ(loader_error_of(kBaseExperiment + failures +
+                              "straggler_detection = \"2 h\"\nstraggler_threshold = 0\n"),
+              "exp.toml:10:23: failures.straggler_threshold: 0 must be > 0 (the relative "
+              "slowdown of the mean step that flags a straggler)");
+    EXPECT_EQ(loader_error_of(kBaseExperiment + failures + "straggler_replacement = \"5 min\"\n"),
+              "exp.toml:9:25: failures.straggler_replacement: needs failures.straggler_detection "
+              "(when a straggler is drained)");
+}
+
+}  // namespace
+}  // namespace prism::test

@@ -89,6 +89,77 @@ TEST(RunModel, RunIsMixtureOverRealizationsNotShrunkNormal) {
     EXPECT_GT(m.run_time_p95_days * kDay, 1.1e5);
 }
 
+TEST(RunModel, DrainedStragglerRunsHealthyAfterDetection) {
+    // The clusters of the mixture test, the healthy one at 10 s; the slow one (11 s, 10% above:
+    // over the 5% threshold) is detected after 1 h, checkpointed and restarted (no failures:
+    // no blocking checkpoint cost; replacement 600 s). By hand: 3600 / 11 = 327.27 steps at
+    // 11 s, the other 9672.73 at 10 s, plus 600 s: 3600 + 96727.27 + 600 = 100927.27 s, and the
+    // variance n_1 v_k + n_2 v_h = 10000 s^2 as before.
+    RunInput in;
+    in.steps = 10000;
+    in.deterministic_step_s = 9.5;
+    in.cluster_mean_s = {10.0, 11.0};
+    in.cluster_var_s2 = {1.0, 1.0};
+    in.gpus = 1024;
+    in.healthy_mean_s = 10.0;
+    in.healthy_var_s2 = 1.0;
+    in.failures.straggler_detection_s = kHour;
+    in.failures.straggler_replacement_s = 600;
+    const double drained = 3600.0 + (10000.0 - 3600.0 / 11.0) * 10.0 + 600.0;
+    auto truth_cdf = [&](double t) {
+        return 0.5 * normal_cdf((t - 1.0e5) / 100.0) + 0.5 * normal_cdf((t - drained) / 100.0);
+    };
+
+    const RunAnalysis a = analyze_run(in);
+    const RunMetrics m = evaluate_run(in, 7, 0);
+
+    EXPECT_NEAR(a.run_time.mean_s(), 0.5 * 1.0e5 + 0.5 * drained, 1e-6);
+    EXPECT_DOUBLE_EQ(a.drained_fraction, 0.5);
+    EXPECT_NEAR(truth_cdf(m.run_time_p95_days * kDay), 0.95, 1e-9);
+    EXPECT_NEAR(truth_cdf(m.run_time_p99_days * kDay), 0.99, 1e-9);
+    // the compute the run does: the drained cluster's 3600 + 96727.27 s, not 110000 s
+    EXPECT_NEAR(a.work_mean_s, 0.5 * 1.0e5 + 0.5 * (drained - 600.0), 1e-6);
+
+    // under the threshold nothing is drained: 10% slower, threshold 20%
+    in.failures.straggler_threshold = 0.2;
+    EXPECT_EQ(analyze_run(in).drained_fraction, 0.0);
+    EXPECT_NEAR(analyze_run(in).run_time.mean_s(), 1.05e5, 1e-6);
+    // detected after the run would have ended: nothing changes either
+    in.failures.straggler_threshold = 0.05;
+    in.failures.straggler_detection_s = 2.0e5;
+    EXPECT_NEAR(analyze_run(in).run_time.mean_s(), 1.05e5, 1e-6);
+}
+
+TEST(RunModel, DrainingCostsTheCheckpointAndTheReplacementWithFailures) {
+    // With failures on, a drained realization pays the blocking checkpoint C before the
+    // replacement: its run is the undrained model's at the drained mean step plus C + 600 s.
+    // Truth: the same input run with one cluster at the drained mean step and no draining. The
+    // numbers make both runs whole numbers of 3960-s segments (36000 steps at 11 s = 100; 360
+    // steps at 11 s, detected after 3960 s, and 35640 at 10 s = 360360 s = 91), where scaling
+    // the segments by the step ratio is exact.
+    RunInput in = failing_run(1024, 24 * kHour);
+    in.steps = 36000;
+    in.failures.checkpoint_interval_s = 3960;
+    in.checkpoint_bytes = 1.0e14;  // 100 s at 1 TB/s
+    in.cluster_mean_s = {11.0};
+    in.cluster_var_s2 = {0.0};
+    in.healthy_mean_s = 10.0;
+    in.failures.straggler_detection_s = 3960;
+    in.failures.straggler_replacement_s = 600;
+    RunInput same = in;
+    same.failures.straggler_detection_s = 0;
+    same.cluster_mean_s = {360360.0 / 36000.0};
+
+    const RunAnalysis a = analyze_run(in);
+    const RunAnalysis b = analyze_run(same);
+
+    EXPECT_DOUBLE_EQ(a.plan.blocking_s, 100.0);
+    EXPECT_NEAR(a.run_time.mean_s(), b.run_time.mean_s() + 100.0 + 600.0,
+                1e-9 * b.run_time.mean_s());
+    EXPECT_NEAR(a.run_time.quantile(0.95), b.run_time.quantile(0.95) + 700.0,
+                1e-8 * b.run_time.mean_s());
+}
+
 TEST(RunModel, SegmentMeanIsBougeretClosedForm) {
     // Bougeret et al. (SC'11): E[segment] = e^{lambda R} (1/lambda + D) (e^{lambda T} - 1).
     const double lambda = 1.0 / (7.9 * kHour);
