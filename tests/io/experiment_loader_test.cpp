@@ -492,6 +492,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_EQ(e.defaults.recompute, prism::Recompute::selective);
     EXPECT_TRUE(e.defaults.sequence_parallel);
 
+    EXPECT_TRUE(e.space.scenarios.empty());
     const auto& dims = e.space.dimensions;
     ASSERT_EQ(dims.size(), 7u);
     EXPECT_EQ(dims[0].name, "tp");
@@ -584,6 +585,9 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(e.failures.checkpoint_bytes_per_s, 200e9);
     EXPECT_TRUE(e.failures.async_checkpoint);
     EXPECT_EQ(e.failures.deadlines_s, (std::vector<double>{30 * 86400.0, 45 * 86400.0}));
+    EXPECT_DOUBLE_EQ(e.failures.straggler_detection_s, 2 * 3600.0);
+    EXPECT_DOUBLE_EQ(e.failures.straggler_threshold, 0.05);
+    EXPECT_DOUBLE_EQ(e.failures.straggler_replacement_s, 15 * 60.0);
     ASSERT_EQ(e.failures.causes.size(), 2u);
     EXPECT_EQ(e.failures.causes[0].name, "gpu");
     EXPECT_FALSE(e.failures.causes[0].per_node);
