@@ -207,7 +207,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                 "fp8_params", "fsdp_prefetch", "first_stage_layers", "last_stage_layers",
                 "layers_per_stage", "account_for_embedding_in_pipeline_split",
-                "account_for_loss_in_pipeline_split"});
+                "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32", "dropout"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -253,6 +253,12 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
         if (training.fp8_params && training.precision != Precision::fp8) {
             fail_at(*n, "training.fp8_params: FP8 parameters need precision = \"fp8\"");
         }
+    }
+    if (const toml::node* n = table.get("grad_reduce_in_fp32")) {
+        training.grad_reduce_in_fp32 = as_bool(*n, "training.grad_reduce_in_fp32");
+    }
+    if (const toml::node* n = table.get("dropout")) {
+        training.dropout = as_bool(*n, "training.dropout");
     }
     detail::apply_training_schedule_keys(table, experiment.model, training);
 }

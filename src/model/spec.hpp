@@ -61,6 +61,17 @@ struct TrainingSpec {
     /// and biases stay bf16; the fp32 main gradients and the optimizer's fp32 master copy and
     /// moments are unchanged.
     bool fp8_params = false;
+    /// Main-gradient buffer (and its reduction) in fp32, 4 bytes per parameter: Megatron-LM's
+    /// default with bf16 (--accumulate-allreduce-grads-in-fp32, set by arguments.py for bf16).
+    /// false: in the parameters' bf16, 2 bytes (Megatron-Core DistributedDataParallelConfig
+    /// grad_reduce_in_fp32 = False; NeMo's optim.grad_sync_dtype = bf16, as NeMo's Nemotron-4
+    /// 340B recipe and NVIDIA's MLPerf Llama 3.1 405B submissions run).
+    bool grad_reduce_in_fp32 = true;
+    /// Hidden and attention dropout with p > 0: their 1-byte masks (and the dropped attention
+    /// probabilities without fused attention) are stored for the backward, Korthikanti et al.'s
+    /// count. false: p = 0, as the Llama 3 and Nemotron-4 recipes train (hidden_dropout =
+    /// attention_dropout = 0.0): PyTorch's dropout returns its input and stores no mask.
+    bool dropout = true;
     /// ZeRO-3/FSDP: the next layer's AllGather prefetched beside this layer's compute (PyTorch
     /// FSDP backward/forward prefetch; Megatron-FSDP). false: every gather exposed.
     bool fsdp_prefetch = true;
