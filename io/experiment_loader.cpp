@@ -309,8 +309,10 @@ const HardwareField kHardwareFields[] = {
 
 void apply_hardware_fields(const toml::table& table, const std::string& path, bool is_preset,
                            HardwareSpec& hw, std::set<std::string>& seen,
-                           std::vector<std::string>& overridden) {
-    std::vector<std::string> allowed{"gpus_per_node", is_preset ? "source" : "preset"};
+                           std::vector<std::string>& overridden,
+                           std::optional<toml::source_region>& domain_at) {
+    std::vector<std::string> allowed{"gpus_per_node", "nvlink_domain",
+                                     is_preset ? "source" : "preset"};
     for (const HardwareField& f : kHardwareFields) allowed.emplace_back(f.key);
     check_keys(table, path, allowed);
     for (const auto& [key, node] : in_file_order(table)) {
@@ -323,6 +325,9 @@ void apply_hardware_fields(const toml::table& table, const std::string& path, bo
             hw.gpu.source = as_string(*node, full);
         } else if (name == "gpus_per_node") {
             hw.gpus_per_node = as_int(*node, full, 1);
+        } else if (name == "nvlink_domain") {
+            hw.nvlink_domain = as_int(*node, full, 1);
+            domain_at = node->source();
         } else {
             for (const HardwareField& f : kHardwareFields) {
                 if (name != f.key) continue;
@@ -353,14 +358,24 @@ void parse_hardware(const toml::table& root, const std::string& file, Experiment
         hw.gpu.name = std::string(key->str());
         std::set<std::string> seen;
         std::vector<std::string> overridden;
+        std::optional<toml::source_region> domain_at;
         if (const toml::node* preset = table->get("preset")) {
             const toml::table preset_table =
                 load_preset("gpus", "gpu", *preset, join_key(path, "preset"));
             hw.gpu.name = as_string(*preset, join_key(path, "preset"));
-            apply_hardware_fields(preset_table, path, true, hw, seen, overridden);
+            apply_hardware_fields(preset_table, path, true, hw, seen, overridden, domain_at);
             overridden.clear();
+            // a preset's domain is reported at the experiment's preset key
+            if (domain_at) domain_at = preset->source();
         }
-        apply_hardware_fields(*table, path, false, hw, seen, overridden);
+        apply_hardware_fields(*table, path, false, hw, seen, overridden, domain_at);
+        if (hw.nvlink_domain > 0 && hw.nvlink_domain % hw.gpus_per_node != 0) {
+            throw error_at(
+                domain_at.value_or(table->source()),
+                fmt::format("{}: nvlink_domain = {} is not a multiple of "
+                            "gpus_per_node = {} (an NVLink domain joins whole nodes)",
+                            join_key(path, "nvlink_domain"), hw.nvlink_domain, hw.gpus_per_node));
+        }
         if (table->get("preset") != nullptr && !overridden.empty()) {
             std::string list;
             for (const std::string& k : overridden) list += (list.empty() ? "" : ", ") + k;

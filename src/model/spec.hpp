@@ -120,6 +120,9 @@ struct HardwareSpec {
     std::string name;  ///< key of [hardware.<name>]
     GpuSpec gpu;
     int gpus_per_node = 8;
+    /// GPUs joined by one NVLink fabric (GB200 / GB300 NVL72: 72, 18 trays of 4); 0 = one node
+    /// (gpus_per_node). A multiple of gpus_per_node. Groups inside it run at NVLink bandwidth.
+    int nvlink_domain = 0;
     double nvlink_bytes_per_s = 0;  ///< per GPU, one direction
     double nvlink_latency_s = 0;
     double nic_bytes_per_s = 0;  ///< per GPU (each GPU has its own NIC share), one direction
@@ -128,6 +131,9 @@ struct HardwareSpec {
     /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
     /// times this (launch-bound small models). Fitted; see configs/presets/gpus.
     double kernel_launch_s = 0;
+
+    /// GPUs per NVLink domain: nvlink_domain, or the node when it is not set.
+    int nvlink_domain_gpus() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }
 };
 
 /// Network topology above the node: nodes grouped in racks (one leaf switch), racks in pods.
