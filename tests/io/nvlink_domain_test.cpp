@@ -95,4 +95,27 @@ TEST(NvlinkDomain, GB200TensorParallelInsideTheDomainRunsAtNvlinkSpeed) {
     }
 }
 
+TEST(NvlinkDomain, CarinaExampleKeepsTensorContextAndPipelineGroupsOnNvlink) {
+    const Experiment e = prism::io::load_experiment(std::string(PRISM_SOURCE_DIR) +
+                                                    "/configs/examples/gb200_nvl72.toml");
+    const prism::HardwareSpec& hw = e.hardware[0];
+
+    const auto r = prism::evaluate_deterministic(e, e.defaults);
+
+    EXPECT_TRUE(r.feasible) << r.reason;
+    // tp 4 (one tray), cp 2 (8 GPUs), pp 8 (stride 8: 64 GPUs, the job's domain) on NVLink; the
+    // d c group (stride 4 and 64 over 512 GPUs) across domains and racks (16 trays per rack, no
+    // oversubscription): 2 members per domain drive 2 NICs
+    using prism::ParallelDim;
+    for (const ParallelDim d : {ParallelDim::tp, ParallelDim::cp, ParallelDim::pp}) {
+        EXPECT_EQ(prism::group_link(hw, e.cluster, e.defaults, d).level, prism::LinkLevel::nvlink);
+    }
+    const auto dp = prism::group_link(hw, e.cluster, e.defaults, ParallelDim::dp, ParallelDim::cp);
+    EXPECT_EQ(dp.level, prism::LinkLevel::rack);
+    EXPECT_DOUBLE_EQ(dp.bytes_per_s, 2 * 50e9);
+    // MLPerf v5.0 Carina, 3 runs: median step 19.31 s (docs/hardware.md); not fitted
+    std::printf("  carina example: predicted step %.2f s (measured median 19.31 s)\n",
+                r.step_time_s);
+}
+
 }  // namespace
