@@ -51,6 +51,9 @@ TEST(Memory, Fp8KeepsTheGemmInputsInOneByte) {
     // 1 x 4 = 19, / 2; scores 5 a s / h = 80, / 2
     EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
                      2097152.0 * (8 + 19.0 / 2 + 80.0 / 2));
+    e.training.flash_attention = true;  // fused: no scores
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
+                     2097152.0 * (8 + 19.0 / 2));
 }
 
 TEST(Memory, DropoutZeroStoresNoMasks) {
