@@ -87,8 +87,11 @@ int validate_command(const std::string& path) {
         e.model.name, e.model.layers, e.model.hidden, e.model.heads, e.model.kv_heads, e.model.ffn,
         e.model.gated_mlp ? " gated" : "", e.model.vocab, e.model.seq);
     for (const auto& h : e.hardware) {
-        std::cout << fmt::format("hardware    {}: {} ({} per node)\n", h.name, h.gpu.name,
-                                 h.gpus_per_node);
+        std::cout << fmt::format("hardware    {}: {} ({} per node{})\n", h.name, h.gpu.name,
+                                 h.gpus_per_node,
+                                 h.nvlink_domain_gpus() > h.gpus_per_node
+                                     ? fmt::format(", {} per NVLink domain", h.nvlink_domain_gpus())
+                                     : "");
     }
     std::cout << fmt::format("space       {} points:", space.size());
     for (const auto& d : e.space.dimensions)

@@ -208,7 +208,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                 "fp8_params", "fsdp_prefetch", "first_stage_layers", "last_stage_layers",
                 "layers_per_stage", "account_for_embedding_in_pipeline_split",
-                "account_for_loss_in_pipeline_split"});
+                "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32", "dropout"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -254,6 +254,12 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
         if (training.fp8_params && training.precision != Precision::fp8) {
             fail_at(*n, "training.fp8_params: FP8 parameters need precision = \"fp8\"");
         }
+    }
+    if (const toml::node* n = table.get("grad_reduce_in_fp32")) {
+        training.grad_reduce_in_fp32 = as_bool(*n, "training.grad_reduce_in_fp32");
+    }
+    if (const toml::node* n = table.get("dropout")) {
+        training.dropout = as_bool(*n, "training.dropout");
     }
     detail::apply_training_schedule_keys(table, experiment.model, training);
 }
@@ -304,8 +310,10 @@ const HardwareField kHardwareFields[] = {
 
 void apply_hardware_fields(const toml::table& table, const std::string& path, bool is_preset,
                            HardwareSpec& hw, std::set<std::string>& seen,
-                           std::vector<std::string>& overridden) {
-    std::vector<std::string> allowed{"gpus_per_node", is_preset ? "source" : "preset"};
+                           std::vector<std::string>& overridden,
+                           std::optional<toml::source_region>& domain_at) {
+    std::vector<std::string> allowed{"gpus_per_node", "nvlink_domain",
+                                     is_preset ? "source" : "preset"};
     for (const HardwareField& f : kHardwareFields) allowed.emplace_back(f.key);
     check_keys(table, path, allowed);
     for (const auto& [key, node] : in_file_order(table)) {
@@ -318,6 +326,9 @@ void apply_hardware_fields(const toml::table& table, const std::string& path, bo
             hw.gpu.source = as_string(*node, full);
         } else if (name == "gpus_per_node") {
             hw.gpus_per_node = as_int(*node, full, 1);
+        } else if (name == "nvlink_domain") {
+            hw.nvlink_domain = as_int(*node, full, 1);
+            domain_at = node->source();
         } else {
             for (const HardwareField& f : kHardwareFields) {
                 if (name != f.key) continue;
@@ -348,14 +359,24 @@ void parse_hardware(const toml::table& root, const std::string& file, Experiment
         hw.gpu.name = std::string(key->str());
         std::set<std::string> seen;
         std::vector<std::string> overridden;
+        std::optional<toml::source_region> domain_at;
         if (const toml::node* preset = table->get("preset")) {
             const toml::table preset_table =
                 load_preset("gpus", "gpu", *preset, join_key(path, "preset"));
             hw.gpu.name = as_string(*preset, join_key(path, "preset"));
-            apply_hardware_fields(preset_table, path, true, hw, seen, overridden);
+            apply_hardware_fields(preset_table, path, true, hw, seen, overridden, domain_at);
             overridden.clear();
+            // a preset's domain is reported at the experiment's preset key
+            if (domain_at) domain_at = preset->source();
         }
-        apply_hardware_fields(*table, path, false, hw, seen, overridden);
+        apply_hardware_fields(*table, path, false, hw, seen, overridden, domain_at);
+        if (hw.nvlink_domain > 0 && hw.nvlink_domain % hw.gpus_per_node != 0) {
+            throw error_at(
+                domain_at.value_or(table->source()),
+                fmt::format("{}: nvlink_domain = {} is not a multiple of "
+                            "gpus_per_node = {} (an NVLink domain joins whole nodes)",
+                            join_key(path, "nvlink_domain"), hw.nvlink_domain, hw.gpus_per_node));
+        }
         if (table->get("preset") != nullptr && !overridden.empty()) {
             std::string list;
             for (const std::string& k : overridden) list += (list.empty() ? "" : ", ") + k;

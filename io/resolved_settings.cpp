@@ -52,6 +52,19 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
         "off: needs TransformerEngine userbuffers");
     add("training", "fsdp_prefetch", flag(t.fsdp_prefetch), "PyTorch FSDP prefetch");
     add("training", "fp8_params", flag(t.fp8_params));
+    add("training", "grad_reduce_in_fp32", flag(t.grad_reduce_in_fp32),
+        "fp32 gradient buffer, Megatron-LM's default with bf16");
+    add("training", "dropout", flag(t.dropout),
+        "dropout masks stored (p > 0); false for p = 0 (Llama 3, Nemotron-4 recipes)");
+
+    for (const HardwareSpec& hw : e.hardware) {
+        const bool given = static_cast<bool>(root["hardware"][hw.name]["nvlink_domain"]);
+        out.push_back({"hardware." + hw.name + ".nvlink_domain",
+                       std::to_string(hw.nvlink_domain_gpus()), !given,
+                       given                  ? ""
+                       : hw.nvlink_domain > 0 ? "the GPU preset's NVLink domain"
+                                              : "one node (gpus_per_node)"});
+    }
 
     // the design point's dimensions that no [space] list varies
     const DesignPoint& p = e.defaults;

@@ -20,18 +20,25 @@ ActivationTerms activation_terms(const ModelSpec& m, const TrainingSpec& tr, int
     const double hk = h * (m.kv_heads > 0 ? m.kv_heads : m.heads) / m.heads;
     // FP8 training (TransformerEngine): the inputs of the FP8 GEMMs are kept for the weight
     // gradient in their FP8 copy, 1 byte instead of 2 (te.Linear, LayerNormLinear and
-    // LayerNormMLP save the quantized input): the QKV, projection, FC1 and FC2 inputs
-    const double gemm_input = tr.precision == Precision::fp8 ? 1.0 : 2.0;
+    // LayerNormMLP save the quantized input, column-wise data only: TransformerEngine
+    // pytorch/module/linear.py "Discard row-wise data", layernorm_mlp.py saves ln_out and
+    // act_out): the QKV, projection, FC1 and FC2 inputs
+    const bool fp8 = tr.precision == Precision::fp8;
+    const double gemm_input = fp8 ? 1.0 : 2.0;
+    // Not counted (docs/hardware.md, "Memory terms"): with FP8 and fused attention the attention
+    // output is also kept in bf16 by the attention (TransformerEngine FusedAttnFunc saves q, k,
+    // v and out_f16) besides the projection's FP8 copy; counting it puts published H100 runs
+    // above the default usable fraction, so some other term here over-states them
+    const double mask = tr.dropout ? 1.0 : 0.0;  // 1-byte dropout mask; none at p = 0
     ActivationTerms a;
-    // two layer-norm inputs (4), QKV input (2), attention dropout mask (1), MLP input (2),
-    // MLP dropout mask (1)
-    a.replicated = (6.0 + 2.0 * gemm_input) * tokens * h;
-    // Q (2 s b h), projection input (2 s b h), K and V (4 s b h_kv), MLP: the FC1 output (2 f,
-    // x2 gated) and the FC2 input (f wide)
+    // two layer-norm inputs (4), QKV input, attention dropout mask, MLP input, MLP dropout mask
+    a.replicated = (4.0 + 2.0 * mask + 2.0 * gemm_input) * tokens * h;
+    // Q (2 s b h), the projection input (the attention output), K and V (4 s b h_kv), MLP: the FC1
+    // output (2 f, x2 gated) and the FC2 input (f wide)
     a.sharded = tokens * ((2.0 + gemm_input) * h + 4.0 * hk +
                           ((m.gated_mlp ? 4.0 : 2.0) + gemm_input) * m.ffn);
-    // softmax output (2), dropout mask (1), dropout output (2) per score
-    a.scores = 5.0 * m.heads * tokens * m.seq;
+    // softmax output (2), and with dropout its mask (1) and output (2), per score
+    a.scores = (tr.dropout ? 5.0 : 2.0) * m.heads * tokens * m.seq;
     return a;
 }
 
@@ -69,6 +76,7 @@ namespace {
 struct StageTerms {
     double layer_params = 0, embedding_params = 0;
     double layer_weight_bytes = 0;  ///< one layer's stored weights (fp8_params: matrices 1 byte)
+    double grad_bytes_per_param = kGradBytesPerParam;  ///< 2 without grad_reduce_in_fp32
     double activations_per_layer = 0;
     double recompute_temporary = 0;
 };
@@ -78,6 +86,7 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.layer_params = layer_params(m);
     t.embedding_params = embedding_params(m);
     t.layer_weight_bytes = weight_bytes(m, tr, 1, 0);
+    t.grad_bytes_per_param = tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
     t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
     if (p.recompute != Recompute::none) {
         // recomputing a layer rebuilds its activations (full) or its attention core (selective)
@@ -108,7 +117,7 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
                             word_embeddings * kWeightBytesPerParam * terms.embedding_params) /
                            t;
     mem.weights_bytes = weights / (p.zero_stage >= 3 ? shards : 1.0);
-    mem.grads_bytes = kGradBytesPerParam * params / (p.zero_stage >= 2 ? shards : 1.0);
+    mem.grads_bytes = terms.grad_bytes_per_param * params / (p.zero_stage >= 2 ? shards : 1.0);
     mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? shards : 1.0);
 
     mem.activations_bytes = terms.activations_per_layer * layers *

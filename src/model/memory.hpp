@@ -4,6 +4,7 @@
 // Model state: Megatron-LM's mixed-precision Adam keeps bf16 weights (2 bytes/param), an fp32
 // gradient buffer (4) and fp32 master weights + Adam m + v (12): 18 bytes/param (Megatron-LM
 // docs, distributed optimizer table; Korthikanti et al. 2022 Figure 1 is 18 x params / (t p)).
+// Without grad_reduce_in_fp32 the gradient buffer is bf16 (2 bytes/param).
 // ZeRO stage 1 (Megatron's distributed optimizer) shards the optimizer over d c, 2 also the
 // gradients, 3 also the weights: context-parallel ranks hold the same weights, so Megatron-Core
 // builds its data-parallel groups "with context parallelism" (d c ranks) for the optimizer
@@ -15,7 +16,9 @@
 // parallelism, split as 10 s b h replicated over TP + (24 s b h + 5 a s^2 b) divided by t, all of
 // it divided by t with sequence parallelism; selective recompute drops the 5 a s^2 b score
 // term, full recompute keeps only the layer input (2 s b h). Generalized here to GQA (K, V of
-// width h g / a) and gated MLPs (three f-wide tensors instead of two).
+// width h g / a) and gated MLPs (three f-wide tensors instead of two), to dropout p = 0 (no
+// masks: 2 s b h less, scores 2 a s^2 b) and to FP8 training with TransformerEngine (the four
+// GEMM inputs in 1 byte; docs/hardware.md, "Memory terms", also for the terms not counted).
 // Reserve: the CUDA context, the GEMM libraries' workspaces and NCCL's per-communicator buffers
 // (MemoryReserveSpec; the defaults an experiment file gets and their sources are in
 // io/detail/toml_memory.hpp); the caching allocator's fragmentation is left out of

@@ -61,6 +61,17 @@ struct TrainingSpec {
     /// and biases stay bf16; the fp32 main gradients and the optimizer's fp32 master copy and
     /// moments are unchanged.
     bool fp8_params = false;
+    /// Main-gradient buffer (and its reduction) in fp32, 4 bytes per parameter: Megatron-LM's
+    /// default with bf16 (--accumulate-allreduce-grads-in-fp32, set by arguments.py for bf16).
+    /// false: in the parameters' bf16, 2 bytes (Megatron-Core DistributedDataParallelConfig
+    /// grad_reduce_in_fp32 = False; NeMo's optim.grad_sync_dtype = bf16, as NeMo's Nemotron-4
+    /// 340B recipe and NVIDIA's MLPerf Llama 3.1 405B submissions run).
+    bool grad_reduce_in_fp32 = true;
+    /// Hidden and attention dropout with p > 0: their 1-byte masks (and the dropped attention
+    /// probabilities without fused attention) are stored for the backward, Korthikanti et al.'s
+    /// count. false: p = 0, as the Llama 3 and Nemotron-4 recipes train (hidden_dropout =
+    /// attention_dropout = 0.0): PyTorch's dropout returns its input and stores no mask.
+    bool dropout = true;
     /// ZeRO-3/FSDP: the next layer's AllGather prefetched beside this layer's compute (PyTorch
     /// FSDP backward/forward prefetch; Megatron-FSDP). false: every gather exposed.
     bool fsdp_prefetch = true;
@@ -109,6 +120,9 @@ struct HardwareSpec {
     std::string name;  ///< key of [hardware.<name>]
     GpuSpec gpu;
     int gpus_per_node = 8;
+    /// GPUs joined by one NVLink fabric (GB200 / GB300 NVL72: 72, 18 trays of 4); 0 = one node
+    /// (gpus_per_node). A multiple of gpus_per_node. Groups inside it run at NVLink bandwidth.
+    int nvlink_domain = 0;
     double nvlink_bytes_per_s = 0;  ///< per GPU, one direction
     double nvlink_latency_s = 0;
     double nic_bytes_per_s = 0;  ///< per GPU (each GPU has its own NIC share), one direction
@@ -117,6 +131,9 @@ struct HardwareSpec {
     /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
     /// times this (launch-bound small models). Fitted; see configs/presets/gpus.
     double kernel_launch_s = 0;
+
+    /// GPUs per NVLink domain: nvlink_domain, or the node when it is not set.
+    int nvlink_domain_gpus() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }
 };
 
 /// Network topology above the node: nodes grouped in racks (one leaf switch), racks in pods.

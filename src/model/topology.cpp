@@ -1,6 +1,9 @@
 #include "src/model/topology.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <numeric>
 
 namespace prism {
 
@@ -32,14 +35,45 @@ int dim_stride(const DesignPoint& point, ParallelDim dim) {
 
 namespace {
 
-/// Members of a dim group (`size` ranks `stride` GPUs apart) that share one node.
-int members_per_node(int size, int stride, int gpn) {
-    return stride < gpn ? std::min(size, gpn / stride) : 1;
+/// GPUs of one NVLink domain: at least a node.
+std::int64_t domain_gpus(const HardwareSpec& hw) {
+    return std::max(std::max(1, hw.gpus_per_node), hw.nvlink_domain_gpus());
 }
 
-/// A ring of `size` ranks spanning `span` consecutive GPUs with `per_node` of them in a node.
+/// Members of a dim group (`size` ranks `stride` GPUs apart) that share one NVLink domain of
+/// `domain` GPUs (a node when the hardware gives no larger domain).
+int members_per_domain(int size, int stride, std::int64_t domain) {
+    return stride < domain ? int(std::min<std::int64_t>(size, domain / stride)) : 1;
+}
+
+/// Ordered placement lays each group in an aligned block of `span` consecutive GPUs. Inside one
+/// NVLink domain when the block fits a node, or when it fits the domain and no block crosses a
+/// domain's edge: the span divides the domain, or the whole job (`job_gpus`; 0 = unknown) is
+/// one domain. A GB200 NVL72 domain holds TP 8 groups whole (72 / 8), not TP 16 ones (the
+/// fifth of 64-79 crosses into the next domain and its collectives wait on the NIC).
+bool inside_domain(const HardwareSpec& hw, std::int64_t span, std::int64_t job_gpus) {
+    const std::int64_t gpn = std::max(1, hw.gpus_per_node);
+    const std::int64_t domain = domain_gpus(hw);
+    if (span <= gpn) return true;
+    if (span > domain) return false;
+    return domain % span == 0 || (job_gpus > 0 && job_gpus <= domain);
+}
+
+/// A block of `span` GPUs that crosses a domain's edge without filling whole domains (span
+/// neither divides nor is a multiple of the domain) has gcd(domain, span) GPUs on the smaller
+/// side of the worst edge: fewer members drive NICs there than a whole domain's.
+int straddling_cap(const HardwareSpec& hw, std::int64_t span, int stride) {
+    const std::int64_t domain = domain_gpus(hw);
+    if (domain == std::max(1, hw.gpus_per_node) || span % domain == 0 || domain % span == 0) {
+        return INT_MAX;  // whole domains (and one-node domains as before)
+    }
+    return int(std::max<std::int64_t>(1, std::gcd(domain, span) / stride));
+}
+
+/// A ring of `size` ranks spanning `span` consecutive GPUs with `per_domain` of them in one
+/// NVLink domain; `job_gpus` as inside_domain.
 GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, std::int64_t span,
-                    int per_node) {
+                    int per_domain, std::int64_t job_gpus) {
     GroupLink link;
     link.size = size;
     if (size <= 1) {
@@ -47,16 +81,17 @@ GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size
         link.bytes_per_s = hw.nvlink_bytes_per_s;
         return link;
     }
-    const int gpn = std::max(1, hw.gpus_per_node);
-    if (span <= gpn) {
+    if (inside_domain(hw, span, job_gpus)) {
         link.level = LinkLevel::nvlink;
         link.bytes_per_s = hw.nvlink_bytes_per_s;
         link.latency_s = hw.nvlink_latency_s;
         return link;
     }
+    // hierarchical: NVLink inside each domain, the domains joined by the members' NICs
+    const int gpn = std::max(1, hw.gpus_per_node);
     const std::int64_t nodes = (span + gpn - 1) / gpn;
     link.level = LinkLevel::nic;
-    link.bytes_per_s = std::min(hw.nvlink_bytes_per_s, per_node * hw.nic_bytes_per_s);
+    link.bytes_per_s = std::min(hw.nvlink_bytes_per_s, per_domain * hw.nic_bytes_per_s);
     link.latency_s = hw.nic_latency_s;
     if (nodes > cluster.nodes_per_rack) {
         link.level = LinkLevel::rack;
@@ -69,17 +104,23 @@ GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size
     return link;
 }
 
+GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride,
+                     std::int64_t job_gpus) {
+    const std::int64_t span = std::int64_t{size} * stride;
+    const int per_domain = std::min(members_per_domain(size, stride, domain_gpus(hw)),
+                                    straddling_cap(hw, span, stride));
+    return ring_link(hw, cluster, size, span, per_domain, job_gpus);
+}
+
 }  // namespace
 
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride) {
-    const int gpn = std::max(1, hw.gpus_per_node);
-    return ring_link(hw, cluster, size, std::int64_t{size} * stride,
-                     members_per_node(size, stride, gpn));
+    return group_link(hw, cluster, size, stride, 0);
 }
 
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
                      ParallelDim dim) {
-    return group_link(hw, cluster, dim_size(point, dim), dim_stride(point, dim));
+    return group_link(hw, cluster, dim_size(point, dim), dim_stride(point, dim), point.gpus());
 }
 
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
@@ -88,11 +129,13 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const D
     if (na <= 1) return group_link(hw, cluster, point, b);
     if (nb <= 1) return group_link(hw, cluster, point, a);
     const int sa = dim_stride(point, a), sb = dim_stride(point, b);
-    const int gpn = std::max(1, hw.gpus_per_node);
+    const std::int64_t domain = domain_gpus(hw);
     // the placement order nests the dims: the outer one's stride is at least the inner's extent
     const std::int64_t span = std::max(std::int64_t{na} * sa, std::int64_t{nb} * sb);
-    const int per_node = members_per_node(na, sa, gpn) * members_per_node(nb, sb, gpn);
-    return ring_link(hw, cluster, na * nb, span, std::min(per_node, gpn));
+    const int per_domain = std::min(
+        {std::int64_t{members_per_domain(na, sa, domain)} * members_per_domain(nb, sb, domain),
+         domain, std::int64_t{straddling_cap(hw, span, std::min(sa, sb))}});
+    return ring_link(hw, cluster, na * nb, span, int(per_domain), point.gpus());
 }
 
 const char* link_level_name(LinkLevel level) {

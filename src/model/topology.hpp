@@ -27,13 +27,16 @@ int dim_size(const DesignPoint& point, ParallelDim dim);
 int dim_stride(const DesignPoint& point, ParallelDim dim);
 
 /// Link of a group of `size` ranks, `stride` GPUs apart. Inside a node (size * stride <=
-/// gpus_per_node) it is NVLink. Across nodes the k = gpus_per_node / stride members sharing a
-/// node drive k NICs in parallel (NCCL runs one ring per NIC), so the per-rank bandwidth is
-/// min(nvlink, k * nic); spanning more than nodes_per_rack nodes divides it by
-/// rack_oversubscription, more than a pod by pod_oversubscription as well.
+/// gpus_per_node) it is NVLink, and inside an NVLink domain of several nodes (hardware
+/// nvlink_domain, e.g. 72 on GB200 NVL72) too when no group's block of size * stride GPUs
+/// crosses a domain's edge (the span divides the domain, or the job is one domain). Across
+/// domains the k = domain / stride members sharing a domain drive k NICs in parallel (NCCL runs
+/// one ring per NIC), so the per-rank bandwidth is min(nvlink, k * nic), k limited to
+/// gcd(domain, span) / stride where blocks straddle domains; spanning more than nodes_per_rack
+/// nodes divides it by rack_oversubscription, more than a pod by pod_oversubscription as well.
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride);
 
-/// Link of the `dim` group of `point`.
+/// Link of the `dim` group of `point` (a job of point.gpus() GPUs).
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
                      ParallelDim dim);
 

@@ -124,7 +124,7 @@ TEST(ExperimentLoader, UnknownModelPresetListsKnownNames) {
 TEST(ExperimentLoader, UnknownGpuPresetListsKnownNames) {
     EXPECT_EQ(error_of(kBase + "[hardware.x]\npreset = \"h300\"\n"),
               "exp.toml:8:10: hardware.x.preset: unknown gpu preset 'h300' (known: a100-80gb, "
-              "b200, h100-sxm, h200); did you mean 'h200'?");
+              "b200, b300, gb200-nvl72, gb300-nvl72, h100-sxm, h200); did you mean 'b300'?");
 }
 
 TEST(ExperimentLoader, DpAndGpusTogetherAreRejected) {

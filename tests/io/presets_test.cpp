@@ -68,7 +68,8 @@ TEST(Presets, ModelAndGpuNamesAreListedSorted) {
               (std::vector<std::string>{"gpt3-175b", "llama3-405b", "llama3-70b", "llama3-8b",
                                         "megatron-1t"}));
     EXPECT_EQ(preset_names("gpus"),
-              (std::vector<std::string>{"a100-80gb", "b200", "h100-sxm", "h200"}));
+              (std::vector<std::string>{"a100-80gb", "b200", "b300", "gb200-nvl72", "gb300-nvl72",
+                                        "h100-sxm", "h200"}));
     EXPECT_TRUE(preset_names("nonsense").empty());
     EXPECT_FALSE(preset_text("models", "llama3-7b").has_value());
 }
@@ -135,9 +136,28 @@ TEST(Presets, GpuPresetsCarryDatasheetValues) {
     const prism::HardwareSpec b200 = gpu("b200");
     EXPECT_DOUBLE_EQ(b200.gpu.peak_bf16_flop_per_s, 2250e12);
     EXPECT_DOUBLE_EQ(b200.nvlink_bytes_per_s, 900e9);
+    // Blackwell Ultra and the NVL72 racks: dense = with-sparsity / 2; per GPU = rack / 72
+    const prism::HardwareSpec b300 = gpu("b300");
+    EXPECT_DOUBLE_EQ(b300.gpu.peak_bf16_flop_per_s, 36e15 / 8 / 2);
+    EXPECT_DOUBLE_EQ(b300.gpu.hbm_bytes, 288e9);    // 288 GB HBM3e per GPU (2.3 TB / 8)
+    EXPECT_DOUBLE_EQ(b300.nic_bytes_per_s, 100e9);  // ConnectX-8 800 Gb/s
+    const prism::HardwareSpec gb200 = gpu("gb200-nvl72");
+    EXPECT_DOUBLE_EQ(gb200.gpu.peak_bf16_flop_per_s, 10e15 / 2 / 2);  // superchip of 2 GPUs
+    EXPECT_DOUBLE_EQ(gb200.gpu.peak_fp8_flop_per_s, 20e15 / 2 / 2);
+    EXPECT_DOUBLE_EQ(gb200.gpu.hbm_bytes, 185.0 * 1024 * 1024 * 1024);  // 189471 MiB reported
+    EXPECT_DOUBLE_EQ(gb200.gpu.hbm_bytes_per_s, 576e12 / 72);
+    EXPECT_DOUBLE_EQ(gb200.nvlink_bytes_per_s, 1.8e12 / 2);
+    EXPECT_DOUBLE_EQ(gb200.nic_bytes_per_s, 50e9);  // ConnectX-7 400 Gb/s
+    const prism::HardwareSpec gb300 = gpu("gb300-nvl72");
+    EXPECT_DOUBLE_EQ(gb300.gpu.peak_bf16_flop_per_s, 360e15 / 72 / 2);
+    EXPECT_DOUBLE_EQ(gb300.gpu.peak_fp8_flop_per_s, 720e15 / 72 / 2);
+    EXPECT_DOUBLE_EQ(gb300.nic_bytes_per_s, 100e9);
     for (const std::string& name : preset_names("gpus")) {
         const prism::HardwareSpec hw = gpu(name);
-        EXPECT_EQ(hw.gpus_per_node, 8) << name;
+        const bool rack_scale = name.ends_with("-nvl72");
+        // NVL72: 18 trays of 4 GPUs in one NVLink domain; the others one 8-GPU node
+        EXPECT_EQ(hw.gpus_per_node, rack_scale ? 4 : 8) << name;
+        EXPECT_EQ(hw.nvlink_domain_gpus(), rack_scale ? 72 : 8) << name;
         EXPECT_GT(hw.nvlink_latency_s, 0) << name;
         EXPECT_GT(hw.nic_latency_s, 0) << name;
         EXPECT_FALSE(hw.gpu.source.empty()) << name;

@@ -44,13 +44,50 @@ TEST(Memory, FlashAttentionDropsTheScoreTerm) {
 
 TEST(Memory, Fp8KeepsTheGemmInputsInOneByte) {
     auto e = prism::test::small_experiment();
-    e.training.flash_attention = true;
     e.training.precision = prism::Precision::fp8;
 
-    // per s b h, tp 2, no SP: replicated 10 - 1 (QKV input) - 1 (FC1 input) = 8; sharded over
-    // t: Q 2 + projection input 1 + K, V 4 + FC1 output 2 x 4 + FC2 input 1 x 4 = 19, / 2
+    // unfused attention, per s b h, tp 2, no SP: replicated 10 - 1 (QKV input) - 1 (FC1 input)
+    // = 8; sharded over t: Q 2 + projection input 1 + K, V 4 + FC1 output 2 x 4 + FC2 input
+    // 1 x 4 = 19, / 2; scores 5 a s / h = 80, / 2
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
+                     2097152.0 * (8 + 19.0 / 2 + 80.0 / 2));
+    e.training.flash_attention = true;  // fused: no scores
     EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, tp2_b2()),
                      2097152.0 * (8 + 19.0 / 2));
+}
+
+TEST(Memory, DropoutZeroStoresNoMasks) {
+    auto e = prism::test::small_experiment();
+    e.training.dropout = false;
+    DesignPoint p = tp2_b2();
+
+    // Korthikanti's 62 s b h less the two 1-byte masks (replicated), and the scores 5 a s^2 b
+    // become the softmax output alone, 2 a s^2 b: 10 - 2 + 24 / 2 + 2 x 16 x 1024 / 1024 / 2
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, p),
+                     2097152.0 * (8 + 12 + 16));
+    e.training.flash_attention = true;  // 8 + 24 / 2 = 20
+    EXPECT_DOUBLE_EQ(prism::activation_bytes_per_layer(e.model, e.training, p), 2097152.0 * 20);
+}
+
+TEST(Memory, Bf16GradientBufferIsTwoBytesPerParameter) {
+    auto e = prism::test::small_experiment();
+    e.training.grad_reduce_in_fp32 = false;
+    DesignPoint p = tp2_b2();
+    p.dp = 4;
+    // per layer 12 h^2 + 13 h = 12,596,224; 8 layers + V h = 32,768,000, over t = 2
+    const double params = (8 * 12596224.0 + 32768000.0) / 2;
+
+    const auto zero1 = [&] {
+        p.zero_stage = 1;
+        return prism::memory_per_gpu(e.model, e.training, p, 8);
+    }();
+    p.zero_stage = 2;
+    const auto zero2 = prism::memory_per_gpu(e.model, e.training, p, 8);
+
+    EXPECT_DOUBLE_EQ(zero1.grads_bytes, 2 * params);
+    EXPECT_DOUBLE_EQ(zero1.weights_bytes, 2 * params);
+    EXPECT_DOUBLE_EQ(zero1.optimizer_bytes, 3 * params);
+    EXPECT_DOUBLE_EQ(zero2.grads_bytes, 0.5 * params);
 }
 
 TEST(Memory, ModelStateIsEighteenBytesPerParameterShardedByZero) {
