@@ -89,7 +89,7 @@ const std::vector<std::pair<std::string, std::vector<Key>>> kStackKeys{
      {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::collective, Key::kernel_launch}},
     {"deepspeed", {Key::gemm, Key::hbm, Key::collective, Key::kernel_launch}},
     {"llm-foundry", {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::kernel_launch}},
-    {"torchtitan", {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm}},
+    {"torchtitan", {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::collective}},
     {"nemo-mlperf", {Key::fp8_gemm, Key::attention, Key::collective}},
 };
 

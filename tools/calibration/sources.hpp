@@ -100,6 +100,60 @@ inline Case bloom_176b() {
     return c;
 }
 
+/// torchtitan's published Llama 3.1 benchmarks (pytorch/torchtitan benchmarks/, BSD-3-Clause;
+/// tests/data/reference/torchtitan_llama3.csv): the torchtitan team's of 2024-12 on Meta's Grand
+/// Teton H100 (96 GB HBM2e at 2.4 TB/s, 500 W power limit: the h100-sxm preset with that HBM
+/// bandwidth; its tensor-core peak is below the SXM datasheet's by an unknown amount, which the
+/// stack's factors absorb), tables 1-5 with torch.compile (the 1F1B row of table 5), and
+/// Trainy's of 2025-06 on H200 (llama3_8b_h200_2025-06_torchtitan.md). Settings of torchtitan's
+/// train configs: FSDP2 over the data-parallel ranks (ZeRO-3, prefetched) with TP, PP and CP
+/// as the table says, sequence parallelism with TP, AsyncTP as tp_comm_overlap, SDPA attention
+/// (FlashAttention-2 backend), torchao Float8 linears as fp8 (Trainy: FP8 all-gather as
+/// fp8_params), no grad accumulation without PP (micro batch = local batch), PP micro batch 1.
+inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "torchtitan_llama3.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.set = t.text(i, "source");
+        c.stack = "torchtitan";
+        c.gpu = t.text(i, "gpu");
+        c.layers = int(t.number(i, "layers"));
+        c.hidden = int(t.number(i, "hidden"));
+        c.heads = int(t.number(i, "heads"));
+        c.kv_heads = int(t.number(i, "kv_heads"));
+        c.ffn = int(t.number(i, "ffn"));
+        c.gated_mlp = true;
+        c.tied_embeddings = false;
+        c.vocab = int(t.number(i, "vocab"));
+        c.seq = int(t.number(i, "seq"));
+        const int gpus = int(t.number(i, "gpus"));
+        c.global_batch = std::int64_t(t.number(i, "global_batch"));
+        c.microbatch = int(t.number(i, "micro_batch"));
+        c.tp = int(t.number(i, "tp"));
+        c.pp = int(t.number(i, "pp"));
+        c.cp = int(t.number(i, "cp"));
+        c.dp = gpus / (c.tp * c.pp * c.cp);
+        c.zero_stage = 3;
+        c.precision = t.text(i, "precision");
+        c.fp8_params = t.number(i, "fp8_params") != 0;
+        c.recompute = t.text(i, "recompute");
+        c.flash_attention = true;
+        c.sequence_parallel = c.tp > 1;
+        c.tp_comm_overlap = t.number(i, "tp_comm_overlap") != 0;
+        c.overlap_grad_reduce = true;
+        c.overlap_param_gather = true;
+        c.pipeline_slots = c.layers % c.pp != 0;
+        if (c.gpu == "h100-sxm") c.hardware_overrides = "hbm_bandwidth = \"2.4 TB/s\"\n";
+        c.measured =
+            step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
+        c.label = fmt::format("table {} {} s{} x{} {}{}", t.text(i, "table"), t.text(i, "model"),
+                              c.seq, gpus, c.precision, c.tp_comm_overlap ? " asyncTP" : "");
+        cases.push_back(c);
+    }
+    return cases;
+}
+
 /// Every source's rows. vTrain's rows: every `vtrain_stride`-th (the fit's cost; the report
 /// reads them all with stride 1).
 inline std::vector<SourceRow> all_sources(const std::string& dir, int vtrain_stride = 1) {
@@ -112,6 +166,7 @@ inline std::vector<SourceRow> all_sources(const std::string& dir, int vtrain_str
     for (const Case& c : nemo_h100(dir)) rows.push_back({c});
     for (const Case& c : llmfoundry_h100(dir)) rows.push_back({c});
     for (const Case& c : mlperf_medians(dir)) rows.push_back({c});
+    for (const Case& c : torchtitan_llama3(dir)) rows.push_back({c});
     return rows;
 }
 
