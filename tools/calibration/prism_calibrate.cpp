@@ -9,6 +9,8 @@
 //   prism_calibrate check FILE.csv    a table that is never fitted (e.g. a kept-aside set kept
 //                                     outside the repository), with the shipped presets
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
+//   PRISM_CALIBRATE_LEAVE_OUT=SOURCE  `fit` without that source (its row of `loso`, with the
+//                                     factors it was predicted with)
 //
 // A source is one team's table for one software version (tools/calibration/sources.hpp). Each
 // row's hardware is its GPU preset's kernel ceilings times its stack's factors (gemm, fp8 gemm,
@@ -309,7 +311,8 @@ double bound(const std::string& stack) { return stack == "megatron-core" ? 0.08 
 
 int run_fit(const std::string& dir) {
     std::vector<Item> fit_items = load_items(dir, 4);
-    const auto f = fit_all(fit_items, "");
+    const char* left_out = std::getenv("PRISM_CALIBRATE_LEAVE_OUT");
+    const auto f = fit_all(fit_items, left_out != nullptr ? left_out : "");
     print_factors(f);
     std::vector<Item> items = load_items(dir, 1);
     fmt::print(
