@@ -55,8 +55,9 @@ using detail::join_key;
 using detail::parse_toml;
 
 const std::vector<std::string> kTopLevelKeys{
-    "experiment",  "model",      "training",   "hardware",    "cluster",  "defaults", "space",
-    "constraints", "objectives", "evaluation", "variability", "failures", "cotune",   "memory"};
+    "experiment",  "model",    "training",    "hardware",   "cluster",
+    "defaults",    "space",    "constraints", "objectives", "evaluation",
+    "variability", "failures", "cotune",      "memory",     "stack"};
 
 std::string preset_path(std::string_view kind, std::string_view name) {
     return fmt::format("configs/presets/{}/{}.toml", kind, name);
@@ -206,7 +207,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     check_keys(table, "training",
                {"global_batch", "global_batch_tokens", "precision", "optimizer", "total_tokens",
                 "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-                "fp8_params", "fsdp_prefetch", "first_stage_layers", "last_stage_layers",
+                "fp8_params", "fsdp_prefetch", "stack", "first_stage_layers", "last_stage_layers",
                 "layers_per_stage", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32", "dropout"});
     const toml::node* seqs = table.get("global_batch");
@@ -304,6 +305,10 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.gpu.fp8_gemm_max_efficiency; }},
     {"attention_efficiency", Quantity::dimensionless, false, true, true,
      [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency; }},
+    {"attention_efficiency_fa2", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency_fa2; }},
+    {"attention_efficiency_fa3", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency_fa3; }},
     {"kernel_launch", Quantity::time, false, true, false,
      [](HardwareSpec& h) -> double& { return h.kernel_launch_s; }},
 };
@@ -392,6 +397,125 @@ void parse_hardware(const toml::table& root, const std::string& file, Experiment
     }
     if (experiment.hardware.empty()) {
         throw error_at(all.source(), "hardware: no [hardware.<name>] table (at least one)");
+    }
+}
+
+// ---- the software stack: [training].stack or [stack] -------------------------------------------
+
+/// A stack's factors on the hardware's kernel ceilings and its host time per kernel
+/// (configs/presets/stacks, docs/calibration.md).
+struct StackFactors {
+    std::string name = "megatron-core";
+    std::string source;
+    std::string attention_kernel = "cudnn";
+    double gemm = 1, fp8_gemm = 1, attention = 1, hbm = 1, collective = 1;
+    double kernel_launch_s = 0;
+    std::map<std::string, std::pair<bool, const toml::node*>> overlaps;  ///< default overlaps
+};
+
+const std::vector<std::string> kStackOverlapKeys{"overlap_grad_reduce", "overlap_param_gather",
+                                                 "tp_comm_overlap"};
+
+void apply_stack_fields(const toml::table& table, const std::string& path, bool is_preset,
+                        StackFactors& s) {
+    std::vector<std::string> allowed{
+        is_preset ? "source" : "preset", "attention_kernel",     "gemm_efficiency",
+        "fp8_gemm_efficiency",           "attention_efficiency", "hbm_efficiency",
+        "collective_efficiency",         "kernel_launch"};
+    allowed.insert(allowed.end(), kStackOverlapKeys.begin(), kStackOverlapKeys.end());
+    check_keys(table, path, allowed);
+    for (const auto& [key, node] : in_file_order(table)) {
+        const std::string name(key->str());
+        const std::string full = join_key(path, name);
+        if (name == "preset") continue;
+        if (name == "source") {
+            s.source = as_string(*node, full);
+        } else if (name == "attention_kernel") {
+            s.attention_kernel = as_choice(*node, full, {"cudnn", "fa2", "fa3"});
+        } else if (name == "kernel_launch") {
+            s.kernel_launch_s = as_quantity(*node, full, Quantity::time, false, true);
+        } else if (std::find(kStackOverlapKeys.begin(), kStackOverlapKeys.end(), name) !=
+                   kStackOverlapKeys.end()) {
+            s.overlaps[name] = {as_bool(*node, full), node};
+        } else {
+            const double value = as_positive(*node, full);
+            if (value > 1) {
+                fail_at(*node,
+                        fmt::format("{}: value {} must be <= 1 (a fraction of the hardware's "
+                                    "kernel ceiling)",
+                                    full, format_number(value)));
+            }
+            (name == "gemm_efficiency"        ? s.gemm
+             : name == "fp8_gemm_efficiency"  ? s.fp8_gemm
+             : name == "attention_efficiency" ? s.attention
+             : name == "hbm_efficiency"       ? s.hbm
+                                              : s.collective) = value;
+        }
+    }
+}
+
+/// The stack of the experiment: [training].stack names a preset, [stack] names one (`preset`)
+/// and may override its values; neither: megatron-core. Applied to every [hardware.<name>]:
+/// each efficiency becomes the hardware's kernel ceiling times the stack's factor, the host
+/// time per kernel the hardware's plus the stack's, and the overlaps [training] does not name
+/// take the stack's defaults.
+void apply_stack(const toml::table& root, Experiment& e) {
+    const toml::node* by_training = root["training"]["stack"].node();
+    const toml::table* table =
+        root.get("stack") != nullptr ? root.get("stack")->as_table() : nullptr;
+    if (by_training != nullptr && table != nullptr) {
+        fail_at(
+            *by_training,
+            "training.stack: give the stack either here or in [stack] (preset = ...), not both");
+    }
+    StackFactors s;
+    if (by_training != nullptr) {
+        s.name = as_string(*by_training, "training.stack");
+        apply_stack_fields(load_preset("stacks", "stack", *by_training, "training.stack"),
+                           "training.stack", true, s);
+    } else if (table != nullptr && table->get("preset") != nullptr) {
+        const toml::node& preset = *table->get("preset");
+        s.name = as_string(preset, "stack.preset");
+        apply_stack_fields(load_preset("stacks", "stack", preset, "stack.preset"), "stack.preset",
+                           true, s);
+    } else {
+        const std::optional<std::string_view> text = preset_text("stacks", s.name);
+        if (text) {
+            apply_stack_fields(parse_toml(*text, preset_path("stacks", s.name)), "stack", true, s);
+        }
+    }
+    std::string overridden;
+    if (table != nullptr) {
+        apply_stack_fields(*table, "stack", false, s);
+        for (const auto& [key, node] : in_file_order(*table)) {
+            if (std::string(key->str()) != "preset") {
+                overridden += (overridden.empty() ? "" : ", ") + std::string(key->str());
+            }
+        }
+    }
+    for (const auto& [key, value] : s.overlaps) {
+        if (root["training"][key]) continue;
+        bool& flag = key == "overlap_grad_reduce"    ? e.training.overlap_grad_reduce
+                     : key == "overlap_param_gather" ? e.training.overlap_param_gather
+                                                     : e.training.tp_comm_overlap;
+        flag = value.first;
+    }
+    for (HardwareSpec& hw : e.hardware) {
+        GpuSpec& g = hw.gpu;
+        g.gemm.max_efficiency *= s.gemm;
+        if (g.fp8_gemm_max_efficiency > 0) g.fp8_gemm_max_efficiency *= s.fp8_gemm;
+        const double ceiling = s.attention_kernel == "fa3" && g.attention_efficiency_fa3 > 0
+                                   ? g.attention_efficiency_fa3
+                               : s.attention_kernel == "fa2" && g.attention_efficiency_fa2 > 0
+                                   ? g.attention_efficiency_fa2
+                                   : g.attention_efficiency;
+        g.attention_efficiency = ceiling * s.attention;
+        g.hbm_efficiency *= s.hbm;
+        hw.collective_efficiency *= s.collective;
+        hw.kernel_launch_s += s.kernel_launch_s;
+        g.source +=
+            fmt::format("; stack {}{}{}", s.name, s.source.empty() ? "" : " (" + s.source + ")",
+                        overridden.empty() ? "" : " (overridden: " + overridden + ")");
     }
 }
 
@@ -840,6 +964,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     parse_model(root, source_name, experiment);
     parse_training(root, source_name, batch_in_space, experiment);
     parse_hardware(root, source_name, experiment);
+    apply_stack(root, experiment);
     if (experiment.training.precision == Precision::fp8) {
         for (const HardwareSpec& hw : experiment.hardware) {
             if (hw.gpu.peak_fp8_flop_per_s <= 0) {

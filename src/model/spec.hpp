@@ -113,6 +113,11 @@ struct GpuSpec {
     /// Fused (flash) attention: achieved fraction of the bf16 peak on its FLOPs (forward, and
     /// the backward's 2.5 x forward FLOPs, Dao 2023); 0 = the GEMM curve.
     double attention_efficiency = 0;
+    /// Ceilings of the other attention kernel families (FlashAttention-2, FlashAttention-3), as
+    /// attention_efficiency (which is the cuDNN / TransformerEngine fused kernel's); 0 = none
+    /// published. The software stack (configs/presets/stacks) picks the family and scales it.
+    double attention_efficiency_fa2 = 0;
+    double attention_efficiency_fa3 = 0;
 };
 
 /// A GPU model inside a node type and its network.

@@ -127,6 +127,67 @@ TEST(ExperimentLoader, UnknownGpuPresetListsKnownNames) {
               "b200, b300, gb200-nvl72, gb300-nvl72, h100-sxm, h200); did you mean 'b300'?");
 }
 
+TEST(ExperimentLoader, UnknownStackNameIsLocatedAndListsKnownStacks) {
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\n"
+                       "stack = \"nemo-mlpef\"\n[hardware.h100]\npreset = \"h100-sxm\"\n"),
+              "exp.toml:5:9: training.stack: unknown stack preset 'nemo-mlpef' (known: "
+              "deepspeed, llm-foundry, megatron-core, nemo-mlperf, torchtitan); did you mean "
+              "'nemo-mlperf'?");
+    EXPECT_EQ(error_of(kBase + "[stack]\npreset = \"titan\"\n"),
+              "exp.toml:8:10: stack.preset: unknown stack preset 'titan' (known: deepspeed, "
+              "llm-foundry, megatron-core, nemo-mlperf, torchtitan)");
+}
+
+TEST(ExperimentLoader, StackGivenTwiceOrWithBadValuesIsRejectedAtTheKey) {
+    const std::string head =
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\nstack = "
+        "\"deepspeed\"\n[hardware.h100]\npreset = \"h100-sxm\"\n";
+    EXPECT_EQ(error_of(head + "[stack]\ngemm_efficiency = 0.5\n"),
+              "exp.toml:5:9: training.stack: give the stack either here or in [stack] (preset = "
+              "...), not both");
+    EXPECT_EQ(error_of(kBase + "[stack]\ngemm_efficiency = 1.5\n"),
+              "exp.toml:8:19: stack.gemm_efficiency: value 1.5 must be <= 1 (a fraction of the "
+              "hardware's kernel ceiling)");
+    EXPECT_EQ(error_of(kBase + "[stack]\nattention_kernel = \"fa4\"\n"),
+              "exp.toml:8:20: stack.attention_kernel: unknown value 'fa4'; expected one of "
+              "\"cudnn\", \"fa2\", \"fa3\"");
+}
+
+// Each efficiency is the GPU preset's kernel ceiling times the stack's factor, by hand from the
+// numbers written in the two files (h100-sxm: BF16 GEMM 0.80, FP8 0.70, cuDNN attention 0.55,
+// FA2 0.35, HBM 0.9, collectives 0.8, no host time; the [stack] values below).
+TEST(ExperimentLoader, StackFactorsMultiplyTheHardwareCeilings) {
+    const prism::Experiment e = parse_experiment(
+        kBase +
+            "[stack]\npreset = \"llm-foundry\"\nattention_kernel = \"fa2\"\n"
+            "gemm_efficiency = 0.75\nfp8_gemm_efficiency = 0.5\nattention_efficiency = 0.4\n"
+            "hbm_efficiency = 0.6\ncollective_efficiency = 0.25\nkernel_launch = \"30 us\"\n",
+        "exp.toml");
+    const prism::HardwareSpec& hw = e.hardware.at(0);
+    EXPECT_DOUBLE_EQ(hw.gpu.gemm.max_efficiency, 0.80 * 0.75);
+    EXPECT_DOUBLE_EQ(hw.gpu.fp8_gemm_max_efficiency, 0.70 * 0.5);
+    EXPECT_DOUBLE_EQ(hw.gpu.attention_efficiency, 0.35 * 0.4);
+    EXPECT_DOUBLE_EQ(hw.gpu.hbm_efficiency, 0.9 * 0.6);
+    EXPECT_DOUBLE_EQ(hw.collective_efficiency, 0.8 * 0.25);
+    EXPECT_DOUBLE_EQ(hw.kernel_launch_s, 30e-6);
+    EXPECT_NE(hw.gpu.source.find("stack llm-foundry"), std::string::npos) << hw.gpu.source;
+}
+
+// The stack's default overlaps apply where [training] does not name them: deepspeed's preset
+// turns the overlapped gradient reduction off, megatron-core's (the default) leaves it on.
+TEST(ExperimentLoader, StackDefaultOverlapsApplyUnlessTrainingNamesThem) {
+    const std::string head = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\n";
+    const std::string tail = "[hardware.h100]\npreset = \"h100-sxm\"\n";
+    EXPECT_TRUE(parse_experiment(head + tail, "exp.toml").training.overlap_grad_reduce);
+    EXPECT_FALSE(parse_experiment(head + "stack = \"deepspeed\"\n" + tail, "exp.toml")
+                     .training.overlap_grad_reduce);
+    EXPECT_TRUE(parse_experiment(
+                    head + "stack = \"deepspeed\"\noverlap_grad_reduce = true\n" + tail, "exp.toml")
+                    .training.overlap_grad_reduce);
+    EXPECT_TRUE(parse_experiment(head + "stack = \"nemo-mlperf\"\n" + tail, "exp.toml")
+                    .training.tp_comm_overlap);
+}
+
 TEST(ExperimentLoader, DpAndGpusTogetherAreRejected) {
     EXPECT_EQ(error_of(kBase + "[space]\ndp = [1, 2]\ngpus = [8]\n"),
               "exp.toml:9:1: space.gpus: dp and gpus are mutually exclusive (gpus sets dp = gpus "
@@ -469,18 +530,18 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(custom.gpu.peak_fp8_flop_per_s, 1e15);
     EXPECT_DOUBLE_EQ(custom.gpu.hbm_bytes, 96.0 * 1024 * 1024 * 1024);
     EXPECT_DOUBLE_EQ(custom.gpu.hbm_bytes_per_s, 4e12);
-    EXPECT_DOUBLE_EQ(custom.gpu.hbm_efficiency, 0.9);
+    EXPECT_DOUBLE_EQ(custom.gpu.hbm_efficiency, 0.9 * 0.5);  // ceiling x [stack] factor
     EXPECT_EQ(custom.gpus_per_node, 4);
     EXPECT_DOUBLE_EQ(custom.nvlink_bytes_per_s, 300e9);
-    EXPECT_DOUBLE_EQ(custom.gpu.fp8_gemm_max_efficiency, 0.6);
-    EXPECT_DOUBLE_EQ(custom.gpu.attention_efficiency, 0.35);
+    EXPECT_DOUBLE_EQ(custom.gpu.fp8_gemm_max_efficiency, 0.6 * 0.5);
+    EXPECT_DOUBLE_EQ(custom.gpu.attention_efficiency, 0.35 * 0.5);  // no fa3 ceiling
     EXPECT_DOUBLE_EQ(custom.nvlink_latency_s, 2e-6);
     EXPECT_DOUBLE_EQ(custom.nic_bytes_per_s, 100e9);  // 800 Gbit/s / 8
     EXPECT_DOUBLE_EQ(custom.nic_latency_s, 5e-6);
-    EXPECT_DOUBLE_EQ(custom.collective_efficiency, 0.7);
-    EXPECT_DOUBLE_EQ(custom.gpu.gemm.max_efficiency, 0.8);
+    EXPECT_DOUBLE_EQ(custom.collective_efficiency, 0.7 * 0.5);
+    EXPECT_DOUBLE_EQ(custom.gpu.gemm.max_efficiency, 0.8 * 0.5);
     EXPECT_DOUBLE_EQ(custom.gpu.gemm.half_flops, 2e9);
-    EXPECT_DOUBLE_EQ(custom.kernel_launch_s, 4e-6);
+    EXPECT_DOUBLE_EQ(custom.kernel_launch_s, 4e-6 + 1e-6);
 
     EXPECT_EQ(e.cluster.nodes_per_rack, 16);
     EXPECT_EQ(e.cluster.racks_per_pod, 8);

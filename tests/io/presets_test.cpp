@@ -70,12 +70,15 @@ TEST(Presets, ModelAndGpuNamesAreListedSorted) {
     EXPECT_EQ(preset_names("gpus"),
               (std::vector<std::string>{"a100-80gb", "b200", "b300", "gb200-nvl72", "gb300-nvl72",
                                         "h100-sxm", "h200"}));
+    EXPECT_EQ(preset_names("stacks"),
+              (std::vector<std::string>{"deepspeed", "llm-foundry", "megatron-core", "nemo-mlperf",
+                                        "torchtitan"}));
     EXPECT_TRUE(preset_names("nonsense").empty());
     EXPECT_FALSE(preset_text("models", "llama3-7b").has_value());
 }
 
 TEST(Presets, EmbeddedTextEqualsTheFileInTheRepository) {
-    for (const char* kind : {"models", "gpus", "variability"}) {
+    for (const char* kind : {"models", "gpus", "variability", "stacks"}) {
         for (const std::string& name : preset_names(kind)) {
             const std::string path =
                 std::string(PRISM_SOURCE_DIR) + "/configs/presets/" + kind + "/" + name + ".toml";
@@ -102,7 +105,7 @@ TEST(Presets, ModelParameterCountsMatchPublishedSizesWithinTwoPercent) {
 }
 
 TEST(Presets, EveryModelAndGpuPresetValueHasASourceComment) {
-    for (const char* kind : {"models", "gpus"}) {
+    for (const char* kind : {"models", "gpus", "stacks"}) {
         for (const std::string& name : preset_names(kind)) {
             std::istringstream text{std::string(*preset_text(kind, name))};
             std::string line;

@@ -71,6 +71,7 @@ inline std::vector<Case> nemo_h100(const std::string& data_dir) {
         c.overlap_grad_reduce = true;
         c.overlap_param_gather = true;
         c.pipeline_slots = c.layers % (c.pp * c.interleave) != 0;
+        c.gpu = "h100-sxm";
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
         c.train = index_in_table % 2 == 0 && t.text(i, "model") != "GPT3-175B";
@@ -79,16 +80,10 @@ inline std::vector<Case> nemo_h100(const std::string& data_dir) {
     return cases;
 }
 
-/// The llm-foundry stack's own kernel efficiencies on H100 (PyTorch FSDP, Triton flash attention
-/// of 2023, unfused elementwise kernels), fitted by `prism_calibrate h100` on that set's fitted
-/// rows with the shared constants of configs/presets/gpus/h100-sxm.toml (README, "The model").
-inline constexpr double kLlmFoundryAttentionEfficiency = 0.1795;
-inline constexpr double kLlmFoundryHbmEfficiency = 0.4067;
-
 /// llm-foundry (MosaicML) MPT throughput on H100-80GB, bf16 and fp8: PyTorch FSDP FULL_SHARD
 /// over all GPUs (ZeRO-3, prefetched), flash attention, full activation checkpointing where the
 /// table says so; measured = step time (s). MPT: GeLU MLP of 4h, tied embedding, ALiBi. The
-/// stack's attention and HBM efficiency override the preset's.
+/// llm-foundry stack (configs/presets/stacks/llm-foundry.toml).
 /// Split: every other row (the first, third, ...) fits.
 inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
     const Table t = read_table(data_file(data_dir, "llmfoundry_mpt_h100.csv"));
@@ -110,9 +105,8 @@ inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
         c.precision = t.text(i, "precision");
         c.recompute = t.text(i, "recompute");
         c.flash_attention = true;
-        c.hardware_overrides =
-            fmt::format("attention_efficiency = {}\nhbm_efficiency = {}\n",
-                        kLlmFoundryAttentionEfficiency, kLlmFoundryHbmEfficiency);
+        c.stack = "llm-foundry";
+        c.gpu = "h100-sxm";
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
         c.label = fmt::format("{} s{} g{} mb{} {}", t.text(i, "model"), c.seq, gpus, c.microbatch,

@@ -87,30 +87,48 @@ struct Case {
     bool sequence_parallel = false;
     bool flash_attention = false, overlap_grad_reduce = false, overlap_param_gather = false;
     bool tp_comm_overlap = false;
-    bool pipeline_slots = false;     ///< Megatron's embedding and loss slots (uneven split)
-    std::string hardware_overrides;  ///< TOML lines added to the [hardware.gpu] table
-    double measured = 0;             ///< step time (s) or TFLOP/s per GPU, per dataset
-    bool train = false;              ///< used by the fit (else held out)
+    bool pipeline_slots = false;          ///< Megatron's embedding and loss slots (uneven split)
+    std::string hardware_overrides;       ///< TOML lines added to the [hardware.gpu] table
+    std::string stack = "megatron-core";  ///< software stack preset (configs/presets/stacks)
+    std::string gpu = "a100-80gb";        ///< GPU preset the run used
+    bool fp8_params = false;
+    double measured = 0;  ///< step time (s) or TFLOP/s per GPU, per dataset
+    bool train = false;   ///< used by the fit (else held out)
 };
 
-/// Experiment for `c` on the shipped GPU preset `gpu_preset`.
-inline Experiment make_experiment(const Case& c, const std::string& gpu_preset = "a100-80gb") {
+/// The [stack] table of `c`: its stack preset, and with `ceilings` every factor 1 and no host
+/// time (the hardware's kernel ceilings: the fit multiplies them itself).
+inline std::string stack_table(const Case& c, bool ceilings) {
+    std::string t = fmt::format("[stack]\npreset = \"{}\"\n", c.stack);
+    if (ceilings) {
+        t += "gemm_efficiency = 1\nfp8_gemm_efficiency = 1\nattention_efficiency = 1\n"
+             "hbm_efficiency = 1\ncollective_efficiency = 1\nkernel_launch = \"0 us\"\n";
+    }
+    return t;
+}
+
+/// Experiment for `c` on the shipped GPU preset `gpu_preset` (empty: the case's own) with the
+/// case's stack preset; `ceilings`: the stack's factors left out (see stack_table).
+inline Experiment make_experiment(const Case& c, const std::string& gpu_preset = "",
+                                  bool ceilings = false) {
     auto flag = [](bool b) { return b ? "true" : "false"; };
     const std::string text = fmt::format(
         "[model]\nlayers = {}\nhidden = {}\nheads = {}\nkv_heads = {}\nffn = {}\nvocab = {}\n"
         "seq = {}\ngated_mlp = {}\ntied_embeddings = {}\n\n"
         "[training]\nglobal_batch = {}\nprecision = \"{}\"\nflash_attention = {}\n"
         "overlap_grad_reduce = {}\noverlap_param_gather = {}\ntp_comm_overlap = {}\n"
+        "fp8_params = {}\n"
         "account_for_embedding_in_pipeline_split = {}\naccount_for_loss_in_pipeline_split = {}\n\n"
-        "[hardware.gpu]\npreset = \"{}\"\n{}\n[defaults]\n"
+        "[hardware.gpu]\npreset = \"{}\"\n{}\n{}\n[defaults]\n"
         "tp = {}\npp = {}\ndp = {}\ncp = {}\nmicrobatch = {}\ninterleave = {}\n"
         "zero_stage = {}\nrecompute = \"{}\"\nsequence_parallel = {}\n",
         c.layers, c.hidden, c.heads, c.kv_heads > 0 ? c.kv_heads : c.heads,
         c.ffn > 0 ? c.ffn : 4 * c.hidden, c.vocab, c.seq, flag(c.gated_mlp),
         flag(c.tied_embeddings), c.global_batch, c.precision, flag(c.flash_attention),
         flag(c.overlap_grad_reduce), flag(c.overlap_param_gather), flag(c.tp_comm_overlap),
-        flag(c.pipeline_slots), flag(c.pipeline_slots), gpu_preset, c.hardware_overrides, c.tp,
-        c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage, c.recompute,
+        flag(c.fp8_params), flag(c.pipeline_slots), flag(c.pipeline_slots),
+        gpu_preset.empty() ? c.gpu : gpu_preset, c.hardware_overrides, stack_table(c, ceilings),
+        c.tp, c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage, c.recompute,
         flag(c.sequence_parallel));
     return io::parse_experiment(text, c.label);
 }
@@ -141,6 +159,7 @@ inline std::vector<Case> korthikanti_table5(const std::string& data_dir) {
             c.measured = t.number(
                 i, mode == 0 ? "step_s_full_recompute" : "step_s_seqpar_selective_recompute");
             c.label = t.text(i, "model") + (mode == 0 ? " full-recompute" : " seqpar+selective");
+            c.set = "korthikanti-2022";
             cases.push_back(c);
         }
     }
@@ -165,6 +184,7 @@ inline std::vector<Case> megatron_sc21(const std::string& data_dir) {
         c.global_batch = std::int64_t(t.number(i, "global_batch"));
         c.recompute = "full";
         c.measured = t.number(i, "tflops_per_gpu");
+        c.set = "megatron-sc21";
         c.label = t.text(i, "params_billion") + "B";
         cases.push_back(c);
     }
@@ -191,6 +211,8 @@ inline std::vector<Case> vtrain(const std::string& data_dir) {
         c.pp = int(t.number(i, "pipeline parallelism"));
         c.measured = t.number(i, "iteration time (ms)") * 1e-3;
         c.recompute = "full";
+        c.set = "vtrain";
+        c.stack = "deepspeed";  // Megatron-DeepSpeed
         c.label = fmt::format("vtrain row {}", i);
         cases.push_back(c);
     }

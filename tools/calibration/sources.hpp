@@ -1,0 +1,173 @@
+#pragma once
+
+// Every published source of tests/data/reference as rows of the model, for the leave-one-source-
+// out calibration (`prism_calibrate loso`, docs/calibration.md). A source is one team's table for
+// one software version; each row names its GPU preset and its software stack preset
+// (configs/presets/stacks). Header-only, shared by prism_calibrate and tests/calibration.
+
+#include <string>
+#include <vector>
+
+#include "tools/calibration/h100_reference_data.hpp"
+#include "tools/calibration/reference_data.hpp"
+
+namespace prism::calibration {
+
+/// One row of a source: the case (its set = the source's name), what is measured.
+struct SourceRow {
+    Case c;
+    Quantity q = Quantity::step_time_s;
+};
+
+/// The shared MLPerf Training medians (tests/data/reference/mlperf_medians.csv, from the
+/// per-step logs of MLPerf Training v4.1-v5.1; LICENSE.NVIDIA-mlperf): NVIDIA's NeMo MLPerf
+/// implementation on every system, so the nemo-mlperf stack. Settings of NVIDIA's MLPerf configs:
+/// FP8 (FP8 parameters where the row says so), fused attention, no activation recomputation,
+/// sequence parallelism with TP, TP communication overlap where the row says so (NVIDIA's configs
+/// export TP_COMM_OVERLAP=True; the University of Florida's 405B config comments it out), the
+/// distributed optimizer with
+/// overlapped gradient reduction and parameter gather, Megatron's embedding and loss pipeline
+/// slots where the layers do not divide (Llama 3.1 405B: 126 layers on pp 8, vp 8).
+inline std::vector<Case> mlperf_medians(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "mlperf_medians.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.set = t.text(i, "source");
+        c.stack = "nemo-mlperf";
+        c.gpu = t.text(i, "gpu");
+        c.layers = int(t.number(i, "layers"));
+        c.hidden = int(t.number(i, "hidden"));
+        c.heads = int(t.number(i, "heads"));
+        c.kv_heads = int(t.number(i, "kv_heads"));
+        c.ffn = int(t.number(i, "ffn"));
+        c.gated_mlp = t.number(i, "gated") != 0;
+        c.vocab = int(t.number(i, "vocab"));
+        c.tied_embeddings = t.number(i, "tied") != 0;
+        c.seq = int(t.number(i, "seq"));
+        const int gpus = int(t.number(i, "gpus"));
+        c.global_batch = std::int64_t(t.number(i, "global_batch"));
+        c.microbatch = int(t.number(i, "micro_batch"));
+        c.tp = int(t.number(i, "tp"));
+        c.pp = int(t.number(i, "pp"));
+        c.cp = int(t.number(i, "cp"));
+        c.interleave = int(t.number(i, "vp"));
+        c.dp = gpus / (c.tp * c.pp * c.cp);
+        c.zero_stage = 1;
+        c.precision = t.text(i, "precision");
+        c.fp8_params = t.number(i, "fp8_params") != 0;
+        c.flash_attention = true;
+        c.sequence_parallel = c.tp > 1;
+        c.tp_comm_overlap = t.number(i, "tp_comm_overlap") != 0;
+        c.overlap_grad_reduce = true;
+        c.overlap_param_gather = true;
+        c.pipeline_slots = c.layers % (c.pp * c.interleave) != 0;
+        c.measured = t.number(i, "median_step_s");
+        c.label = fmt::format("{} {} x{}", t.text(i, "model"), c.gpu, gpus);
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+/// BLOOM 176B (BigScience, Megatron-DeepSpeed) on 384 A100 80GB of Jean Zay: "about 150
+/// TFLOPs" per GPU (bigscience.notion.site, "BigScience 176B Model"; Le Scao et al. 2022, BLOOM
+/// paper, section 3.4: 48 nodes of 8 A100 80GB, four 100 Gb/s Omni-Path links per node). The
+/// tr11-176B-ml training script (bigscience-workshop/bigscience): tp 4, pp 12, dp 8, micro batch
+/// 2, global batch 2048, seq 2048, bf16, ZeRO stage 1, activation checkpointing; 70 layers,
+/// hidden 14336, 112 heads, vocabulary 250880 (padded), tied embedding, ALiBi. The network: 4 x
+/// 100 Gb/s per node = 50 Gb/s per GPU. Megatron-DeepSpeed's pipeline partition counted the
+/// embeddings ("type:transformer|embedding"): 72 slots, 6 per stage.
+inline Case bloom_176b() {
+    Case c;
+    c.set = "bloom-176b";
+    c.stack = "deepspeed";
+    c.label = "BLOOM 176B x384";
+    c.layers = 70;
+    c.hidden = 14336;
+    c.heads = 112;
+    c.vocab = 250880;
+    c.seq = 2048;
+    c.tp = 4;
+    c.pp = 12;
+    c.dp = 8;
+    c.microbatch = 2;
+    c.global_batch = 2048;
+    c.zero_stage = 1;
+    c.recompute = "full";
+    c.pipeline_slots = true;  // 70 layers + embedding + loss = 72 slots on 12 stages
+    c.hardware_overrides = "nic_bandwidth = \"50 Gb/s\"\n";
+    c.measured = 150;
+    return c;
+}
+
+/// torchtitan's published Llama 3.1 benchmarks (pytorch/torchtitan benchmarks/, BSD-3-Clause;
+/// tests/data/reference/torchtitan_llama3.csv): the torchtitan team's of 2024-12 on Meta's Grand
+/// Teton H100 (96 GB HBM2e at 2.4 TB/s, 500 W power limit: the h100-sxm preset with that HBM
+/// bandwidth; its tensor-core peak is below the SXM datasheet's by an unknown amount, which the
+/// stack's factors absorb), tables 1-5 with torch.compile (the 1F1B row of table 5), and
+/// Trainy's of 2025-06 on H200 (llama3_8b_h200_2025-06_torchtitan.md). Settings of torchtitan's
+/// train configs: FSDP2 over the data-parallel ranks (ZeRO-3, prefetched) with TP, PP and CP
+/// as the table says, sequence parallelism with TP, AsyncTP as tp_comm_overlap, SDPA attention
+/// (FlashAttention-2 backend), torchao Float8 linears as fp8 (Trainy: FP8 all-gather as
+/// fp8_params), no grad accumulation without PP (micro batch = local batch), PP micro batch 1.
+inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "torchtitan_llama3.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.set = t.text(i, "source");
+        c.stack = "torchtitan";
+        c.gpu = t.text(i, "gpu");
+        c.layers = int(t.number(i, "layers"));
+        c.hidden = int(t.number(i, "hidden"));
+        c.heads = int(t.number(i, "heads"));
+        c.kv_heads = int(t.number(i, "kv_heads"));
+        c.ffn = int(t.number(i, "ffn"));
+        c.gated_mlp = true;
+        c.tied_embeddings = false;
+        c.vocab = int(t.number(i, "vocab"));
+        c.seq = int(t.number(i, "seq"));
+        const int gpus = int(t.number(i, "gpus"));
+        c.global_batch = std::int64_t(t.number(i, "global_batch"));
+        c.microbatch = int(t.number(i, "micro_batch"));
+        c.tp = int(t.number(i, "tp"));
+        c.pp = int(t.number(i, "pp"));
+        c.cp = int(t.number(i, "cp"));
+        c.dp = gpus / (c.tp * c.pp * c.cp);
+        c.zero_stage = 3;
+        c.precision = t.text(i, "precision");
+        c.fp8_params = t.number(i, "fp8_params") != 0;
+        c.recompute = t.text(i, "recompute");
+        c.flash_attention = true;
+        c.sequence_parallel = c.tp > 1;
+        c.tp_comm_overlap = t.number(i, "tp_comm_overlap") != 0;
+        c.overlap_grad_reduce = true;
+        c.overlap_param_gather = true;
+        c.pipeline_slots = c.layers % c.pp != 0;
+        if (c.gpu == "h100-sxm") c.hardware_overrides = "hbm_bandwidth = \"2.4 TB/s\"\n";
+        c.measured =
+            step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
+        c.label = fmt::format("table {} {} s{} x{} {}{}", t.text(i, "table"), t.text(i, "model"),
+                              c.seq, gpus, c.precision, c.tp_comm_overlap ? " asyncTP" : "");
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+/// Every source's rows. vTrain's rows: every `vtrain_stride`-th (the fit's cost; the report
+/// reads them all with stride 1).
+inline std::vector<SourceRow> all_sources(const std::string& dir, int vtrain_stride = 1) {
+    std::vector<SourceRow> rows;
+    const auto vt = vtrain(dir);
+    for (std::size_t i = 0; i < vt.size(); i += std::size_t(vtrain_stride)) rows.push_back({vt[i]});
+    for (const Case& c : megatron_sc21(dir)) rows.push_back({c, Quantity::tflops_per_gpu});
+    for (const Case& c : korthikanti_table5(dir)) rows.push_back({c});
+    rows.push_back({bloom_176b(), Quantity::tflops_per_gpu});
+    for (const Case& c : nemo_h100(dir)) rows.push_back({c});
+    for (const Case& c : llmfoundry_h100(dir)) rows.push_back({c});
+    for (const Case& c : mlperf_medians(dir)) rows.push_back({c});
+    for (const Case& c : torchtitan_llama3(dir)) rows.push_back({c});
+    return rows;
+}
+
+}  // namespace prism::calibration

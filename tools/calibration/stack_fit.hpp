@@ -1,0 +1,269 @@
+#pragma once
+
+// The stack fit of prism_calibrate (tools/calibration/prism_calibrate.cpp; docs/calibration.md):
+// each row on its GPU preset's kernel ceilings times its stack's factors, each stack fitted on
+// its own rows. Header-only, shared by prism_calibrate and tests/calibration.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tools/calibration/sources.hpp"
+
+namespace prism::calibration {
+
+inline double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double logit(double p) { return std::log(p / (1.0 - p)); }
+
+/// A stack's fitted values (configs/presets/stacks keys).
+struct Factors {
+    double gemm = 0.8, fp8_gemm = 0.9, attention = 0.6, hbm = 0.9, collective = 0.6;
+    double kernel_launch_s = 2e-6;
+};
+
+enum class Key { gemm, fp8_gemm, attention, hbm, collective, kernel_launch };
+inline const char* key_name(Key k) {
+    switch (k) {
+        case Key::gemm:
+            return "gemm_efficiency";
+        case Key::fp8_gemm:
+            return "fp8_gemm_efficiency";
+        case Key::attention:
+            return "attention_efficiency";
+        case Key::hbm:
+            return "hbm_efficiency";
+        case Key::collective:
+            return "collective_efficiency";
+        case Key::kernel_launch:
+            return "kernel_launch";
+    }
+    return "?";
+}
+inline double& field(Factors& f, Key k) {
+    switch (k) {
+        case Key::gemm:
+            return f.gemm;
+        case Key::fp8_gemm:
+            return f.fp8_gemm;
+        case Key::attention:
+            return f.attention;
+        case Key::hbm:
+            return f.hbm;
+        case Key::collective:
+            return f.collective;
+        case Key::kernel_launch:
+            return f.kernel_launch_s;
+    }
+    return f.gemm;
+}
+
+/// What each stack's rows are fitted for (the rest: megatron-core's values).
+inline const std::vector<std::pair<std::string, std::vector<Key>>> kStackKeys{
+    {"megatron-core",
+     {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::collective, Key::kernel_launch}},
+    {"deepspeed", {Key::gemm, Key::hbm, Key::collective, Key::kernel_launch}},
+    {"llm-foundry", {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::kernel_launch}},
+    {"torchtitan", {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::collective}},
+    {"nemo-mlperf", {Key::fp8_gemm, Key::attention, Key::collective}},
+};
+
+/// A row with its experiment on the kernel ceilings (the stack's factors left out).
+struct Item {
+    SourceRow row;
+    Experiment e;
+    HardwareSpec ceiling;
+};
+
+inline void set_factors(Item& it, const Factors& f) {
+    HardwareSpec& hw = it.e.hardware.at(0);
+    const HardwareSpec& c = it.ceiling;
+    hw.gpu.gemm.max_efficiency = std::min(1.0, c.gpu.gemm.max_efficiency * f.gemm);
+    hw.gpu.fp8_gemm_max_efficiency = std::min(1.0, c.gpu.fp8_gemm_max_efficiency * f.fp8_gemm);
+    hw.gpu.attention_efficiency = std::min(1.0, c.gpu.attention_efficiency * f.attention);
+    hw.gpu.hbm_efficiency = std::min(1.0, c.gpu.hbm_efficiency * f.hbm);
+    hw.collective_efficiency = std::min(1.0, c.collective_efficiency * f.collective);
+    hw.kernel_launch_s = c.kernel_launch_s + f.kernel_launch_s;
+}
+
+inline double predict_item(Item& it) { return predict(it.e, it.row.c, it.row.q); }
+
+inline double log_error(Item& it) { return std::log(predict_item(it) / it.row.c.measured); }
+
+inline std::vector<Item> load_items(const std::string& dir, int vtrain_stride) {
+    std::vector<Item> items;
+    for (SourceRow& r : all_sources(dir, vtrain_stride)) {
+        Experiment e = make_experiment(r.c, "", true);
+        HardwareSpec ceiling = e.hardware.at(0);
+        items.push_back({std::move(r), std::move(e), std::move(ceiling)});
+    }
+    return items;
+}
+
+using Values = std::vector<double>;
+
+/// Plain Nelder-Mead (Lagarias et al. 1998 coefficients).
+template <class F>
+inline Values nelder_mead(F f, Values x0, double step, int iterations) {
+    const std::size_t n = x0.size();
+    std::vector<Values> simplex(n + 1, x0);
+    Values value(n + 1);
+    for (std::size_t i = 0; i <= n; ++i) {
+        if (i > 0) simplex[i][i - 1] += step;
+        value[i] = f(simplex[i]);
+    }
+    for (int it = 0; it < iterations; ++it) {
+        std::vector<std::size_t> order(n + 1);
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](auto a, auto b) { return value[a] < value[b]; });
+        const std::size_t best = order[0], worst = order[n], second = order[n - 1];
+        Values centroid(n, 0.0);
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < n; ++j) centroid[j] += simplex[order[i]][j] / double(n);
+        auto along = [&](double t) {
+            Values p(n);
+            for (std::size_t j = 0; j < n; ++j)
+                p[j] = centroid[j] + t * (simplex[worst][j] - centroid[j]);
+            return p;
+        };
+        const Values reflected = along(-1.0);
+        const double fr = f(reflected);
+        if (fr < value[best]) {
+            const Values expanded = along(-2.0);
+            const double fe = f(expanded);
+            if (fe < fr) {
+                simplex[worst] = expanded, value[worst] = fe;
+            } else {
+                simplex[worst] = reflected, value[worst] = fr;
+            }
+        } else if (fr < value[second]) {
+            simplex[worst] = reflected, value[worst] = fr;
+        } else {
+            const Values contracted = fr < value[worst] ? along(-0.5) : along(0.5);
+            const double fc = f(contracted);
+            if (fc < std::min(fr, value[worst])) {
+                simplex[worst] = contracted, value[worst] = fc;
+            } else {
+                for (std::size_t i = 1; i <= n; ++i) {
+                    auto& p = simplex[order[i]];
+                    for (std::size_t j = 0; j < n; ++j)
+                        p[j] = simplex[best][j] + 0.5 * (p[j] - simplex[best][j]);
+                    value[order[i]] = f(p);
+                }
+            }
+        }
+    }
+    return simplex[std::min_element(value.begin(), value.end()) - value.begin()];
+}
+
+inline bool is_fraction(Key k) { return k != Key::kernel_launch; }
+
+/// Weight of the tie-breaker toward megatron-core's factors: kPrior x the squared log ratio per
+/// fitted value, next to the mean squared log error of the rows (a 10% error on every row costs
+/// 0.009). It only decides among fits the rows cannot tell apart (one BLOOM row cannot fix four
+/// values): then the stack departs least from megatron-core's.
+inline constexpr double kPrior = 1e-4;
+
+/// Fits `keys` of `start` on `rows` (each source weighted equally), with the tie-breaker toward
+/// `prior` where given; returns the fitted factors.
+inline Factors fit_stack(std::vector<Item*>& rows, const std::vector<Key>& keys, Factors start,
+                         const Factors* prior) {
+    std::map<std::string, std::vector<Item*>> by_source;
+    for (Item* it : rows) by_source[it->row.c.set].push_back(it);
+    auto decode = [&](const Values& x) {
+        Factors f = start;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            field(f, keys[i]) = is_fraction(keys[i]) ? logistic(x[i]) : std::exp(x[i]);
+        }
+        return f;
+    };
+    auto objective = [&](const Values& x) {
+        Factors f = decode(x);
+        double total = 0;
+        for (auto& [source, items] : by_source) {
+            double sum = 0;
+            for (Item* it : items) {
+                set_factors(*it, f);
+                const double d = log_error(*it);
+                sum += d * d;
+            }
+            total += sum / double(items.size());
+        }
+        double penalty = 0;
+        if (prior != nullptr) {
+            Factors p = *prior;
+            for (Key k : keys) {
+                const double r = std::log(field(f, k) / field(p, k));
+                penalty += kPrior * r * r;
+            }
+        }
+        return total / double(by_source.size()) + penalty;
+    };
+    Values x;
+    for (Key k : keys) {
+        const double v = std::clamp(field(start, k), 1e-3, 0.98);
+        x.push_back(is_fraction(k) ? logit(v) : std::log(std::max(field(start, k), 1e-8)));
+    }
+    for (int restart = 0; restart < 3; ++restart) {
+        x = nelder_mead(objective, x, 0.5, 120 * int(keys.size()));
+    }
+    return decode(x);
+}
+
+/// Every stack fitted on `items` except those of source `left_out` (empty: none left out).
+inline std::map<std::string, Factors> fit_all(std::vector<Item>& items,
+                                              const std::string& left_out) {
+    std::map<std::string, Factors> out;
+    Factors core;
+    for (const auto& [stack, keys] : kStackKeys) {
+        std::vector<Item*> rows;
+        for (Item& it : items) {
+            if (it.row.c.stack == stack && it.row.c.set != left_out) rows.push_back(&it);
+        }
+        if (stack == "megatron-core") {
+            core = fit_stack(rows, keys, Factors{}, nullptr);
+            out[stack] = core;
+        } else {
+            out[stack] = rows.empty() ? core : fit_stack(rows, keys, core, &core);
+        }
+    }
+    return out;
+}
+
+struct SourceError {
+    std::string stack, gpu;
+    ErrorStats s;
+};
+
+/// Error of every row of each source (or of `only`) with the factors `f`.
+inline std::map<std::string, SourceError> errors(std::vector<Item>& items,
+                                                 const std::map<std::string, Factors>& f,
+                                                 const std::string& only = "") {
+    std::map<std::string, SourceError> out;
+    const bool verbose = std::getenv("PRISM_CALIBRATE_ROWS") != nullptr;
+    for (Item& it : items) {
+        if (!only.empty() && it.row.c.set != only) continue;
+        set_factors(it, f.at(it.row.c.stack));
+        const double pred = predict_item(it);
+        const double err = relative_error(pred, it.row.c.measured);
+        SourceError& e = out[it.row.c.set];
+        e.stack = it.row.c.stack;
+        if (e.gpu.find(it.row.c.gpu) == std::string::npos) {
+            e.gpu += (e.gpu.empty() ? "" : ", ") + it.row.c.gpu;
+        }
+        e.s.add(err);
+        if (verbose) {
+            fmt::print("  {:<20} {:<40} measured {:>9.3f} predicted {:>9.3f} {:+6.1f}%\n",
+                       it.row.c.set, it.row.c.label, it.row.c.measured, pred, 100 * err);
+        }
+    }
+    for (auto& [name, e] : out) e.s.finish();
+    return out;
+}
+
+}  // namespace prism::calibration
