@@ -158,7 +158,8 @@ DistributionSpec parse_distribution(const toml::node& node, const std::string& k
 void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
                              VariabilitySpec& spec) {
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
-    allowed.insert(allowed.end(), {"comm_regime", "persistent"});
+    allowed.insert(allowed.end(), {"comm_regime", "persistent", "hiccup_probability",
+                                   "hiccup_delay_median", "hiccup_delay_sigma"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -171,6 +172,18 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             as_string(*node, full);
         } else if (name == "source") {
             spec.source = as_string(*node, full);
+        } else if (name == "hiccup_probability") {
+            const double p = as_positive(*node, full, true);
+            if (p > 1) {
+                fail_at(*node, fmt::format("{}: value {} must be <= 1 (a probability per node and "
+                                           "step)",
+                                           full, format_number(p)));
+            }
+            spec.hiccup.probability = p;
+        } else if (name == "hiccup_delay_median") {
+            spec.hiccup.delay_median_s = as_quantity(*node, full, Quantity::time, true);
+        } else if (name == "hiccup_delay_sigma") {
+            spec.hiccup.delay_sigma = as_positive(*node, full, true);
         } else if (name == "comm_regime") {
             spec.comm_regime = parse_distribution(*node, full);
         } else if (name == "persistent") {
@@ -207,6 +220,15 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
                 }
             }
         }
+    }
+    // a hiccup needs its delay (here or in the preset this table amends)
+    if (spec.hiccup.probability > 0 && !(spec.hiccup.delay_median_s > 0)) {
+        const std::string message = fmt::format(
+            "{}: hiccup_probability {} needs hiccup_delay_median (the delay's median, e.g. "
+            "\"0.2 s\")",
+            path, format_number(spec.hiccup.probability));
+        if (const toml::node* p = table.get("hiccup_probability")) fail_at(*p, message);
+        throw error_at(table.source(), message);
     }
 }
 
