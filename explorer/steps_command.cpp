@@ -16,6 +16,8 @@
 #include "io/variability_profile.hpp"
 #include "io/work_limits.hpp"
 #include "src/common/error.hpp"
+#include "src/fit/hiccup_fit.hpp"
+#include "src/fit/periodic_fit.hpp"
 #include "src/fit/step_fit.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
@@ -49,6 +51,7 @@ std::vector<fit::MeasuredSteps> load_runs(const StepsCommand& cmd, std::ostream&
         } else {
             const io::StepRun run = io::read_step_csv(path, selection);
             r.step_time_s = run.step_time_s;
+            r.step_index = run.step_index;
             out << fmt::format(
                 "{}: {} of {} steps (dropped {} warm-up, {} first after an evaluation)\n", r.name,
                 run.step_time_s.size(), run.rows, run.dropped_warmup, run.dropped_after_eval);
@@ -246,6 +249,27 @@ io::VariabilityProfile fitted_profile(const StepsCommand& cmd, const Experiment&
     return p;
 }
 
+// What the hiccup fit found (src/fit/hiccup_fit.hpp), one line; `nodes` > 0 adds the share of
+// steps hit at this scale.
+std::string hiccup_line(const fit::HiccupFit& h, double nodes) {
+    if (h.hits == 0) {
+        return fmt::format(
+            "hiccups: no step above the threshold in {} steps: probability 0 (below {:.2g} per "
+            "node and step at 95%)",
+            h.steps, h.probability_upper_95);
+    }
+    std::string line = fmt::format(
+        "hiccups: {} of {} steps above the threshold: probability {:.4g} per node and step, "
+        "delay median {:.4g} s, sigma {:.3g}{} (maximum likelihood, censored at 6 robust sd)",
+        h.hits, h.steps, h.hiccup.probability, h.hiccup.delay_median_s, h.hiccup.delay_sigma,
+        h.sigma_fitted ? "" : " (held: fewer than 5 hits)");
+    if (nodes > 0) {
+        line += fmt::format("; {:.3g}% of steps hit on {:.0f} nodes",
+                            100 * -std::expm1(nodes * std::log1p(-h.hiccup.probability)), nodes);
+    }
+    return line;
+}
+
 int fit_command(const StepsCommand& cmd) {
     if (cmd.output.empty()) throw ConfigError("steps fit: --output is required");
     check_samples(cmd);
@@ -264,9 +288,32 @@ int fit_command(const StepsCommand& cmd) {
     m.monte_carlo_samples = cmd.monte_carlo_samples;
     VariabilitySpec base = io::load_variability(cmd.base);
     base.persistent.slow_probability = 0;
+    fit::HiccupFit hiccups;
+    fit::PeriodicFit periodic;
+    std::vector<fit::MeasuredSteps> fit_runs = runs;
+    if (cmd.hiccups) {
+        // recurring slow steps first (periodic_fit.hpp): they are not hiccups; the other fits
+        // see the runs without them
+        periodic = fit::fit_periodic(runs);
+        for (std::size_t k = 0; k < periodic.events.size(); ++k) {
+            const PeriodicEvent& ev = periodic.events[k];
+            std::cout << fmt::format("periodic event {}: every {} steps, {:.4g} s ({})\n", ev.name,
+                                     ev.every, ev.duration_s, periodic.evidence[k]);
+        }
+        fit_runs = fit::without_periodic(runs, periodic);
+        // the steps far above their run's median first: the body is fitted with them modelled
+        const DesignPoint point =
+            decode_point(e, std::vector<std::size_t>(e.space.dimensions.size(), 0));
+        const double nodes = std::ceil(
+            static_cast<double>(point.gpus()) /
+            std::max(1, e.hardware.at(static_cast<std::size_t>(point.hardware)).gpus_per_node));
+        hiccups = fit::fit_hiccups({{fit_runs, nodes}});
+        base.hiccup = hiccups.hiccup;
+        std::cout << hiccup_line(hiccups, nodes) << "\n";
+    }
     fit::StepFitParameters start;
     start.regime_cv = base.comm_regime.cv;
-    const fit::StepFit f = fit::fit_steps(m, base, runs, parse_target(cmd.target), start);
+    const fit::StepFit f = fit::fit_steps(m, base, fit_runs, parse_target(cmd.target), start);
     std::cout << fmt::format(
         "\nfitted: transient scale {:.4g} (x the {} class cvs), regime cv {:.4g}, spatial cv "
         "{:.4g}; KS shape {:.3f} ({} model evaluations)\n",
@@ -276,8 +323,20 @@ int fit_command(const StepsCommand& cmd) {
         std::cerr << "prism: warning: steps fit: the KS distance changes by less than 0.02 over "
                      "every parameter value tried: the steps do not pin the fitted values\n";
     }
-    print_identifiability(m, base, runs, f, std::cout);
-    const io::VariabilityProfile profile = fitted_profile(cmd, e, base, f, runs);
+    print_identifiability(m, base, fit_runs, f, std::cout);
+    io::VariabilityProfile profile = fitted_profile(cmd, e, base, f, runs);
+    if (cmd.hiccups) {
+        profile.hiccup_notes = {hiccup_line(hiccups, 0),
+                                "per node and step: the chance a step is hit grows as 1 - (1 - "
+                                "q)^nodes"};
+        profile.spec.periodic = periodic.events;
+        profile.periodic_notes = {
+            "recurring slow steps of the fitted runs (src/fit/periodic_fit.hpp): a setting of "
+            "their configuration",
+            "(GC / logging / evaluation cadence), not of the platform: drop or restate them for "
+            "another configuration"};
+        for (const std::string& ev : periodic.evidence) profile.periodic_notes.push_back(ev);
+    }
     std::cout << "\nwith the fitted profile:\n";
     print_comparison(fit::compare_steps(m, profile.spec, runs), std::cout);
     io::write_variability_profile(cmd.output, profile);
@@ -315,6 +374,9 @@ CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
             sub->add_option("--name", command.name, "the profile's name");
             sub->add_option("--note", command.notes, "a comment line for the profile's header");
             sub->add_flag("--overwrite", command.overwrite, "replace an existing --output");
+            sub->add_flag("--hiccups", command.hiccups,
+                          "also fit periodic events and rare hiccups per node and step (steps far "
+                          "above the median)");
         } else {
             sub->add_option("--variability", command.variability,
                             "preset or .toml profile (default: the experiment's)");

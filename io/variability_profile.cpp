@@ -130,6 +130,15 @@ std::string format_variability_profile(const VariabilityProfile& p) {
         out << "hiccup_delay_median = " << number(p.spec.hiccup.delay_median_s) << "  # s\n";
         out << "hiccup_delay_sigma = " << number(p.spec.hiccup.delay_sigma) << "\n";
     }
+    if (!p.spec.periodic.empty()) {
+        out << "\n";
+        comments(out, p.periodic_notes);
+        out << "[periodic]\n";
+        for (const PeriodicEvent& e : p.spec.periodic) {
+            out << e.name << " = {every = " << e.every << ", duration = " << number(e.duration_s)
+                << "}  # s\n";
+        }
+    }
     out << "\n[persistent]\n";
     comments(out, p.spatial_notes);
     out << "spatial = " << format_distribution(p.spec.persistent.spatial) << "\n";

@@ -1,5 +1,7 @@
 #include "io/detail/toml_variability.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string_view>
 #include <vector>
@@ -159,7 +161,7 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
                              VariabilitySpec& spec) {
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
     allowed.insert(allowed.end(), {"comm_regime", "persistent", "hiccup_probability",
-                                   "hiccup_delay_median", "hiccup_delay_sigma"});
+                                   "hiccup_delay_median", "hiccup_delay_sigma", "periodic"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -184,6 +186,35 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             spec.hiccup.delay_median_s = as_quantity(*node, full, Quantity::time, true);
         } else if (name == "hiccup_delay_sigma") {
             spec.hiccup.delay_sigma = as_positive(*node, full, true);
+        } else if (name == "periodic") {
+            // name = {every = N, duration = "0.8 s"}; an entry replaces a preset's of that name
+            for (const auto& [ekey, enode] : in_file_order(as_table(*node, full))) {
+                const std::string efull = join_key(full, std::string(ekey->str()));
+                const toml::table& entry = as_table(*enode, efull);
+                check_keys(entry, efull, {"every", "duration"});
+                PeriodicEvent event;
+                event.name = std::string(ekey->str());
+                for (const char* required : {"every", "duration"}) {
+                    if (entry.get(required) == nullptr) {
+                        throw error_at(entry.source(),
+                                       fmt::format("{}: missing '{}' (e.g. {{every = 100, "
+                                                   "duration = \"0.8 s\"}})",
+                                                   efull, required));
+                    }
+                }
+                event.every =
+                    as_integer_in(*entry.get("every"), join_key(efull, "every"), 1, INT32_MAX);
+                event.duration_s = as_quantity(*entry.get("duration"), join_key(efull, "duration"),
+                                               Quantity::time, true, true);
+                auto same =
+                    std::find_if(spec.periodic.begin(), spec.periodic.end(),
+                                 [&](const PeriodicEvent& e) { return e.name == event.name; });
+                if (same != spec.periodic.end()) {
+                    *same = event;
+                } else {
+                    spec.periodic.push_back(event);
+                }
+            }
         } else if (name == "comm_regime") {
             spec.comm_regime = parse_distribution(*node, full);
         } else if (name == "persistent") {

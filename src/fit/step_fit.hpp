@@ -37,6 +37,8 @@ namespace prism::fit {
 struct MeasuredSteps {
     std::string name;
     std::vector<double> step_time_s;
+    /// each step's index in its run (the same length, or empty: 1, 2, ... in order)
+    std::vector<std::int64_t> step_index{};
 };
 
 /// The run's configuration as the model evaluates it.

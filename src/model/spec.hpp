@@ -235,11 +235,22 @@ struct HiccupSpec {
     bool operator==(const HiccupSpec&) const = default;
 };
 
+/// A host event that recurs every `every` steps (manual garbage collection, logging, an
+/// evaluation or checkpoint boundary; issue 35): that step takes `duration_s` longer.
+struct PeriodicEvent {
+    std::string name;
+    std::int64_t every = 1;  ///< steps between two events (>= 1)
+    double duration_s = 0;   ///< the time it adds to its step (s)
+
+    bool operator==(const PeriodicEvent&) const = default;
+};
+
 struct VariabilitySpec {
     std::array<DistributionSpec, kKernelClassCount> transient;  ///< X per kernel class
     PersistentSpec persistent;                                  ///< G per GPU
     DistributionSpec comm_regime;                               ///< R per step, all collectives
     HiccupSpec hiccup;                                          ///< H per node and step
+    std::vector<PeriodicEvent> periodic;                        ///< E at recurring steps
     std::string source;                                         ///< preset provenance
 
     bool is_deterministic() const;

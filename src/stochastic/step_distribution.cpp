@@ -89,6 +89,9 @@ bool VariabilitySpec::is_deterministic() const {
     if (!unit_constant(comm_regime)) return false;
     if (!unit_constant(persistent.spatial)) return false;
     if (hiccup.active()) return false;
+    for (const PeriodicEvent& e : periodic) {
+        if (e.duration_s > 0) return false;
+    }
     return persistent.slow_probability <= 0 || persistent.slow_factor == 1.0;
 }
 
@@ -279,9 +282,10 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_classes & (1u << c)) spec.transient[c] = DistributionSpec{};
     }
-    // hiccups add to the step the rest of the model gives (detail/hiccup.hpp)
-    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware));
+    // hiccups and periodic events add to the step the rest of the model gives (hiccup.hpp)
+    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     spec.hiccup = HiccupSpec{};
+    spec.periodic.clear();
     if (spec.is_deterministic()) {
         const double t = deterministic_step_time(profile);
         if (!hiccup.active()) return point_mass(t, evaluation);
@@ -354,8 +358,9 @@ std::vector<double> monte_carlo_samples(const StepProfile& profile, const Design
                                         const VariabilitySpec& variability, int samples,
                                         std::uint64_t seed, std::uint64_t point_index) {
     VariabilitySpec spec = variability;
-    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware));
+    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     spec.hiccup = HiccupSpec{};
+    spec.periodic.clear();
     const auto model = detail::build_step_model(profile, point, hardware, cluster, spec);
     const auto layout = detail::make_layout(model, point, hardware, cluster);
     std::vector<double> x = detail::monte_carlo(model, layout, samples, seed, point_index);
@@ -368,8 +373,9 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
                                  const VariabilitySpec& variability, const std::vector<double>& t_s,
                                  int grid_points) {
     VariabilitySpec spec = variability;
-    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware));
+    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     spec.hiccup = HiccupSpec{};
+    spec.periodic.clear();
     StepProfile flipped;
     const bool flip = drop_all_slow(profile, spec, flipped);
     if ((flip || hiccup.active()) && spec.is_deterministic()) {

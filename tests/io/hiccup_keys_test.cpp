@@ -64,6 +64,7 @@ TEST(HiccupKeys, AWrittenProfileLoadsBackWithItsHiccups) {
     p.spec.hiccup.delay_median_s = 0.42;
     p.spec.hiccup.delay_sigma = 1.1;
     p.hiccup_notes = {"fitted on nothing"};
+    p.spec.periodic = {{"gc", 100, 0.8}, {"same_index_57", 230, 10.3}};
     const auto path = std::filesystem::temp_directory_path() / "prism_hiccup_profile_test.toml";
     {
         std::ofstream out(path);
@@ -73,7 +74,37 @@ TEST(HiccupKeys, AWrittenProfileLoadsBackWithItsHiccups) {
     const VariabilitySpec back = load_variability(path.string());
 
     EXPECT_EQ(back.hiccup, p.spec.hiccup);
+    EXPECT_EQ(back.periodic, p.spec.periodic);
     std::filesystem::remove(path);
+}
+
+TEST(PeriodicKeys, ReadsEventsWithTheirCadenceAndDuration) {
+    const Experiment e = parse_experiment(kBaseExperiment +
+                                              "[variability]\n"
+                                              "preset = \"none\"\n"
+                                              "[variability.periodic]\n"
+                                              "gc = { every = 100, duration = \"0.8 s\" }\n"
+                                              "checkpoint = { every = 500, duration = 12 }\n",
+                                          "exp.toml");
+
+    ASSERT_EQ(e.variability.periodic.size(), 2u);
+    EXPECT_EQ(e.variability.periodic[0], (PeriodicEvent{"gc", 100, 0.8}));
+    EXPECT_EQ(e.variability.periodic[1], (PeriodicEvent{"checkpoint", 500, 12.0}));
+}
+
+TEST(PeriodicKeys, BadEntriesNameTheFileLineColumnAndKey) {
+    EXPECT_EQ(loader_error_of(kBaseExperiment + "[variability.periodic]\n"
+                                                "gc = { every = 0, duration = \"1 s\" }\n"),
+              "exp.toml:8:16: variability.periodic.gc.every: value 0 must be >= 1");
+    EXPECT_EQ(loader_error_of(kBaseExperiment + "[variability.periodic]\n"
+                                                "gc = { every = 10 }\n"),
+              "exp.toml:8:6: variability.periodic.gc: missing 'duration' (e.g. {every = 100, "
+              "duration = \"0.8 s\"})");
+    EXPECT_NE(
+        loader_error_of(kBaseExperiment + "[variability.periodic]\n"
+                                          "gc = { every = 10, duration = \"1 s\", phase = 3 }\n")
+            .find("variability.periodic.gc"),
+        std::string::npos);
 }
 
 }  // namespace

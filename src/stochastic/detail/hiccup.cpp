@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <numeric>
 #include <utility>
 
 #include "src/stochastic/distribution.hpp"
@@ -15,9 +17,69 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;
 
 }  // namespace
 
-HiccupLaw::HiccupLaw(const HiccupSpec& spec, double nodes) {
-    active_ = spec.active() && nodes >= 1;
-    if (!active_) return;
+namespace {
+
+// E's values and shares over one common period of the events (or, past 10^6 steps, as
+// independent events of probability 1 / every)
+void periodic_shares(const std::vector<PeriodicEvent>& events, std::vector<double>& shift,
+                     std::vector<double>& weight) {
+    std::vector<const PeriodicEvent*> on;
+    for (const PeriodicEvent& e : events) {
+        if (e.duration_s > 0 && e.every >= 1) on.push_back(&e);
+    }
+    shift = {0.0};
+    weight = {1.0};
+    if (on.empty()) return;
+    std::vector<double> mass(std::size_t{1} << std::min<std::size_t>(on.size(), 16), 0.0);
+    if (on.size() > 16) on.resize(16);
+    std::int64_t period = 1;
+    for (const PeriodicEvent* e : on) {
+        period = std::lcm(period, e->every);
+        if (period > 1000000) break;
+    }
+    if (period <= 1000000) {
+        for (std::int64_t k = 1; k <= period; ++k) {
+            std::size_t mask = 0;
+            for (std::size_t i = 0; i < on.size(); ++i) {
+                if (k % on[i]->every == 0) mask |= std::size_t{1} << i;
+            }
+            mass[mask] += 1.0 / static_cast<double>(period);
+        }
+    } else {
+        for (std::size_t mask = 0; mask < mass.size(); ++mask) {
+            double w = 1;
+            for (std::size_t i = 0; i < on.size(); ++i) {
+                const double p = 1.0 / static_cast<double>(on[i]->every);
+                w *= (mask >> i) & 1 ? p : 1 - p;
+            }
+            mass[mask] = w;
+        }
+    }
+    shift.clear();
+    weight.clear();
+    for (std::size_t mask = 0; mask < mass.size(); ++mask) {
+        if (!(mass[mask] > 0)) continue;
+        double e = 0;
+        for (std::size_t i = 0; i < on.size(); ++i) {
+            if ((mask >> i) & 1) e += on[i]->duration_s;
+        }
+        shift.push_back(e);
+        weight.push_back(mass[mask]);
+    }
+}
+
+}  // namespace
+
+HiccupLaw::HiccupLaw(const HiccupSpec& spec, double nodes,
+                     const std::vector<PeriodicEvent>& periodic) {
+    periodic_shares(periodic, shift_s_, weight_);
+    for (std::size_t j = 0; j < shift_s_.size(); ++j) {
+        e_mean_ += weight_[j] * shift_s_[j];
+        e_var_ += weight_[j] * shift_s_[j] * shift_s_[j];
+    }
+    e_var_ = std::max(0.0, e_var_ - e_mean_ * e_mean_);
+    hiccup_ = spec.active() && nodes >= 1;
+    if (!hiccup_) return;
     n_ = nodes;
     q_ = std::min(spec.probability, 1.0);
     mu_ = std::log(spec.delay_median_s);
@@ -56,7 +118,39 @@ HiccupLaw::HiccupLaw(const HiccupSpec& spec, double nodes) {
 }
 
 double HiccupLaw::cdf(double h) const {
-    if (!active_) return h >= 0 ? 1.0 : 0.0;
+    double f = 0;
+    for (std::size_t j = 0; j < shift_s_.size(); ++j) f += weight_[j] * hiccup_cdf(h - shift_s_[j]);
+    return std::min(f, 1.0);
+}
+
+double HiccupLaw::quantile(double u) const {
+    if (shift_s_.size() == 1) return shift_s_.front() + hiccup_quantile(u);
+    // the mixture of shifts: bisection on its CDF between the smallest and largest shift
+    double lo = 0, hi = *std::max_element(shift_s_.begin(), shift_s_.end()) + hiccup_quantile(u);
+    hi = std::max(hi, 1e-300);
+    if (cdf(lo) >= u) return lo;
+    for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (cdf(mid) < u ? lo : hi) = mid;
+    }
+    return hi;
+}
+
+double HiccupLaw::draw(double u_hiccup, double u_periodic) const {
+    double e = shift_s_.back();
+    double acc = 0;
+    for (std::size_t j = 0; j < shift_s_.size(); ++j) {
+        acc += weight_[j];
+        if (u_periodic <= acc) {
+            e = shift_s_[j];
+            break;
+        }
+    }
+    return e + hiccup_quantile(u_hiccup);
+}
+
+double HiccupLaw::hiccup_cdf(double h) const {
+    if (!hiccup_) return h >= 0 ? 1.0 : 0.0;
     if (h < 0) return 0;
     if (h == 0) return p0_;
     if (sigma_ <= 0) return h >= std::exp(mu_) ? 1.0 : p0_;
@@ -64,8 +158,8 @@ double HiccupLaw::cdf(double h) const {
     return std::exp(n_ * std::log1p(-q_ * sf));
 }
 
-double HiccupLaw::quantile(double u) const {
-    if (!active_ || u <= p0_) return 0;
+double HiccupLaw::hiccup_quantile(double u) const {
+    if (!hiccup_ || u <= p0_) return 0;
     if (sigma_ <= 0) return std::exp(mu_);
     // q P(D > h) = 1 - u^(1/n)
     const double tail = -std::expm1(std::log(u) / n_) / q_;
@@ -83,7 +177,8 @@ void add_hiccups(std::vector<double>& steps, const HiccupLaw& law, std::uint64_t
     if (!law.active()) return;
     for (std::size_t k = 0; k < steps.size(); ++k) {
         Stream rng(seed, point_index, StreamKind::hiccup, static_cast<std::uint32_t>(k));
-        steps[k] += law.quantile(rng.uniform());
+        const double u_hiccup = rng.uniform();
+        steps[k] += law.draw(u_hiccup, rng.uniform());
     }
 }
 
@@ -94,14 +189,23 @@ HiccupStep::HiccupStep(const HiccupLaw& law, std::function<double(double)> s_cdf
 }
 
 double HiccupStep::cdf(double t) const {
-    // G(0) F_S(t) + E_S[G(t - S) - G(0); S < t]
+    // per shift e of E: G(0) F_S(t - e) + E_S[G(t - e - S) - G(0); S < t - e]
     const double p0 = law_.p0();
-    double continuous = 0;
-    for (double s : s_nodes_) {
-        if (s >= t) break;
-        continuous += law_.cdf(t - s) - p0;
+    const auto& shift = law_.shift_s();
+    const auto& weight = law_.shift_weight();
+    double f = 0;
+    for (std::size_t j = 0; j < shift.size(); ++j) {
+        const double x = t - shift[j];
+        double continuous = 0;
+        if (p0 < 1) {
+            for (double s : s_nodes_) {
+                if (s >= x) break;
+                continuous += law_.hiccup_cdf(x - s) - p0;
+            }
+        }
+        f += weight[j] * (p0 * s_cdf_(x) + continuous / static_cast<double>(s_nodes_.size()));
     }
-    return p0 * s_cdf_(t) + continuous / static_cast<double>(s_nodes_.size());
+    return f;
 }
 
 double HiccupStep::quantile(double prob) const {

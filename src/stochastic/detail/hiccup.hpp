@@ -19,30 +19,46 @@
 
 namespace prism::stochastic::detail {
 
-/// The law of H, the largest hiccup delay over `nodes` nodes in one step.
+/// The time a step takes on top of the rest of the model: H, the largest hiccup delay over
+/// `nodes` nodes, plus E, the periodic events' time (PeriodicEvent, spec.hpp), independent of
+/// H. Over a run E takes the value e_j on a share w_j of the steps: the events' pattern over one
+/// common period (the periods' least common multiple, up to 10^6 steps; beyond, the events are
+/// taken as independent with probabilities 1 / every). One event every N steps adds its duration
+/// to the mean / N and moves only the quantiles above 1 - 1 / N (p99 and up for N = 100).
 class HiccupLaw {
   public:
     HiccupLaw() = default;
-    HiccupLaw(const HiccupSpec& spec, double nodes);
+    HiccupLaw(const HiccupSpec& spec, double nodes,
+              const std::vector<PeriodicEvent>& periodic = {});
 
-    bool active() const { return active_; }
+    bool active() const { return hiccup_ || shift_s_.size() > 1 || shift_s_.front() != 0; }
     double nodes() const { return n_; }
     double p0() const { return p0_; }  ///< P(H = 0), no node stalls
-    double cdf(double h) const;        ///< P(H <= h)
-    double quantile(double u) const;   ///< the left-continuous inverse of cdf, 0 for u <= p0
-    double mean() const { return mean_; }
-    double var() const { return var_; }
+    double cdf(double h) const;        ///< P(H + E <= h)
+    double quantile(double u) const;   ///< the left-continuous inverse of cdf
+    double mean() const { return mean_ + e_mean_; }
+    double var() const { return var_ + e_var_; }
+    /// H alone
+    double hiccup_cdf(double h) const;
+    double hiccup_quantile(double u) const;  ///< 0 for u <= p0
+    /// E's values and their shares of the steps
+    const std::vector<double>& shift_s() const { return shift_s_; }
+    const std::vector<double>& shift_weight() const { return weight_; }
+    /// H + E from two uniforms (H by its inverse, E by its shares)
+    double draw(double u_hiccup, double u_periodic) const;
 
   private:
-    bool active_ = false;
+    bool hiccup_ = false;
     double n_ = 1, q_ = 0, mu_ = 0, sigma_ = 0, p0_ = 1, mean_ = 0, var_ = 0;
+    std::vector<double> shift_s_{0.0}, weight_{1.0};
+    double e_mean_ = 0, e_var_ = 0;
 };
 
 /// The nodes a point's job spans (its GPUs over the hardware's GPUs per node, rounded up).
 double job_nodes(const DesignPoint& point, const HardwareSpec& hardware);
 
-/// Monte Carlo: adds to step k an exact draw of H from the stream (seed, point_index,
-/// StreamKind::hiccup, k), by the inverse of its CDF (one uniform per step).
+/// Monte Carlo: adds to step k an exact draw of H + E from the stream (seed, point_index,
+/// StreamKind::hiccup, k): H by the inverse of its CDF, E by its shares (two uniforms).
 void add_hiccups(std::vector<double>& steps, const HiccupLaw& law, std::uint64_t seed,
                  std::uint64_t point_index);
 
