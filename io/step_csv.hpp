@@ -20,9 +20,9 @@ struct StepSelection {
 
 struct StepRun {
     std::string path;
-    std::vector<double> step_time_s;  ///< the selected steps, in order
+    std::vector<double> step_time_s;       ///< the selected steps, in order
     std::vector<std::int64_t> step_index;  ///< their `step` values
-    int rows = 0;                     ///< steps in the file
+    int rows = 0;                          ///< steps in the file
     int dropped_warmup = 0;
     int dropped_after_eval = 0;
 };
