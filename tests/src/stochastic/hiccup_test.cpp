@@ -262,6 +262,10 @@ TEST(PeriodicEvents, AOneInAHundredEventMovesTheMeanAndTheTopQuantilesNotP95) {
     EXPECT_GE(gc.p95_s, base.p95_s);
     EXPECT_LT(gc.p95_s - base.p95_s, 0.01 * 0.3 * det);
     EXPECT_NEAR(gc.p999_s - base.p999_s, 0.3 * det, 0.01 * det);
+    // the run model reads the cluster strata: they carry the event's cost
+    double strata_mean = 0;
+    for (double m : gc.cluster_mean_s) strata_mean += m / gc.cluster_mean_s.size();
+    EXPECT_NEAR(strata_mean, gc.mean_s, 1e-9 * det);
     EXPECT_NEAR(gc.std_s * gc.std_s - base.std_s * base.std_s,
                 0.01 * 0.99 * (0.3 * det) * (0.3 * det), 1e-6 * det * det);
 
