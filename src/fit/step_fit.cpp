@@ -313,15 +313,17 @@ bool flat_objective(const StepFit& fit, double tolerance) {
     return hi - lo < tolerance;
 }
 
-StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
-                  const std::vector<MeasuredSteps>& runs, StepFitTarget target,
-                  const StepFitParameters& start) {
-    check_runs(runs);
+namespace {
+
+// The within-run fit of fit_steps on any KS of the parameters (one group's, or the worst of
+// several groups').
+StepFit fit_within(const std::function<double(const StepFitParameters&)>& ks_of_parameters,
+                   StepFitTarget target, const StepFitParameters& start) {
     StepFit fit;
     fit.parameters = start;
     fit.parameters.spatial_cv = 0;
     const auto objective = [&](const StepFitParameters& p) {
-        const double ks = shape_ks(m, with_parameters(base, p), runs);
+        const double ks = ks_of_parameters(p);
         fit.profile.push_back({p.transient_scale, p.regime_cv, ks});
         return ks;
     };
@@ -362,6 +364,18 @@ StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
     // The reported optimum is the best point visited: never worse than one the fit tried.
     fit.parameters = best_visited(fit.profile, fit.parameters);
     fit.ks_shape = objective(fit.parameters);
+    return fit;
+}
+
+}  // namespace
+
+StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
+                  const std::vector<MeasuredSteps>& runs, StepFitTarget target,
+                  const StepFitParameters& start) {
+    check_runs(runs);
+    StepFit fit = fit_within(
+        [&](const StepFitParameters& p) { return shape_ks(m, with_parameters(base, p), runs); },
+        target, start);
 
     // Between runs: the spatial cv whose cluster means spread as the runs' medians do.
     if (runs.size() >= 2) {
@@ -394,6 +408,20 @@ StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
         fit.spatial_fitted = true;
     }
     return fit;
+}
+
+StepFit fit_steps_groups(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
+                         StepFitTarget target, const StepFitParameters& start) {
+    if (groups.empty()) throw ModelError("step fit: no group of runs");
+    for (const StepGroup& g : groups) check_runs(g.runs);
+    return fit_within(
+        [&](const StepFitParameters& p) {
+            const VariabilitySpec v = with_parameters(base, p);
+            double worst = 0;
+            for (const StepGroup& g : groups) worst = std::max(worst, shape_ks(g.model, v, g.runs));
+            return worst;
+        },
+        target, start);
 }
 
 }  // namespace prism::fit
