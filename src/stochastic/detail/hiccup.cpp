@@ -93,9 +93,9 @@ HiccupLaw::HiccupLaw(const HiccupSpec& spec, double nodes,
         return;
     }
     // E[H^k] = int e^(k (mu + sigma z)) dG/dz dz, dG/dz = n q phi(z) (1 - q Q(z))^(n-1) with
-    // Q the normal upper tail: Simpson's rule (step 0.05) on z in [-12, 12 + 2 sigma] (the lognormal's
-    // second moment peaks at z = 2 sigma; the max over nodes moves the mass up by at most
-    // Q^-1(1 / (n q)) < 12)
+    // Q the normal upper tail: Simpson's rule (step 0.05) on z in [-12, 12 + 2 sigma] (the
+    // lognormal's second moment peaks at z = 2 sigma; the max over nodes moves the mass up by at
+    // most Q^-1(1 / (n q)) < 12)
     const double lo = -12, hi = 12 + 2 * sigma_;
     const int steps = 2 * static_cast<int>(std::ceil((hi - lo) / 0.05 / 2));
     const double dz = (hi - lo) / steps;
