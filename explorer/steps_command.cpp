@@ -11,11 +11,14 @@
 #include "explorer/output_check.hpp"
 #include "explorer/table.hpp"
 #include "io/experiment_loader.hpp"
+#include "io/runs_manifest.hpp"
 #include "io/step_csv.hpp"
 #include "io/trace_reader.hpp"
 #include "io/variability_profile.hpp"
 #include "io/work_limits.hpp"
 #include "src/common/error.hpp"
+#include "src/fit/hiccup_fit.hpp"
+#include "src/fit/periodic_fit.hpp"
 #include "src/fit/step_fit.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
@@ -49,6 +52,7 @@ std::vector<fit::MeasuredSteps> load_runs(const StepsCommand& cmd, std::ostream&
         } else {
             const io::StepRun run = io::read_step_csv(path, selection);
             r.step_time_s = run.step_time_s;
+            r.step_index = run.step_index;
             out << fmt::format(
                 "{}: {} of {} steps (dropped {} warm-up, {} first after an evaluation)\n", r.name,
                 run.step_time_s.size(), run.rows, run.dropped_warmup, run.dropped_after_eval);
@@ -246,7 +250,169 @@ io::VariabilityProfile fitted_profile(const StepsCommand& cmd, const Experiment&
     return p;
 }
 
+// What the hiccup fit found (src/fit/hiccup_fit.hpp), one line; `nodes` > 0 adds the share of
+// steps hit at this scale.
+std::string hiccup_line(const fit::HiccupFit& h, double nodes) {
+    if (h.hits == 0) {
+        return fmt::format(
+            "hiccups: no step above the threshold in {} steps: probability 0 (below {:.2g} per "
+            "node and step at 95%)",
+            h.steps, h.probability_upper_95);
+    }
+    std::string line = fmt::format(
+        "hiccups: {} of {} steps above the threshold: probability {:.4g} per node and step, "
+        "delay median {:.4g} s, sigma {:.3g}{} (maximum likelihood, censored at 6 robust sd)",
+        h.hits, h.steps, h.hiccup.probability, h.hiccup.delay_median_s, h.hiccup.delay_sigma,
+        h.sigma_fitted ? "" : " (held: fewer than 5 hits)");
+    if (nodes > 0) {
+        line += fmt::format("; {:.3g}% of steps hit on {:.0f} nodes",
+                            100 * -std::expm1(nodes * std::log1p(-h.hiccup.probability)), nodes);
+    }
+    return line;
+}
+
+// One scale's runs, ready for the group fit: the model, the runs without their periodic steps,
+// the nodes (hiccups are per node).
+struct LoadedGroup {
+    std::string label;
+    fit::StepGroup group;
+    std::vector<fit::MeasuredSteps> all_runs;
+    double nodes = 1;
+};
+
+// The hiccups fitted on `groups` less the one at `skip` (none when skip >= size).
+HiccupSpec group_hiccups(const std::vector<LoadedGroup>& groups, std::size_t skip,
+                         fit::HiccupFit* out) {
+    std::vector<fit::HiccupGroup> h;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+        if (k != skip) h.push_back({groups[k].group.runs, groups[k].nodes});
+    }
+    const fit::HiccupFit f = fit::fit_hiccups(h);
+    if (out != nullptr) *out = f;
+    return f.hiccup;
+}
+
+// `steps fit --runs-from RUNS.toml`: one profile for several scales of a platform; per group the
+// in-sample KS and the KS when that group is left out of the fit (issue 35, item 5).
+int fit_groups_command(const StepsCommand& cmd) {
+    const std::vector<io::RunsGroup> manifest = io::read_runs_manifest(cmd.runs_from);
+    std::vector<std::string> inputs{cmd.runs_from, cmd.base};
+    for (const io::RunsGroup& g : manifest) {
+        inputs.push_back(g.experiment);
+        inputs.insert(inputs.end(), g.runs.begin(), g.runs.end());
+    }
+    check_new_output(cmd.output, "steps fit: -o", inputs, cmd.overwrite);
+    VariabilitySpec base = io::load_variability(cmd.base);
+    base.persistent.slow_probability = 0;
+    std::vector<LoadedGroup> groups;
+    for (const io::RunsGroup& g : manifest) {
+        const Experiment e = io::load_experiment(g.experiment);
+        StepsCommand one = cmd;
+        one.runs = g.runs;
+        LoadedGroup lg;
+        lg.label = fmt::format("{} ({})", stem(g.experiment), e.name);
+        std::cout << fmt::format("group {}:\n", lg.label);
+        lg.all_runs = load_runs(one, std::cout);
+        check_resolution(lg.all_runs, true);
+        lg.group.name = lg.label;
+        lg.group.model = model_input(e, std::cout);
+        lg.group.model.monte_carlo_samples = cmd.monte_carlo_samples;
+        const DesignPoint point =
+            decode_point(e, std::vector<std::size_t>(e.space.dimensions.size(), 0));
+        lg.nodes = std::ceil(
+            static_cast<double>(point.gpus()) /
+            std::max(1, e.hardware.at(static_cast<std::size_t>(point.hardware)).gpus_per_node));
+        lg.group.runs = lg.all_runs;
+        if (cmd.hiccups) {
+            const fit::PeriodicFit periodic = fit::fit_periodic(lg.all_runs);
+            for (std::size_t k = 0; k < periodic.events.size(); ++k) {
+                std::cout << fmt::format(
+                    "periodic event {}: every {} steps, {:.4g} s ({}): left out of the fit\n",
+                    periodic.events[k].name, periodic.events[k].every,
+                    periodic.events[k].duration_s, periodic.evidence[k]);
+            }
+            lg.group.runs = fit::without_periodic(lg.all_runs, periodic);
+        }
+        groups.push_back(std::move(lg));
+    }
+    fit::StepFitParameters start;
+    start.regime_cv = base.comm_regime.cv;
+    const auto fit_without = [&](std::size_t skip, fit::HiccupFit* hiccup_fit) {
+        VariabilitySpec b = base;
+        if (cmd.hiccups) b.hiccup = group_hiccups(groups, skip, hiccup_fit);
+        std::vector<fit::StepGroup> g;
+        for (std::size_t k = 0; k < groups.size(); ++k) {
+            if (k != skip) g.push_back(groups[k].group);
+        }
+        const fit::StepFit f = fit::fit_steps_groups(g, b, parse_target(cmd.target), start);
+        return std::pair{fit::with_parameters(b, f.parameters), f};
+    };
+    fit::HiccupFit hiccups;
+    const auto [spec, all] = fit_without(groups.size(), &hiccups);
+    if (cmd.hiccups) std::cout << hiccup_line(hiccups, 0) << "\n";
+    std::cout << fmt::format(
+        "\nfitted on all {} groups: transient scale {:.4g}, regime cv {:.4g}; worst group's KS "
+        "shape {:.3f}\n",
+        groups.size(), all.parameters.transient_scale, all.parameters.regime_cv, all.ks_shape);
+    std::vector<std::vector<Cell>> rows;
+    std::vector<std::string> notes;
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+        const double in_sample = fit::shape_ks(groups[k].group.model, spec, groups[k].group.runs);
+        Cell left_out;
+        std::string left_text = "-";
+        if (groups.size() > 1) {
+            const double ks = fit::shape_ks(groups[k].group.model, fit_without(k, nullptr).first,
+                                            groups[k].group.runs);
+            left_out = ks;
+            left_text = fmt::format("{:.3f}", ks);
+        }
+        rows.push_back({groups[k].label, groups[k].nodes, in_sample, left_out});
+        notes.push_back(fmt::format("{}: {:.0f} nodes, KS shape in sample {:.3f}, left out {}",
+                                    groups[k].label, groups[k].nodes, in_sample, left_text));
+    }
+    std::cout << "\nper group (KS shape of its runs, without their periodic steps):\n"
+              << format_table({{"group", ""},
+                               {"nodes", ""},
+                               {"in sample", "", Align::automatic, 3},
+                               {"group left out of the fit", "", Align::automatic, 3}},
+                              rows);
+    io::VariabilityProfile p;
+    p.spec = spec;
+    p.spec.persistent.slow_probability = 0;
+    p.name = cmd.name.empty() ? fs::path(cmd.output).stem().string() : cmd.name;
+    p.source = fmt::format("prism steps fit --runs-from {} ({} groups); class ratios from {}",
+                           cmd.runs_from, groups.size(), cmd.base);
+    p.description = "variability fitted from measured step times at several scales";
+    p.header = {
+        "Variability profile written by `prism steps fit --runs-from` (src/fit/step_fit.hpp):",
+        "the within-run parameters minimize the worst group's KS shape."};
+    for (const std::string& n : notes) p.header.push_back(n);
+    p.header.insert(p.header.end(), cmd.notes.begin(), cmd.notes.end());
+    p.regime_notes = {fmt::format("fitted on {} groups (target '{}'); worst KS shape {:.3f}",
+                                  groups.size(), cmd.target, all.ks_shape)};
+    p.spatial_notes = {"not fitted across scales: 0"};
+    p.slow_notes = {"not fitted from step times: 0"};
+    if (cmd.hiccups) p.hiccup_notes = {hiccup_line(hiccups, 0)};
+    io::write_variability_profile(cmd.output, p);
+    std::cout << fmt::format("wrote {}\n", cmd.output);
+    return kExitOk;
+}
+
 int fit_command(const StepsCommand& cmd) {
+    if (!cmd.runs_from.empty()) {
+        if (cmd.output.empty()) throw ConfigError("steps fit: --output is required");
+        if (!cmd.runs.empty() || !cmd.experiment.empty()) {
+            throw ConfigError(
+                "steps fit: --runs-from names the runs and their experiments: give no RUNS or "
+                "--experiment with it");
+        }
+        check_samples(cmd);
+        return fit_groups_command(cmd);
+    }
+    if (cmd.runs.empty() || cmd.experiment.empty()) {
+        throw ConfigError(
+            "steps fit: give the runs and --experiment EXP.toml, or --runs-from RUNS.toml");
+    }
     if (cmd.output.empty()) throw ConfigError("steps fit: --output is required");
     check_samples(cmd);
     std::vector<std::string> inputs = cmd.runs;
@@ -264,9 +430,32 @@ int fit_command(const StepsCommand& cmd) {
     m.monte_carlo_samples = cmd.monte_carlo_samples;
     VariabilitySpec base = io::load_variability(cmd.base);
     base.persistent.slow_probability = 0;
+    fit::HiccupFit hiccups;
+    fit::PeriodicFit periodic;
+    std::vector<fit::MeasuredSteps> fit_runs = runs;
+    if (cmd.hiccups) {
+        // recurring slow steps first (periodic_fit.hpp): they are not hiccups; the other fits
+        // see the runs without them
+        periodic = fit::fit_periodic(runs);
+        for (std::size_t k = 0; k < periodic.events.size(); ++k) {
+            const PeriodicEvent& ev = periodic.events[k];
+            std::cout << fmt::format("periodic event {}: every {} steps, {:.4g} s ({})\n", ev.name,
+                                     ev.every, ev.duration_s, periodic.evidence[k]);
+        }
+        fit_runs = fit::without_periodic(runs, periodic);
+        // the steps far above their run's median first: the body is fitted with them modelled
+        const DesignPoint point =
+            decode_point(e, std::vector<std::size_t>(e.space.dimensions.size(), 0));
+        const double nodes = std::ceil(
+            static_cast<double>(point.gpus()) /
+            std::max(1, e.hardware.at(static_cast<std::size_t>(point.hardware)).gpus_per_node));
+        hiccups = fit::fit_hiccups({{fit_runs, nodes}});
+        base.hiccup = hiccups.hiccup;
+        std::cout << hiccup_line(hiccups, nodes) << "\n";
+    }
     fit::StepFitParameters start;
     start.regime_cv = base.comm_regime.cv;
-    const fit::StepFit f = fit::fit_steps(m, base, runs, parse_target(cmd.target), start);
+    const fit::StepFit f = fit::fit_steps(m, base, fit_runs, parse_target(cmd.target), start);
     std::cout << fmt::format(
         "\nfitted: transient scale {:.4g} (x the {} class cvs), regime cv {:.4g}, spatial cv "
         "{:.4g}; KS shape {:.3f} ({} model evaluations)\n",
@@ -276,8 +465,20 @@ int fit_command(const StepsCommand& cmd) {
         std::cerr << "prism: warning: steps fit: the KS distance changes by less than 0.02 over "
                      "every parameter value tried: the steps do not pin the fitted values\n";
     }
-    print_identifiability(m, base, runs, f, std::cout);
-    const io::VariabilityProfile profile = fitted_profile(cmd, e, base, f, runs);
+    print_identifiability(m, base, fit_runs, f, std::cout);
+    io::VariabilityProfile profile = fitted_profile(cmd, e, base, f, runs);
+    if (cmd.hiccups) {
+        profile.hiccup_notes = {hiccup_line(hiccups, 0),
+                                "per node and step: the chance a step is hit grows as 1 - (1 - "
+                                "q)^nodes"};
+        profile.spec.periodic = periodic.events;
+        profile.periodic_notes = {
+            "recurring slow steps of the fitted runs (src/fit/periodic_fit.hpp): a setting of "
+            "their configuration",
+            "(GC / logging / evaluation cadence), not of the platform: drop or restate them for "
+            "another configuration"};
+        for (const std::string& ev : periodic.evidence) profile.periodic_notes.push_back(ev);
+    }
     std::cout << "\nwith the fitted profile:\n";
     print_comparison(fit::compare_steps(m, profile.spec, runs), std::cout);
     io::write_variability_profile(cmd.output, profile);
@@ -295,11 +496,14 @@ CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
         auto* sub = steps->add_subcommand(
             name, fit ? "fit variability parameters to measured step times"
                       : "measured step times against the model's distribution");
-        sub->add_option("runs", command.runs, "step CSVs (one per run) or Kineto traces")
-            ->required();
-        sub->add_option("--experiment", command.experiment,
-                        "the runs' configuration (its first point)")
-            ->required();
+        auto* runs =
+            sub->add_option("runs", command.runs, "step CSVs (one per run) or Kineto traces");
+        auto* experiment = sub->add_option("--experiment", command.experiment,
+                                           "the runs' configuration (its first point)");
+        if (!fit) {
+            runs->required();
+            experiment->required();
+        }
         sub->add_option("--warmup", command.warmup_steps, "steps dropped at the start (5)");
         sub->add_flag("--keep-first-after-eval", command.keep_first_after_eval,
                       "keep the first step after each evaluation");
@@ -315,6 +519,12 @@ CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
             sub->add_option("--name", command.name, "the profile's name");
             sub->add_option("--note", command.notes, "a comment line for the profile's header");
             sub->add_flag("--overwrite", command.overwrite, "replace an existing --output");
+            sub->add_option("--runs-from", command.runs_from,
+                            "a manifest of groups of runs at several scales ([[group]] "
+                            "experiment = ..., runs = [...]) instead of RUNS and --experiment");
+            sub->add_flag("--hiccups", command.hiccups,
+                          "also fit periodic events and rare hiccups per node and step (steps far "
+                          "above the median)");
         } else {
             sub->add_option("--variability", command.variability,
                             "preset or .toml profile (default: the experiment's)");

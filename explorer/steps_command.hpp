@@ -26,6 +26,8 @@ struct StepsCommand {
     int warmup_steps = 5;
     bool keep_first_after_eval = false;
     bool overwrite = false;  ///< fit: replace an existing --output
+    bool hiccups = false;    ///< fit: also fit rare hiccups (src/fit/hiccup_fit.hpp)
+    std::string runs_from;   ///< fit: a manifest of groups of runs (io/runs_manifest.hpp)
 };
 
 /// Registers `steps compare` and `steps fit`; returns the `steps` subcommand.

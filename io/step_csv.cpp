@@ -86,6 +86,7 @@ StepRun read_step_csv(const std::filesystem::path& file, const StepSelection& se
             ++run.dropped_after_eval;
         } else {
             run.step_time_s.push_back(time);
+            run.step_index.push_back(static_cast<std::int64_t>(std::llround(step)));
         }
     }
     if (run.step_time_s.empty()) {

@@ -4,6 +4,7 @@
 // `step` (1-based), `step_time_s` and `first_step_after_eval` (0/1), the format of
 // tests/data/steps (MLPerf Training MLLOG `train_step_timing`, one CSV per run).
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,8 +20,9 @@ struct StepSelection {
 
 struct StepRun {
     std::string path;
-    std::vector<double> step_time_s;  ///< the selected steps, in order
-    int rows = 0;                     ///< steps in the file
+    std::vector<double> step_time_s;       ///< the selected steps, in order
+    std::vector<std::int64_t> step_index;  ///< their `step` values
+    int rows = 0;                          ///< steps in the file
     int dropped_warmup = 0;
     int dropped_after_eval = 0;
 };

@@ -123,6 +123,22 @@ std::string format_variability_profile(const VariabilityProfile& p) {
     out << "\n";
     comments(out, p.regime_notes);
     out << "comm_regime = " << format_distribution(p.spec.comm_regime) << "\n";
+    if (p.spec.hiccup.probability > 0) {
+        out << "\n";
+        comments(out, p.hiccup_notes);
+        out << "hiccup_probability = " << number(p.spec.hiccup.probability) << "\n";
+        out << "hiccup_delay_median = " << number(p.spec.hiccup.delay_median_s) << "  # s\n";
+        out << "hiccup_delay_sigma = " << number(p.spec.hiccup.delay_sigma) << "\n";
+    }
+    if (!p.spec.periodic.empty()) {
+        out << "\n";
+        comments(out, p.periodic_notes);
+        out << "[periodic]\n";
+        for (const PeriodicEvent& e : p.spec.periodic) {
+            out << e.name << " = {every = " << e.every << ", duration = " << number(e.duration_s)
+                << "}  # s\n";
+        }
+    }
     out << "\n[persistent]\n";
     comments(out, p.spatial_notes);
     out << "spatial = " << format_distribution(p.spec.persistent.spatial) << "\n";

@@ -26,6 +26,8 @@ struct VariabilityProfile {
     /// Comment lines above each value (without '#'); empty: no comment.
     std::array<std::vector<std::string>, kKernelClassCount> class_notes;
     std::vector<std::string> regime_notes, spatial_notes, slow_notes;
+    std::vector<std::string> hiccup_notes;    ///< above the hiccup keys (written when q > 0)
+    std::vector<std::string> periodic_notes;  ///< above [periodic] (written when it has events)
 };
 
 /// A distribution as an inline TOML table: {dist = "lognormal", cv = 0.0213}.

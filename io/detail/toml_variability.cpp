@@ -1,5 +1,7 @@
 #include "io/detail/toml_variability.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string_view>
 #include <vector>
@@ -158,7 +160,8 @@ DistributionSpec parse_distribution(const toml::node& node, const std::string& k
 void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
                              VariabilitySpec& spec) {
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
-    allowed.insert(allowed.end(), {"comm_regime", "persistent"});
+    allowed.insert(allowed.end(), {"comm_regime", "persistent", "hiccup_probability",
+                                   "hiccup_delay_median", "hiccup_delay_sigma", "periodic"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -171,6 +174,47 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             as_string(*node, full);
         } else if (name == "source") {
             spec.source = as_string(*node, full);
+        } else if (name == "hiccup_probability") {
+            const double p = as_positive(*node, full, true);
+            if (p > 1) {
+                fail_at(*node, fmt::format("{}: value {} must be <= 1 (a probability per node and "
+                                           "step)",
+                                           full, format_number(p)));
+            }
+            spec.hiccup.probability = p;
+        } else if (name == "hiccup_delay_median") {
+            spec.hiccup.delay_median_s = as_quantity(*node, full, Quantity::time, true);
+        } else if (name == "hiccup_delay_sigma") {
+            spec.hiccup.delay_sigma = as_positive(*node, full, true);
+        } else if (name == "periodic") {
+            // name = {every = N, duration = "0.8 s"}; an entry replaces a preset's of that name
+            for (const auto& [ekey, enode] : in_file_order(as_table(*node, full))) {
+                const std::string efull = join_key(full, std::string(ekey->str()));
+                const toml::table& entry = as_table(*enode, efull);
+                check_keys(entry, efull, {"every", "duration"});
+                PeriodicEvent event;
+                event.name = std::string(ekey->str());
+                for (const char* required : {"every", "duration"}) {
+                    if (entry.get(required) == nullptr) {
+                        throw error_at(entry.source(),
+                                       fmt::format("{}: missing '{}' (e.g. {{every = 100, "
+                                                   "duration = \"0.8 s\"}})",
+                                                   efull, required));
+                    }
+                }
+                event.every =
+                    as_integer_in(*entry.get("every"), join_key(efull, "every"), 1, INT32_MAX);
+                event.duration_s = as_quantity(*entry.get("duration"), join_key(efull, "duration"),
+                                               Quantity::time, true, true);
+                auto same =
+                    std::find_if(spec.periodic.begin(), spec.periodic.end(),
+                                 [&](const PeriodicEvent& e) { return e.name == event.name; });
+                if (same != spec.periodic.end()) {
+                    *same = event;
+                } else {
+                    spec.periodic.push_back(event);
+                }
+            }
         } else if (name == "comm_regime") {
             spec.comm_regime = parse_distribution(*node, full);
         } else if (name == "persistent") {
@@ -207,6 +251,15 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
                 }
             }
         }
+    }
+    // a hiccup needs its delay (here or in the preset this table amends)
+    if (spec.hiccup.probability > 0 && !(spec.hiccup.delay_median_s > 0)) {
+        const std::string message = fmt::format(
+            "{}: hiccup_probability {} needs hiccup_delay_median (the delay's median, e.g. "
+            "\"0.2 s\")",
+            path, format_number(spec.hiccup.probability));
+        if (const toml::node* p = table.get("hiccup_probability")) fail_at(*p, message);
+        throw error_at(table.source(), message);
     }
 }
 

@@ -142,6 +142,46 @@ double minimize_log(const std::function<double(double)>& f, double lo, double hi
     return std::min(f1, f2) <= fs[best] ? std::exp(refined) : std::exp(xs[best]);
 }
 
+// The visited point of least KS (the first of equals), `fallback` when none was visited.
+StepFitParameters best_visited(const std::vector<std::array<double, 3>>& profile,
+                               const StepFitParameters& fallback) {
+    if (profile.empty()) return fallback;
+    const auto best = std::min_element(profile.begin(), profile.end(),
+                                       [](const auto& a, const auto& b) { return a[2] < b[2]; });
+    StepFitParameters p = fallback;
+    p.transient_scale = (*best)[0];
+    p.regime_cv = (*best)[1];
+    return p;
+}
+
+// Pattern search around `p` with the steps the fit's report prints around its optimum (each
+// parameter times 0.5, 0.8, 1.25, 2, or at 0): moves while one is better, so that no printed
+// neighbour beats the reported fit.
+void polish(const std::function<double(const StepFitParameters&)>& objective,
+            StepFitParameters& p) {
+    double best = objective(p);
+    for (int iteration = 0; iteration < 40; ++iteration) {
+        bool moved = false;
+        for (double StepFitParameters::*field :
+             {&StepFitParameters::transient_scale, &StepFitParameters::regime_cv}) {
+            for (const double k : {0.5, 0.8, 1.25, 2.0, 0.0}) {
+                StepFitParameters q = p;
+                q.*field *= k;
+                if (q.*field == p.*field || (q.transient_scale == 0 && q.regime_cv == 0)) {
+                    continue;
+                }
+                const double ks = objective(q);
+                if (ks < best) {
+                    best = ks;
+                    p = q;
+                    moved = true;
+                }
+            }
+        }
+        if (!moved) return;
+    }
+}
+
 }  // namespace
 
 VariabilitySpec with_parameters(const VariabilitySpec& base, const StepFitParameters& p) {
@@ -273,15 +313,17 @@ bool flat_objective(const StepFit& fit, double tolerance) {
     return hi - lo < tolerance;
 }
 
-StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
-                  const std::vector<MeasuredSteps>& runs, StepFitTarget target,
-                  const StepFitParameters& start) {
-    check_runs(runs);
+namespace {
+
+// The within-run fit of fit_steps on any KS of the parameters (one group's, or the worst of
+// several groups').
+StepFit fit_within(const std::function<double(const StepFitParameters&)>& ks_of_parameters,
+                   StepFitTarget target, const StepFitParameters& start) {
     StepFit fit;
     fit.parameters = start;
     fit.parameters.spatial_cv = 0;
     const auto objective = [&](const StepFitParameters& p) {
-        const double ks = shape_ks(m, with_parameters(base, p), runs);
+        const double ks = ks_of_parameters(p);
         fit.profile.push_back({p.transient_scale, p.regime_cv, ks});
         return ks;
     };
@@ -300,12 +342,40 @@ StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
     if (target == StepFitTarget::transient) fit_scale();
     if (target == StepFitTarget::regime) fit_regime();
     if (target == StepFitTarget::both) {
+        // Multi-start (issue 35: from `start` alone the descent stopped at KS 0.157 on the
+        // Eos-dfw 512 runs where the regime end it printed reached 0.110): each end of the
+        // ridge (all of the spread from one source), then alternating descent from the best
+        // of them and `start`.
+        std::vector<StepFitParameters> starts{fit.parameters};
+        for (const bool transient_end : {true, false}) {
+            fit.parameters = starts.front();
+            (transient_end ? fit.parameters.regime_cv : fit.parameters.transient_scale) = 0;
+            transient_end ? fit_scale() : fit_regime();
+            starts.push_back(fit.parameters);
+        }
+        fit.parameters = best_visited(fit.profile, starts.front());
         for (int round = 0; round < 3; ++round) {
             fit_scale();
             fit_regime();
         }
+        fit.parameters = best_visited(fit.profile, fit.parameters);
+        polish(objective, fit.parameters);
     }
+    // The reported optimum is the best point visited: never worse than one the fit tried.
+    fit.parameters = best_visited(fit.profile, fit.parameters);
     fit.ks_shape = objective(fit.parameters);
+    return fit;
+}
+
+}  // namespace
+
+StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
+                  const std::vector<MeasuredSteps>& runs, StepFitTarget target,
+                  const StepFitParameters& start) {
+    check_runs(runs);
+    StepFit fit = fit_within(
+        [&](const StepFitParameters& p) { return shape_ks(m, with_parameters(base, p), runs); },
+        target, start);
 
     // Between runs: the spatial cv whose cluster means spread as the runs' medians do.
     if (runs.size() >= 2) {
@@ -338,6 +408,20 @@ StepFit fit_steps(const StepModelInput& m, const VariabilitySpec& base,
         fit.spatial_fitted = true;
     }
     return fit;
+}
+
+StepFit fit_steps_groups(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
+                         StepFitTarget target, const StepFitParameters& start) {
+    if (groups.empty()) throw ModelError("step fit: no group of runs");
+    for (const StepGroup& g : groups) check_runs(g.runs);
+    return fit_within(
+        [&](const StepFitParameters& p) {
+            const VariabilitySpec v = with_parameters(base, p);
+            double worst = 0;
+            for (const StepGroup& g : groups) worst = std::max(worst, shape_ks(g.model, v, g.runs));
+            return worst;
+        },
+        target, start);
 }
 
 }  // namespace prism::fit

@@ -37,6 +37,8 @@ namespace prism::fit {
 struct MeasuredSteps {
     std::string name;
     std::vector<double> step_time_s;
+    /// each step's index in its run (the same length, or empty: 1, 2, ... in order)
+    std::vector<std::int64_t> step_index{};
 };
 
 /// The run's configuration as the model evaluates it.
@@ -131,5 +133,18 @@ bool flat_objective(const StepFit& fit, double tolerance = 0.02);
 StepFit fit_steps(const StepModelInput& model, const VariabilitySpec& base,
                   const std::vector<MeasuredSteps>& runs, StepFitTarget target,
                   const StepFitParameters& start);
+
+/// Runs of one configuration (a scale of a platform) with the model of that configuration.
+struct StepGroup {
+    std::string name;
+    StepModelInput model;
+    std::vector<MeasuredSteps> runs;
+};
+
+/// The within-run parameters that minimize the worst group's KS shape (fit_steps' search on
+/// max over groups); the spatial cv is left at 0 (its runs' medians belong to one scale each).
+/// Throws ModelError without groups or with a run of fewer than 2 steps.
+StepFit fit_steps_groups(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
+                         StepFitTarget target, const StepFitParameters& start);
 
 }  // namespace prism::fit

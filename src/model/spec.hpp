@@ -243,10 +243,36 @@ struct PersistentSpec {
     bool slow_per_node = true;    ///< slow mode applies to whole nodes (else single GPUs)
 };
 
+/// Rare hiccups H (DESIGN.md section 2, issue 35): in every step each node independently, with
+/// probability `probability`, stalls for a lognormal delay (median `delay_median_s`, log-space
+/// sd `delay_sigma`) -- an OS or driver interrupt, a retransmit. Every rank waits for it at the
+/// next collective, so the step takes the largest delay over the job's nodes on top of its
+/// time without hiccups: P(no hiccup) = (1 - q)^nodes, the CDF of the max a product.
+struct HiccupSpec {
+    double probability = 0;     ///< per node and step, in [0, 1]
+    double delay_median_s = 0;  ///< the lognormal delay's median (s)
+    double delay_sigma = 0;     ///< its log-space standard deviation (0: a fixed delay)
+
+    bool active() const { return probability > 0 && delay_median_s > 0; }
+    bool operator==(const HiccupSpec&) const = default;
+};
+
+/// A host event that recurs every `every` steps (manual garbage collection, logging, an
+/// evaluation or checkpoint boundary; issue 35): that step takes `duration_s` longer.
+struct PeriodicEvent {
+    std::string name;
+    std::int64_t every = 1;  ///< steps between two events (>= 1)
+    double duration_s = 0;   ///< the time it adds to its step (s)
+
+    bool operator==(const PeriodicEvent&) const = default;
+};
+
 struct VariabilitySpec {
     std::array<DistributionSpec, kKernelClassCount> transient;  ///< X per kernel class
     PersistentSpec persistent;                                  ///< G per GPU
     DistributionSpec comm_regime;                               ///< R per step, all collectives
+    HiccupSpec hiccup;                                          ///< H per node and step
+    std::vector<PeriodicEvent> periodic;                        ///< E at recurring steps
     std::string source;                                         ///< preset provenance
 
     bool is_deterministic() const;

@@ -104,6 +104,7 @@ enum class StreamKind : std::uint32_t {
     cluster = 1,  ///< persistent factors of cluster realization k (id = k)
     sample = 2,   ///< transient factors and regime of Monte Carlo sample k (id = k)
     test = 3,     ///< reserved for tests
+    hiccup = 4,   ///< the hiccup delay of Monte Carlo sample k (id = k)
 };
 
 /// An endless sequence of uniform doubles in (0, 1) for one (seed, point, kind, id).

@@ -11,6 +11,7 @@
 
 #include "src/common/error.hpp"
 #include "src/stochastic/detail/evaluators.hpp"
+#include "src/stochastic/detail/hiccup.hpp"
 #include "src/stochastic/detail/persistent.hpp"
 #include "src/stochastic/detail/step_model.hpp"
 
@@ -87,6 +88,10 @@ bool VariabilitySpec::is_deterministic() const {
     }
     if (!unit_constant(comm_regime)) return false;
     if (!unit_constant(persistent.spatial)) return false;
+    if (hiccup.active()) return false;
+    for (const PeriodicEvent& e : periodic) {
+        if (e.duration_s > 0) return false;
+    }
     return persistent.slow_probability <= 0 || persistent.slow_factor == 1.0;
 }
 
@@ -277,8 +282,15 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_classes & (1u << c)) spec.transient[c] = DistributionSpec{};
     }
+    // hiccups and periodic events add to the step the rest of the model gives (hiccup.hpp)
+    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
+    spec.hiccup = HiccupSpec{};
+    spec.periodic.clear();
     if (spec.is_deterministic()) {
-        return point_mass(deterministic_step_time(profile), evaluation);
+        const double t = deterministic_step_time(profile);
+        if (!hiccup.active()) return point_mass(t, evaluation);
+        return checked(detail::point_with_hiccups(t, t, hiccup, evaluation, seed, point_index),
+                       point);
     }
     // Outside the analytic law's domain the point is Monte Carlo's (analytic_hands_over); with
     // every unit slow the analytic evaluator takes the profile with the slowed kernels, so that
@@ -293,7 +305,11 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     const bool flipped =
         evaluation_.method == Method::analytic && drop_all_slow(profile, spec, flipped_profile);
     if (flipped && spec.is_deterministic()) {
-        StepDistribution out = point_mass(deterministic_step_time(flipped_profile), evaluation_);
+        const double t = deterministic_step_time(flipped_profile);
+        StepDistribution out =
+            hiccup.active() ? detail::point_with_hiccups(t, deterministic_step_time(profile),
+                                                         hiccup, evaluation_, seed, point_index)
+                            : point_mass(t, evaluation_);
         out.deterministic_s = deterministic_step_time(profile);
         return checked(out, point);
     }
@@ -314,6 +330,7 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
                 fmt::format("evaluation.samples must be >= 1, got {}", evaluation_.samples));
         }
         auto x = detail::monte_carlo(model, layout, evaluation_.samples, seed, point_index);
+        detail::add_hiccups(x, hiccup, seed, point_index);
         detail::summarize_samples(std::move(x), evaluation_, model.deterministic_s, out);
         if (clusters == 1) {
             out.cluster_mean_s = {out.mean_s};
@@ -323,10 +340,15 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
             const int per = std::clamp(evaluation_.samples / (4 * clusters), 2, 64);
             detail::monte_carlo_clusters(model, layout, clusters, per, seed, point_index,
                                          out.cluster_mean_s, out.cluster_var_s2);
+            // a hiccup is transient: the same law on every realization, independent of it
+            for (int k = 0; k < clusters; ++k) {
+                out.cluster_mean_s[k] += hiccup.mean();
+                out.cluster_var_s2[k] += hiccup.var();
+            }
         }
     } else {
         detail::analytic(model, layout, evaluation_, clusters, out, nullptr, nullptr,
-                         evaluation_.grid_points);
+                         evaluation_.grid_points, &hiccup);
     }
     return checked(std::move(out), point);
 }
@@ -335,9 +357,15 @@ std::vector<double> monte_carlo_samples(const StepProfile& profile, const Design
                                         const HardwareSpec& hardware, const ClusterSpec& cluster,
                                         const VariabilitySpec& variability, int samples,
                                         std::uint64_t seed, std::uint64_t point_index) {
-    const auto model = detail::build_step_model(profile, point, hardware, cluster, variability);
+    VariabilitySpec spec = variability;
+    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
+    spec.hiccup = HiccupSpec{};
+    spec.periodic.clear();
+    const auto model = detail::build_step_model(profile, point, hardware, cluster, spec);
     const auto layout = detail::make_layout(model, point, hardware, cluster);
-    return detail::monte_carlo(model, layout, samples, seed, point_index);
+    std::vector<double> x = detail::monte_carlo(model, layout, samples, seed, point_index);
+    detail::add_hiccups(x, hiccup, seed, point_index);
+    return x;
 }
 
 std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& point,
@@ -345,12 +373,15 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
                                  const VariabilitySpec& variability, const std::vector<double>& t_s,
                                  int grid_points) {
     VariabilitySpec spec = variability;
+    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
+    spec.hiccup = HiccupSpec{};
+    spec.periodic.clear();
     StepProfile flipped;
     const bool flip = drop_all_slow(profile, spec, flipped);
-    if (flip && spec.is_deterministic()) {
-        const double t = deterministic_step_time(flipped);
+    if ((flip || hiccup.active()) && spec.is_deterministic()) {
+        const double t = deterministic_step_time(flip ? flipped : profile);
         std::vector<double> cdf;
-        for (double x : t_s) cdf.push_back(x >= t ? 1.0 : 0.0);
+        for (double x : t_s) cdf.push_back(hiccup.cdf(x - t));
         return cdf;
     }
     regularize_atoms(spec);
@@ -361,7 +392,7 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
     StepDistribution out;
     std::vector<double> cdf;
     detail::analytic(model, layout, EvaluationSpec{}, clusters, out, &t_s, &cdf,
-                     grid_points > 0 ? grid_points : detail::kAnalyticGridPoints);
+                     grid_points > 0 ? grid_points : detail::kAnalyticGridPoints, &hiccup);
     return cdf;
 }
 

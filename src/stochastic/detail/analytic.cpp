@@ -33,14 +33,17 @@
 #include "src/stochastic/detail/analytic/stage_curves.hpp"
 #include "src/stochastic/detail/analytic/step_cdf.hpp"
 #include "src/stochastic/detail/evaluators.hpp"
+#include "src/stochastic/detail/hiccup.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
 namespace prism::stochastic::detail {
 
 namespace {
 
-/// The quantiles, slow-step probabilities and histogram of the step from its CDF.
-void step_metrics(const ssta::StepCdf& cdf, const EvaluationSpec& eval, double deterministic_s,
+/// The quantiles, slow-step probabilities and histogram of the step from its CDF (a
+/// ssta::StepCdf, or a HiccupStep on one).
+template <class Cdf>
+void step_metrics(const Cdf& cdf, const EvaluationSpec& eval, double deterministic_s,
                   StepDistribution& out) {
     out.p50_s = cdf.quantile(0.5);
     out.p90_s = cdf.quantile(0.9);
@@ -111,9 +114,30 @@ void cluster_strata(const std::vector<double>& FP, const ssta::Grid& x, int clus
 
 }  // namespace
 
+StepDistribution point_with_hiccups(double t_s, double deterministic_s, const HiccupLaw& hiccup,
+                                    const EvaluationSpec& eval, std::uint64_t seed,
+                                    std::uint64_t point_index) {
+    StepDistribution out;
+    out.deterministic_s = deterministic_s;
+    if (eval.method == Method::montecarlo) {
+        std::vector<double> x(static_cast<std::size_t>(std::max(1, eval.samples)), t_s);
+        add_hiccups(x, hiccup, seed, point_index);
+        summarize_samples(std::move(x), eval, deterministic_s, out);
+    } else {
+        // S at t_s: S + H has the CDF G(t - t_s) exactly
+        step_metrics(HiccupStep(hiccup, [t_s](double t) { return t >= t_s ? 1.0 : 0.0; }, {t_s}),
+                     eval, deterministic_s, out);
+        out.mean_s = t_s + hiccup.mean();
+        out.std_s = std::sqrt(hiccup.var());
+    }
+    out.cluster_mean_s = {t_s + hiccup.mean()};
+    out.cluster_var_s2 = {hiccup.var()};
+    return out;
+}
+
 void analytic(const StepModel& model, const PersistentLayout& layout, const EvaluationSpec& eval,
               int clusters, StepDistribution& out, const std::vector<double>* query,
-              std::vector<double>* cdf_out, int grid_points) {
+              std::vector<double>* cdf_out, int grid_points, const HiccupLaw* hiccup) {
     ssta::trim_law_cache();
     // 1. the group laws: healthy, and without slow members (the base law)
     ssta::GroupLaws laws;
@@ -140,11 +164,26 @@ void analytic(const StepModel& model, const PersistentLayout& layout, const Eval
     // 8. the metrics
     const double folded_var = regime.folded_sd * regime.folded_sd;
     ssta::step_moments(regime.cells, d_mean, d_var + folded_var, out.mean_s, out.std_s);
-    if (query != nullptr && cdf_out != nullptr) {
-        cdf_out->clear();
-        for (double t : *query) cdf_out->push_back(cdf.cdf(t));
+    const auto metrics = [&](const auto& step_cdf) {
+        if (query != nullptr && cdf_out != nullptr) {
+            cdf_out->clear();
+            for (double t : *query) cdf_out->push_back(step_cdf.cdf(t));
+        }
+        step_metrics(step_cdf, eval, model.deterministic_s, out);
+    };
+    if (hiccup != nullptr && hiccup->active()) {
+        // 9. hiccups: the step plus the largest delay over the nodes, independent (hiccup.hpp)
+        std::vector<double> nodes(kHiccupStepNodes);
+        for (int k = 0; k < kHiccupStepNodes; ++k) {
+            nodes[k] = cdf.quantile((k + 0.5) / kHiccupStepNodes);
+        }
+        metrics(HiccupStep(
+            *hiccup, [&cdf](double t) { return cdf.cdf(t); }, std::move(nodes)));
+        out.mean_s += hiccup->mean();
+        out.std_s = std::sqrt(out.std_s * out.std_s + hiccup->var());
+    } else {
+        metrics(cdf);
     }
-    step_metrics(cdf, eval, model.deterministic_s, out);
     out.cluster_mean_s.assign(clusters, out.mean_s);
     out.cluster_var_s2.assign(clusters, out.std_s * out.std_s);
     if (clusters > 1) {

@@ -55,9 +55,19 @@ inline constexpr int kAnalyticGridPoints = 257;
 static_assert(kAnalyticGridPoints == EvaluationSpec{}.grid_points,
               "the analytic grid's default is EvaluationSpec's");
 
-/// The analytic evaluator; if `query` is given, also its CDF at those times into `cdf_out`.
+class HiccupLaw;
+
+/// A step of fixed time `t_s` plus hiccups (hiccup.hpp): the analytic law in closed form, or
+/// `eval.samples` Monte Carlo draws; `deterministic_s` for the slow-step probabilities.
+StepDistribution point_with_hiccups(double t_s, double deterministic_s, const HiccupLaw& hiccup,
+                                    const EvaluationSpec& eval, std::uint64_t seed,
+                                    std::uint64_t point_index);
+
+/// The analytic evaluator; if `query` is given, also its CDF at those times into `cdf_out`;
+/// with an active `hiccup`, the step plus the largest hiccup delay over the nodes (hiccup.hpp).
 void analytic(const StepModel& model, const PersistentLayout& layout, const EvaluationSpec& eval,
               int clusters, StepDistribution& out, const std::vector<double>* query = nullptr,
-              std::vector<double>* cdf_out = nullptr, int grid_points = kAnalyticGridPoints);
+              std::vector<double>* cdf_out = nullptr, int grid_points = kAnalyticGridPoints,
+              const HiccupLaw* hiccup = nullptr);
 
 }  // namespace prism::stochastic::detail

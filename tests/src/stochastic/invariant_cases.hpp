@@ -169,15 +169,29 @@ inline InvariantCase random_case(std::uint64_t seed) {
         v.persistent.slow_factor = 1.02 + 2.0 * u(rng);
         v.persistent.slow_per_node = u(rng) < 0.6;
     }
+    // hiccups (issue 35) on about a third of the cases, from a stream of their own so that the
+    // draws above, and the cases without hiccups, stay what they were
+    std::mt19937_64 hiccup_rng(seed ^ 0x6869636375707321ULL);
+    std::uniform_real_distribution<double> hu(0.0, 1.0);
+    if (hu(hiccup_rng) < 0.35) {
+        const double nodes = std::ceil(static_cast<double>(gpus) / 8);
+        // between 1% and 60% of steps hit; a delay of 2-50% of a layer's work, sigma 0-1.5
+        const double hit = 0.01 + 0.59 * hu(hiccup_rng);
+        v.hiccup.probability = -std::expm1(std::log1p(-hit) / nodes);
+        v.hiccup.delay_median_s = gemm * p.layers_per_chunk * (0.02 + 0.48 * hu(hiccup_rng));
+        v.hiccup.delay_sigma = hu(hiccup_rng) < 0.2 ? 0.0 : 1.5 * hu(hiccup_rng);
+    }
     c.text = fmt::format(
         "case {}: tp {} cp {} pp {} v {} m {} layers {}{} dp {}{}{}{} placement {} spares {}; "
-        "transient {}, regime cv {:.3f}, spatial cv {:.3f}, slow q {:.4f} x{:.3f} per {}",
+        "transient {}, regime cv {:.3f}, spatial cv {:.3f}, slow q {:.4f} x{:.3f} per {}; "
+        "hiccup q {:.3g} median {:.3g} s sigma {:.2f}",
         seed, p.tp, p.cp, p.stages, p.chunks, p.microbatches, p.layers_per_chunk,
         p.uneven_chunk_layers.empty() ? "" : " (uneven)", p.dp, lockstep ? " zero-3" : "",
         overlap_fsdp ? " (fsdp overlap)" : "", overlap_tp ? " tp-overlap" : "",
         static_cast<int>(c.point.placement.kind), spares, transient ? "yes" : "none",
         v.comm_regime.cv, v.persistent.spatial.cv, v.persistent.slow_probability,
-        v.persistent.slow_factor, v.persistent.slow_per_node ? "node" : "gpu");
+        v.persistent.slow_factor, v.persistent.slow_per_node ? "node" : "gpu", v.hiccup.probability,
+        v.hiccup.delay_median_s, v.hiccup.delay_sigma);
     return c;
 }
 

@@ -176,6 +176,15 @@ inline std::vector<Broken> check_invariants(const InvariantCase& c, InvariantOpt
             monotone("slow probability", more);
         }
     }
+    if (v.hiccup.active()) {
+        // a larger hiccup probability or delay never lowers the mean or p50 (issue 35)
+        auto more = v;
+        more.hiccup.probability = std::min(1.0, 2 * v.hiccup.probability);
+        monotone("hiccup probability", more);
+        more = v;
+        more.hiccup.delay_median_s = 1.5 * v.hiccup.delay_median_s;
+        monotone("hiccup delay", more);
+    }
     {
         auto more = v;
         bool any = false;

@@ -1,0 +1,186 @@
+#include "src/fit/hiccup_fit.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "src/common/error.hpp"
+#include "src/fit/detail/median.hpp"
+#include "src/stochastic/distribution.hpp"
+
+namespace prism::fit {
+
+namespace {
+
+using detail::median_of;
+
+constexpr double kLogSqrt2Pi = 0.9189385332046727;
+
+// One run's censored sample: steps at or below the threshold, and the hits' excesses (s).
+struct Censored {
+    double nodes = 1;
+    double threshold_s = 0;
+    std::size_t below = 0;
+    std::vector<double> excess_s;
+};
+
+// log of (1 - q S_D(e)), S_D the lognormal's upper tail
+double log_no_larger(double q, double mu, double sigma, double e) {
+    const double sf = stochastic::normal_sf((std::log(e) - mu) / sigma);
+    return std::log1p(-q * sf);
+}
+
+double log_likelihood(const std::vector<Censored>& data, double q, double mu, double sigma) {
+    double ll = 0;
+    for (const Censored& c : data) {
+        if (c.below > 0) {
+            ll +=
+                static_cast<double>(c.below) * c.nodes * log_no_larger(q, mu, sigma, c.threshold_s);
+        }
+        for (double e : c.excess_s) {
+            const double z = (std::log(e) - mu) / sigma;
+            const double log_f = -0.5 * z * z - kLogSqrt2Pi - std::log(sigma) - std::log(e);
+            ll += std::log(c.nodes) + std::log(q) + log_f;
+            if (c.nodes > 1) ll += (c.nodes - 1) * log_no_larger(q, mu, sigma, e);
+        }
+    }
+    return ll;
+}
+
+// Nelder-Mead (Lagarias et al. 1998 coefficients) minimizing f from x0 with initial steps.
+std::array<double, 3> nelder_mead(const std::function<double(const std::array<double, 3>&)>& f,
+                                  std::array<double, 3> x0, std::array<double, 3> step) {
+    constexpr int n = 3;
+    std::array<std::array<double, 3>, n + 1> x;
+    std::array<double, n + 1> fx;
+    x[0] = x0;
+    for (int i = 0; i < n; ++i) {
+        x[i + 1] = x0;
+        x[i + 1][i] += step[i];
+    }
+    for (int i = 0; i <= n; ++i) fx[i] = f(x[i]);
+    for (int iteration = 0; iteration < 2000; ++iteration) {
+        std::array<int, n + 1> order{0, 1, 2, 3};
+        std::sort(order.begin(), order.end(), [&](int a, int b) { return fx[a] < fx[b]; });
+        const int best = order[0], worst = order[n], second = order[n - 1];
+        if (std::fabs(fx[worst] - fx[best]) < 1e-10 * (1 + std::fabs(fx[best]))) break;
+        std::array<double, 3> centroid{};
+        for (int i = 0; i <= n; ++i) {
+            if (i == worst) continue;
+            for (int d = 0; d < n; ++d) centroid[d] += x[i][d] / n;
+        }
+        const auto along = [&](double t) {
+            std::array<double, 3> p;
+            for (int d = 0; d < n; ++d) p[d] = centroid[d] + t * (x[worst][d] - centroid[d]);
+            return p;
+        };
+        const auto reflected = along(-1);
+        const double fr = f(reflected);
+        if (fr < fx[best]) {
+            const auto expanded = along(-2);
+            const double fe = f(expanded);
+            if (fe < fr) {
+                x[worst] = expanded;
+                fx[worst] = fe;
+            } else {
+                x[worst] = reflected;
+                fx[worst] = fr;
+            }
+        } else if (fr < fx[second]) {
+            x[worst] = reflected;
+            fx[worst] = fr;
+        } else {
+            const auto contracted = fr < fx[worst] ? along(-0.5) : along(0.5);
+            const double fc = f(contracted);
+            if (fc < std::min(fr, fx[worst])) {
+                x[worst] = contracted;
+                fx[worst] = fc;
+            } else {
+                for (int i = 0; i <= n; ++i) {
+                    if (i == best) continue;
+                    for (int d = 0; d < n; ++d) x[i][d] = x[best][d] + 0.5 * (x[i][d] - x[best][d]);
+                    fx[i] = f(x[i]);
+                }
+            }
+        }
+    }
+    int best = 0;
+    for (int i = 1; i <= n; ++i) {
+        if (fx[i] < fx[best]) best = i;
+    }
+    return x[best];
+}
+
+}  // namespace
+
+HiccupFit fit_hiccups(const std::vector<HiccupGroup>& groups, double threshold_sd) {
+    HiccupFit out;
+    std::vector<Censored> data;
+    std::vector<double> log_excess;
+    double node_steps = 0;
+    for (const HiccupGroup& g : groups) {
+        for (const MeasuredSteps& r : g.runs) {
+            if (r.step_time_s.size() < 2) {
+                throw ModelError(fmt::format("hiccup fit: {}: {} steps; need at least 2", r.name,
+                                             r.step_time_s.size()));
+            }
+            const double median = median_of(r.step_time_s);
+            std::vector<double> deviation;
+            for (double t : r.step_time_s) deviation.push_back(std::fabs(t - median));
+            Censored c;
+            c.nodes = std::max(1.0, g.nodes);
+            // the body's robust sd (1.4826 MAD); hits are far above it
+            c.threshold_s = std::max(threshold_sd * 1.4826 * median_of(deviation), 1e-9 * median);
+            for (double t : r.step_time_s) {
+                if (t - median > c.threshold_s) {
+                    c.excess_s.push_back(t - median);
+                    log_excess.push_back(std::log(t - median));
+                } else {
+                    ++c.below;
+                }
+            }
+            out.steps += r.step_time_s.size();
+            out.hits += c.excess_s.size();
+            node_steps += static_cast<double>(r.step_time_s.size()) * c.nodes;
+            data.push_back(std::move(c));
+        }
+    }
+    if (out.hits == 0) {
+        out.probability_upper_95 = node_steps > 0 ? 3 / node_steps : 1;
+        return out;
+    }
+    // start: the hits' log-excess moments, q from the hit fraction at the mean node count
+    double m = 0, v = 0;
+    for (double x : log_excess) m += x / static_cast<double>(log_excess.size());
+    for (double x : log_excess) v += (x - m) * (x - m) / static_cast<double>(log_excess.size());
+    const double hit_fraction = static_cast<double>(out.hits) / static_cast<double>(out.steps);
+    const double mean_nodes = node_steps / static_cast<double>(out.steps);
+    const double q0 = -std::expm1(std::log1p(-std::min(hit_fraction, 0.999)) / mean_nodes);
+    const double sigma0 = std::max(std::sqrt(v), 0.1);
+    // fewer than kMinHitsForSigma hits do not pin the delay's spread (one hit: the likelihood
+    // grows without bound as sigma -> 0): it is then held at sigma0, at least 0.5
+    constexpr std::size_t kMinHitsForSigma = 5;
+    const bool sigma_free = out.hits >= kMinHitsForSigma;
+    const double sigma_held = std::max(sigma0, 0.5);
+    const auto negative_ll = [&](const std::array<double, 3>& x) {
+        const double q = std::exp(std::min(x[0], 0.0));
+        const double sigma = sigma_free ? std::exp(x[2]) : sigma_held;
+        if (!(sigma > 1e-4) || !(sigma < 20)) return std::numeric_limits<double>::infinity();
+        const double ll = log_likelihood(data, q, x[1], sigma);
+        return std::isfinite(ll) ? -ll : std::numeric_limits<double>::infinity();
+    };
+    const std::array<double, 3> best =
+        nelder_mead(negative_ll, {std::log(q0), m, std::log(sigma0)}, {0.5, 0.5, 0.3});
+    out.hiccup.probability = std::exp(std::min(best[0], 0.0));
+    out.hiccup.delay_median_s = std::exp(best[1]);
+    out.hiccup.delay_sigma = sigma_free ? std::exp(best[2]) : sigma_held;
+    out.sigma_fitted = sigma_free;
+    out.log_likelihood = -negative_ll(best);
+    return out;
+}
+
+}  // namespace prism::fit

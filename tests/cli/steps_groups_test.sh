@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Issue 35: `prism steps fit --runs-from RUNS.toml` (groups of runs at several scales, paths
+# relative to the manifest) and `--hiccups` on the Eos-dfw Llama 3.1 405B runs: the periodic
+# event at step 57-59 of every 512-GPU run is found and left out, each group gets an in-sample
+# and a left-out KS, the profile loads back; bad manifests are refused with file:line:col.
+# Arguments: PRISM MPIEXEC N SCRATCH SOURCE_DIR
+set -uo pipefail
+prism=$1 dir=$4 src=$5
+rm -rf "$dir" && mkdir -p "$dir/m" && cd "$dir" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+ok() { echo "ok   $*"; }
+expect() {
+    local code=$1 name=$2 pattern=$3
+    shift 3
+    "$@" >"$name.out" 2>&1
+    local rc=$?
+    if [ "$rc" = "$code" ] && grep -Eq -- "$pattern" "$name.out"; then ok "$name"; else
+        fail "$name: exit $rc (want $code): $(head -c 600 "$name.out")"
+    fi
+}
+cp "$src"/configs/examples/mlperf/eos_dfw_h100_{512,8192}.toml m/
+cp "$src"/tests/data/steps/mlperfv50_NVIDIA_eos-dfw_*.csv m/
+{
+    echo '[[group]]'
+    echo 'experiment = "eos_dfw_h100_512.toml"'
+    echo "runs = [$(cd m && ls mlperfv50_NVIDIA_eos-dfw_n64_*.csv | sed 's/.*/"&"/' | paste -sd,)]"
+    echo '[[group]]'
+    echo 'experiment = "eos_dfw_h100_8192.toml"'
+    echo "runs = [$(cd m && ls mlperfv50_NVIDIA_eos-dfw_n1024_*.csv | sed 's/.*/"&"/' | paste -sd,)]"
+} >m/runs.toml
+
+expect 0 groups_fit "group left out of the fit" \
+    "$prism" steps fit --runs-from m/runs.toml -o both.toml --hiccups
+grep -Eq "periodic event same_index_(56|57|58|59): every 230 steps" groups_fit.out &&
+    ok groups_periodic || fail "groups_periodic: $(grep periodic groups_fit.out)"
+[ "$(grep -Ec '^eos_dfw_h100_(512|8192)\.toml .* +[0-9.]+ +[0-9.]+ *$' groups_fit.out)" = 2 ] &&
+    ok groups_two_rows || fail "groups_two_rows: $(tail -5 groups_fit.out)"
+expect 0 groups_profile_loads "KS shape" "$prism" steps compare \
+    m/mlperfv50_NVIDIA_eos-dfw_n1024_*.csv --experiment m/eos_dfw_h100_8192.toml \
+    --variability both.toml
+
+printf '[[group]]\nexperiment = "eos_dfw_h100_512.toml"\nruns = []\n' >m/empty.toml
+expect 2 groups_empty_runs "m/empty.toml:3:8: group\[0\].runs: empty list" \
+    "$prism" steps fit --runs-from m/empty.toml -o x.toml
+printf '[[group]]\nexperiment = "eos_dfw_h100_512.toml"\nrun = ["a.csv"]\n' >m/typo.toml
+expect 2 groups_unknown_key "m/typo.toml:3:1: .*run" \
+    "$prism" steps fit --runs-from m/typo.toml -o x.toml
+expect 2 groups_and_runs "give no RUNS or --experiment with it" \
+    "$prism" steps fit m/a.csv --runs-from m/runs.toml -o x.toml
+expect 2 groups_neither "give the runs and --experiment EXP.toml, or --runs-from RUNS.toml" \
+    "$prism" steps fit -o x.toml
+
+[ "$fails" = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

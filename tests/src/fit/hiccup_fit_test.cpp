@@ -1,0 +1,129 @@
+#include "src/fit/hiccup_fit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "src/common/error.hpp"
+#include "src/stochastic/step_distribution.hpp"
+#include "tests/src/stochastic/test_profiles.hpp"
+
+namespace prism::fit {
+namespace {
+
+using prism::testing::ProfileShape;
+
+struct Job {
+    StepProfile profile;
+    DesignPoint point;
+    HardwareSpec hardware = prism::testing::test_hardware();
+    ClusterSpec cluster;
+};
+
+// A 4-stage pipeline (tp 8, 8 microbatches) of `dp` replicas: 4 x dp nodes of 8 GPUs.
+Job job(int dp) {
+    ProfileShape shape;
+    shape.stages = 4;
+    shape.microbatches = 8;
+    shape.dp = dp;
+    Job j;
+    j.profile = prism::testing::make_profile(shape);
+    j.point = prism::testing::design_point(shape);
+    return j;
+}
+
+// A narrow body (the PRISM-like transient cvs x 0.1: a step sd of ~0.2%, as measured runs)
+// with hiccups.
+VariabilitySpec truth_with(const HiccupSpec& h) {
+    VariabilitySpec v = prism::testing::prism_like();
+    v.persistent.spatial = DistributionSpec{};
+    v.comm_regime = DistributionSpec{};
+    for (auto& d : v.transient) d.cv *= 0.1;
+    v.hiccup = h;
+    return v;
+}
+
+std::vector<MeasuredSteps> runs_of(const Job& j, const VariabilitySpec& v, int runs, int steps,
+                                   std::uint64_t seed) {
+    const std::vector<double> draws = stochastic::monte_carlo_samples(
+        j.profile, j.point, j.hardware, j.cluster, v, runs * steps, seed, 0);
+    std::vector<MeasuredSteps> out(static_cast<std::size_t>(runs));
+    for (int i = 0; i < runs * steps; ++i) {
+        out[static_cast<std::size_t>(i / steps)].step_time_s.push_back(draws[std::size_t(i)]);
+    }
+    return out;
+}
+
+// Monte Carlo steps (the reference evaluator's exact draws of every factor and of each step's
+// largest delay) from known q, median and sigma: 3 runs of 1,000 steps on 16 nodes with q =
+// 0.005 (7.7% of the steps hit, ~230 hits). Standard errors of the maximum-likelihood estimates
+// at these counts: q ~7% (binomial on the hit count), the median's log ~sigma / sqrt(hits) =
+// 4%, sigma ~sigma / sqrt(2 hits) = 5%. Tolerances 25% (q), 15% (median), 20% (sigma): about 3
+// standard errors, plus the body's noise on each hit's excess (~0.2% of the step against a
+// median delay of 5%).
+TEST(HiccupFit, RecoversTheProbabilityAndDelayLawFromMonteCarloSteps) {
+    const Job j = job(4);
+    HiccupSpec h;
+    h.probability = 0.005;
+    h.delay_median_s = 0.05 * deterministic_step_time(j.profile);
+    h.delay_sigma = 0.6;
+
+    for (std::uint64_t seed : {41, 42}) {
+        const std::vector<MeasuredSteps> runs = runs_of(j, truth_with(h), 3, 1000, seed);
+
+        const HiccupFit fit = fit_hiccups({{runs, 16.0}});
+
+        EXPECT_NEAR(fit.hiccup.probability / h.probability, 1.0, 0.25) << seed;
+        EXPECT_NEAR(fit.hiccup.delay_median_s / h.delay_median_s, 1.0, 0.15) << seed;
+        EXPECT_NEAR(fit.hiccup.delay_sigma / h.delay_sigma, 1.0, 0.2) << seed;
+        EXPECT_TRUE(fit.sigma_fitted);
+        EXPECT_GT(fit.hits, 150u);
+    }
+}
+
+// Two scales of one platform: the same q per node on 16 and 64 nodes (7.7% and 27% of steps
+// hit). Fitted on both groups with their node counts, q comes back as one per-node value
+// (the hit fractions differ 3.5x; a per-scale constant would not fit both).
+TEST(HiccupFit, TwoScalesPinOneProbabilityPerNode) {
+    const Job small = job(4), large = job(16);
+    HiccupSpec h;
+    h.probability = 0.005;
+    h.delay_median_s = 0.05 * deterministic_step_time(small.profile);
+    h.delay_sigma = 0.5;
+
+    const HiccupFit fit = fit_hiccups({{runs_of(small, truth_with(h), 2, 800, 7), 16.0},
+                                       {runs_of(large, truth_with(h), 2, 800, 8), 64.0}});
+
+    EXPECT_NEAR(fit.hiccup.probability / h.probability, 1.0, 0.2);
+    EXPECT_NEAR(fit.hiccup.delay_median_s / h.delay_median_s, 1.0, 0.15);
+}
+
+// Without a step above the threshold there is no hiccup to fit: q = 0, and the rule of three
+// bounds it over the node-steps seen.
+TEST(HiccupFit, NoHitGivesZeroAndTheRuleOfThreeBound) {
+    const Job j = job(4);
+    const std::vector<MeasuredSteps> runs = runs_of(j, truth_with(HiccupSpec{}), 2, 500, 3);
+
+    const HiccupFit fit = fit_hiccups({{runs, 16.0}});
+
+    EXPECT_EQ(fit.hits, 0u);
+    EXPECT_EQ(fit.hiccup.probability, 0.0);
+    EXPECT_NEAR(fit.probability_upper_95, 3.0 / (1000 * 16), 1e-15);
+}
+
+TEST(HiccupFit, NeedsTwoStepsPerRun) {
+    EXPECT_THROW(
+        {
+            try {
+                fit_hiccups({{{{"run.csv", {1.0}}}, 4.0}});
+            } catch (const ModelError& e) {
+                EXPECT_STREQ(e.what(), "hiccup fit: run.csv: 1 steps; need at least 2");
+                throw;
+            }
+        },
+        ModelError);
+}
+
+}  // namespace
+}  // namespace prism::fit
