@@ -1,6 +1,7 @@
 #include "src/model/topology.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace prism {
 
@@ -93,6 +94,48 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const D
     const std::int64_t span = std::max(std::int64_t{na} * sa, std::int64_t{nb} * sb);
     const int per_node = members_per_node(na, sa, gpn) * members_per_node(nb, sb, gpn);
     return ring_link(hw, cluster, na * nb, span, std::min(per_node, gpn));
+}
+
+int nvlink_domain_gpus(const HardwareSpec& hw) { return std::max(1, hw.gpus_per_node); }
+
+ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
+                         const DesignPoint& point, int size, int stride, bool ring) {
+    ExpertGroup g;
+    g.size = size;
+    const int st = dim_stride(point, ParallelDim::tp), sc = dim_stride(point, ParallelDim::cp),
+              sd = dim_stride(point, ParallelDim::dp);
+    const std::int64_t domain = nvlink_domain_gpus(hw);
+    std::int64_t lo = 0, hi = 0, first_domain = 0;
+    std::vector<std::int64_t> seen;
+    g.per_domain = 0;
+    for (int j = 0; j < size; ++j) {
+        std::int64_t r = std::int64_t{j} * stride;
+        const std::int64_t ti = r % point.tp;
+        r /= point.tp;
+        const std::int64_t ci = r % point.cp;
+        const std::int64_t di = r / point.cp;
+        const std::int64_t gpu = ti * st + ci * sc + di * sd;
+        const std::int64_t d = gpu / domain;
+        if (j == 0) lo = hi = gpu, first_domain = d;
+        lo = std::min(lo, gpu);
+        hi = std::max(hi, gpu);
+        if (d == first_domain) ++g.per_domain;
+        if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+    }
+    g.domains = int(seen.size());
+    const std::int64_t span = hi - lo + 1;
+    if (ring) {
+        g.link = ring_link(hw, cluster, size,
+                           g.domains > 1 ? std::max<std::int64_t>(span, domain + 1)
+                                         : std::min<std::int64_t>(span, domain),
+                           g.per_domain);
+    } else {
+        g.link = ring_link(hw, cluster, size,
+                           g.domains > 1 ? std::max<std::int64_t>(span, domain + 1)
+                                         : std::min<std::int64_t>(span, domain),
+                           1);
+    }
+    return g;
 }
 
 const char* link_level_name(LinkLevel level) {
