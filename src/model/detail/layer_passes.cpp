@@ -244,15 +244,20 @@ double cap(const Context& c) {
 }
 
 /// The grouped expert GEMMs of one pass on one GPU: E / ep local experts, each with n_e =
-/// T k ep etp / E tokens (x the capacity factor), f_e / etp wide. Each expert's GEMM is timed on
-/// the GEMM curve at its own size (the grouped kernel tiles every expert separately: small
-/// experts fill the GPU as badly as a small GEMM would), with its own weights read.
+/// T k ep etp / E tokens (x the capacity factor), f_e / etp wide. A grouped GEMM is one kernel:
+/// timed on the GEMM curve at the FLOPs of all local experts together, with every expert's rows
+/// padded to the kernel's 128-row tile (kGroupedGemmTileRows): few tokens per expert waste most
+/// of their last tile, and small groups fill the GPU as badly as a small GEMM. Every expert's
+/// weights are read once.
 double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     const ModelSpec& m = c.m;
     const double local = double(m.experts) / c.ep;
     const double n_e = c.moe_tokens * m.top_k * c.ep * c.etp / m.experts * cap(c);
     if (n_e <= 0) return 0;
-    return local * c.gemm(2.0 * n_e * k_dim * n_dim, n_e, k_dim, n_dim);
+    const double rows = std::ceil(n_e / kGroupedGemmTileRows) * kGroupedGemmTileRows;
+    const double flops = 2.0 * local * rows * k_dim * n_dim;
+    const double bytes = 2.0 * local * (n_e * k_dim + k_dim * n_dim + n_e * n_dim);
+    return roofline_time_s(c.hw.gpu, c.gemm_curve, c.peak_gemm, flops, bytes);
 }
 
 double dispatch_bytes_per_token(const Context& c, bool forward_dispatch) {

@@ -39,6 +39,10 @@ inline constexpr double kGradReduceBytesPerParam = 2;
 /// (userbuffers "pipeline" method: num_splits 4 for proj_fprop and fc2_fprop).
 inline constexpr int kPipelinedScatterSplits = 4;
 
+/// Rows of one tile of a grouped expert GEMM (TransformerEngine / CUTLASS grouped GEMMs on
+/// Hopper tile M by 128): each expert's tokens are padded up to a multiple of it.
+inline constexpr double kGroupedGemmTileRows = 128;
+
 /// Builds one SegmentList, keeping its time per category: time_s() = compute_s + the exposed
 /// communication of every category + stretch_s, exactly (the breakdown's lines add up).
 struct PassBuilder {
