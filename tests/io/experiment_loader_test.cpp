@@ -676,3 +676,22 @@ TEST(ExperimentLoader, MoeModelKeysAreReadAndCheckedWithTheirLocation) {
     EXPECT_EQ(error_of(head + "attention = \"mla\"\nkv_lora_rank = 16\n" + tail),
               "exp.toml:7:13: model: missing 'qk_nope_head_dim' (attention = \"mla\")");
 }
+
+TEST(ExperimentLoader, MoeTrainingKeysNeedAnMoeModel) {
+    const std::string moe = "[model]\npreset = \"mixtral-8x7b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"h100-sxm\"\n";
+    const prism::Experiment e = parse_experiment(
+        moe + "moe_dispatcher = \"deepep\"\nmoe_a2a_overlap = true\nmoe_capacity_factor = 1.25\n" +
+            hw,
+        "exp.toml");
+    EXPECT_EQ(e.training.moe_dispatcher, prism::TrainingSpec::MoeDispatcher::deepep);
+    EXPECT_TRUE(e.training.moe_a2a_overlap);
+    EXPECT_DOUBLE_EQ(e.training.moe_capacity_factor, 1.25);
+
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+                       "moe_dispatcher = \"alltoall\"\n" +
+                       hw),
+              "exp.toml:5:18: training.moe_dispatcher: needs an MoE model (model.experts)");
+    EXPECT_TRUE(error_of(moe + "moe_dispatcher = \"nccl\"\n" + hw)
+                    .starts_with("exp.toml:5:18: training.moe_dispatcher: unknown"));
+}
