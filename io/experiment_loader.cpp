@@ -302,12 +302,26 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     }
     const toml::table& table = as_table(*node, "training");
     check_keys(table, "training",
-               {"global_batch", "global_batch_tokens", "precision", "optimizer", "total_tokens",
-                "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-                "fp8_params", "fsdp_prefetch", "first_stage_layers", "last_stage_layers",
-                "layers_per_stage", "account_for_embedding_in_pipeline_split",
-                "account_for_loss_in_pipeline_split", "moe_dispatcher", "moe_a2a_overlap",
-                "moe_capacity_factor"});
+               {"global_batch",
+                "global_batch_tokens",
+                "precision",
+                "optimizer",
+                "total_tokens",
+                "flash_attention",
+                "overlap_grad_reduce",
+                "overlap_param_gather",
+                "tp_comm_overlap",
+                "fp8_params",
+                "fsdp_prefetch",
+                "first_stage_layers",
+                "last_stage_layers",
+                "layers_per_stage",
+                "account_for_embedding_in_pipeline_split",
+                "account_for_loss_in_pipeline_split",
+                "moe_dispatcher",
+                "moe_a2a_overlap",
+                "moe_capacity_factor",
+                "moe_force_balance"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -367,7 +381,11 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     if (const toml::node* n = table.get("moe_capacity_factor")) {
         training.moe_capacity_factor = as_positive(*n, "training.moe_capacity_factor");
     }
-    for (const char* key : {"moe_dispatcher", "moe_a2a_overlap", "moe_capacity_factor"}) {
+    if (const toml::node* n = table.get("moe_force_balance")) {
+        training.moe_force_balance = as_bool(*n, "training.moe_force_balance");
+    }
+    for (const char* key :
+         {"moe_dispatcher", "moe_a2a_overlap", "moe_capacity_factor", "moe_force_balance"}) {
         if (const toml::node* n = table.get(key); n != nullptr && !experiment.model.is_moe()) {
             fail_at(*n, fmt::format("training.{}: needs an MoE model (model.experts)", key));
         }

@@ -158,7 +158,7 @@ DistributionSpec parse_distribution(const toml::node& node, const std::string& k
 void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
                              VariabilitySpec& spec) {
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
-    allowed.insert(allowed.end(), {"comm_regime", "persistent"});
+    allowed.insert(allowed.end(), {"comm_regime", "persistent", "routing_skew"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -173,6 +173,8 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             spec.source = as_string(*node, full);
         } else if (name == "comm_regime") {
             spec.comm_regime = parse_distribution(*node, full);
+        } else if (name == "routing_skew") {
+            spec.routing_skew = as_positive(*node, full, true);
         } else if (name == "persistent") {
             const toml::table& persistent = as_table(*node, full);
             check_keys(persistent, full,

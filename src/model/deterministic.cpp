@@ -10,6 +10,7 @@
 #include "src/model/flops.hpp"
 #include "src/model/pipeline_split.hpp"
 #include "src/model/topology.hpp"
+#include "src/stochastic/routing.hpp"
 
 namespace prism {
 
@@ -64,6 +65,19 @@ Shape check_point(const Experiment& e, const DesignPoint& p) {
     return s;
 }
 
+/// The busiest EP rank's expected load over its share (routing.hpp): the N = T k ep token copies
+/// an EP group routes per microbatch over the experts with the [variability] routing_skew
+/// popularity (in the experiment seed's order). 1 with moe_force_balance or ep = 1.
+double busiest_rank_factor(const Experiment& e, const DesignPoint& p) {
+    const ModelSpec& m = e.model;
+    if (!m.is_moe() || e.training.moe_force_balance || p.ep <= 1) return 1.0;
+    const double copies = double(p.microbatch) * m.seq / (double(p.cp) * p.tp) * m.top_k * p.ep;
+    const std::vector<double> popularity =
+        stochastic::skewed_popularity(m.experts, e.variability.routing_skew, e.seed);
+    return stochastic::expected_max_load_factor(copies,
+                                                stochastic::rank_probabilities(popularity, p.ep));
+}
+
 Context make_context(const Experiment& e, const DesignPoint& p) {
     const HardwareSpec& hw = e.hardware[p.hardware];
     const ModelSpec& m = e.model;
@@ -96,6 +110,7 @@ Context make_context(const Experiment& e, const DesignPoint& p) {
     c.ep_group = expert_group(hw, e.cluster, p, p.ep, p.etp, false);
     c.ep_ring = expert_group(hw, e.cluster, p, p.ep, p.etp, true).link;
     c.etp_group = expert_group(hw, e.cluster, p, p.etp, 1, true);
+    c.busiest_rank = busiest_rank_factor(e, p);
     c.t = p.tp;
     c.sync = p.tp * p.cp;
     c.tp_overlap = e.training.tp_comm_overlap && p.tp > 1 && p.sequence_parallel;

@@ -134,6 +134,11 @@ struct TrainingSpec {
     /// Tokens an expert takes, as a multiple of the balanced share; buffers padded to it. 0 =
     /// dropless (Megatron's default).
     double moe_capacity_factor = 0;
+    /// true: every expert gets its share of the tokens (Megatron's
+    /// --moe-router-force-load-balancing, as NVIDIA's tables are measured); false: multinomial
+    /// routing with [variability] routing_skew, the busiest EP rank setting the expert GEMMs and
+    /// the a2a at its expected load (src/stochastic/routing.hpp; docs/moe.md).
+    bool moe_force_balance = true;
 };
 
 /// Size-dependent GEMM efficiency, eff(F) = eff_max * F / (F + flops_half), F = FLOPs of one
@@ -290,7 +295,10 @@ struct VariabilitySpec {
     std::array<DistributionSpec, kKernelClassCount> transient;  ///< X per kernel class
     PersistentSpec persistent;                                  ///< G per GPU
     DistributionSpec comm_regime;                               ///< R per step, all collectives
-    std::string source;                                         ///< preset provenance
+    /// MoE routing with moe_force_balance = false: sigma of the lognormal expert popularity
+    /// (0 = uniform popularity, multinomial noise only)
+    double routing_skew = 0;
+    std::string source;  ///< preset provenance
 
     bool is_deterministic() const;
 };

@@ -47,14 +47,22 @@ double max_rank_load_cdf(double x, double copies, const std::vector<double>& ran
 
 double expected_max_load_factor(double copies, const std::vector<double>& rank_p) {
     if (rank_p.empty() || copies <= 0) return 1.0;
-    double hi = 0;
+    double lo = 0, hi = 0, sd_min = copies;
     for (const double pr : rank_p) {
-        hi = std::max(hi, copies * pr + 10.0 * std::sqrt(copies * pr * (1.0 - pr)) + 1.0);
+        const double mean = copies * pr, sd = std::sqrt(copies * pr);
+        lo = std::max(lo, mean - 10.0 * sd);
+        hi = std::max(hi, mean + 10.0 * sd + 1.0);
+        if (sd > 0) sd_min = std::min(sd_min, sd);
     }
     hi = std::min(hi, copies);
-    // E[M] = sum over x >= 0 of P(M > x), integer loads
-    double expected = 0;
-    for (double x = 0; x < hi; x += 1.0) expected += 1.0 - max_rank_load_cdf(x, copies, rank_p);
+    lo = std::floor(std::min(lo, hi));
+    // E[M] = lo + sum over x >= lo of P(M > x) (integer loads; below lo P(M > x) = 1 to 1e-23);
+    // wide laws by the midpoint rule in steps of sd / 16
+    const double step = std::max(1.0, std::floor(sd_min / 16.0));
+    double expected = lo;
+    for (double x = lo; x < hi; x += step) {
+        expected += step * (1.0 - max_rank_load_cdf(x + 0.5 * (step - 1.0), copies, rank_p));
+    }
     return expected / (copies / double(rank_p.size()));
 }
 

@@ -687,6 +687,12 @@ TEST(ExperimentLoader, MoeTrainingKeysNeedAnMoeModel) {
     EXPECT_EQ(e.training.moe_dispatcher, prism::TrainingSpec::MoeDispatcher::deepep);
     EXPECT_TRUE(e.training.moe_a2a_overlap);
     EXPECT_DOUBLE_EQ(e.training.moe_capacity_factor, 1.25);
+    EXPECT_TRUE(e.training.moe_force_balance);  // NVIDIA's tables force it; so does the default
+    const prism::Experiment real = parse_experiment(
+        moe + "moe_force_balance = false\n" + hw + "[variability]\nrouting_skew = 0.3\n",
+        "exp.toml");
+    EXPECT_FALSE(real.training.moe_force_balance);
+    EXPECT_DOUBLE_EQ(real.variability.routing_skew, 0.3);
 
     EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
                        "moe_dispatcher = \"alltoall\"\n" +

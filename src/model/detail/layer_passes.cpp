@@ -252,7 +252,7 @@ double cap(const Context& c) {
 double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     const ModelSpec& m = c.m;
     const double local = double(m.experts) / c.ep;
-    const double n_e = c.moe_tokens * m.top_k * c.ep * c.etp / m.experts * cap(c);
+    const double n_e = c.moe_tokens * m.top_k * c.ep * c.etp / m.experts * cap(c) * c.busiest_rank;
     if (n_e <= 0) return 0;
     const double rows = std::ceil(n_e / kGroupedGemmTileRows) * kGroupedGemmTileRows;
     const double flops = 2.0 * local * rows * k_dim * n_dim;
@@ -345,8 +345,10 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
         }
         lines.expert_compute_s += b.compute_s - before;
     };
-    const double dispatch = dispatch_time_s(c, T * cap(c), dispatch_bytes_per_token(c, true));
-    const double combine = dispatch_time_s(c, T * cap(c), dispatch_bytes_per_token(c, false));
+    // the a2a ends when the busiest rank has received (sent back) its tokens
+    const double load = T * cap(c) * c.busiest_rank;
+    const double dispatch = dispatch_time_s(c, load, dispatch_bytes_per_token(c, true));
+    const double combine = dispatch_time_s(c, load, dispatch_bytes_per_token(c, false));
     if (!backward) {
         router_part();
         a2a(dispatch, lines.dispatch_s);

@@ -93,8 +93,11 @@ struct Context {
     int ep = 1, etp = 1;
     ExpertGroup ep_group, etp_group;  ///< a2a view: per-domain members, NIC share
     GroupLink ep_ring;                ///< the EP group as a ring (AllGather dispatcher)
-    int sync = 1;                     ///< tp * cp
-    bool tp_overlap = false;          ///< --tp-comm-overlap in effect (tp > 1 with SP)
+    /// The busiest EP rank's expected load over its balanced share (1 with moe_force_balance):
+    /// it sets the expert GEMMs and the dispatch / combine
+    double busiest_rank = 1;
+    int sync = 1;             ///< tp * cp
+    bool tp_overlap = false;  ///< --tp-comm-overlap in effect (tp > 1 with SP)
     GroupLink tp_link, cp_link, pp_link;
     GroupLink dp_link;  ///< the data-parallel group with CP: d c ranks
 

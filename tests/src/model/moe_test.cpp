@@ -11,6 +11,7 @@
 #include "src/model/deterministic.hpp"
 #include "src/model/memory.hpp"
 #include "src/model/topology.hpp"
+#include "src/stochastic/routing.hpp"
 #include "tests/src/model/model_test_helpers.hpp"
 
 namespace {
@@ -178,6 +179,43 @@ TEST(Moe, DispatchedTokenActivationsHoldTopKCopies) {
     e.training.moe_capacity_factor = 1.25;
     const double padded = prism::activation_bytes_per_layer(e.model, e.training, p);
     EXPECT_DOUBLE_EQ(padded - two, 0.25 * 4 * 1024.0 * (2 * 1024 + 2 * 512 + 2 * 512 + 2 * 1024));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Moe, ForcedBalanceEqualsTheBalancedModelExactly) {
+    Experiment e = small_moe();
+    const DesignPoint p = point(1, 16, 16);
+    const prism::DeterministicResult balanced = prism::evaluate_deterministic(e, p);
+    e.variability.routing_skew = 0.5;  // ignored while the router is forced to balance
+    e.training.moe_force_balance = true;
+
+    const prism::DeterministicResult forced = prism::evaluate_deterministic(e, p);
+
+    EXPECT_EQ(forced.step_time_s, balanced.step_time_s);
+    EXPECT_EQ(forced.breakdown.moe_dispatch_s, balanced.breakdown.moe_dispatch_s);
+}
+
+TEST(Moe, TheBusiestRankSetsTheDispatchWithoutForcedBalance) {
+    Experiment e = small_moe();
+    e.seed = 5;
+    e.variability.routing_skew = 0.5;
+    e.training.moe_force_balance = false;
+    const DesignPoint p = point(1, 16, 16);
+
+    const prism::DeterministicResult r = prism::evaluate_deterministic(e, p);
+
+    // the busiest of 16 ranks: 1024 tokens x 2 copies x 16 ranks routed per microbatch
+    const auto popularity = prism::stochastic::skewed_popularity(16, 0.5, 5);
+    const double f = prism::stochastic::expected_max_load_factor(
+        1024.0 * 2 * 16, prism::stochastic::rank_probabilities(popularity, 16));
+    EXPECT_GT(f, 1.3);  // sigma 0.5 over 16 single-expert ranks: the top expert ~2 sd up
+    // as DispatchAndCombineTimesMatchHandCalculation with the busiest rank's bytes
+    const double a2a = std::max(1835008.0 * f / 240e9 + 3e-6, 2097152.0 * f / 20e9 + 10e-6);
+    EXPECT_NEAR(r.breakdown.moe_dispatch_s, 8 * 2 * a2a, 1e-12);
+    EXPECT_NEAR(r.breakdown.lines_sum_s(), r.step_time_s, 1e-12 * r.step_time_s);
 }
 
 }  // namespace
