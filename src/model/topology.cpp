@@ -124,17 +124,11 @@ ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
     }
     g.domains = int(seen.size());
     const std::int64_t span = hi - lo + 1;
-    if (ring) {
-        g.link = ring_link(hw, cluster, size,
-                           g.domains > 1 ? std::max<std::int64_t>(span, domain + 1)
-                                         : std::min<std::int64_t>(span, domain),
-                           g.per_domain);
-    } else {
-        g.link = ring_link(hw, cluster, size,
-                           g.domains > 1 ? std::max<std::int64_t>(span, domain + 1)
-                                         : std::min<std::int64_t>(span, domain),
-                           1);
-    }
+    // the level from the domains spanned; a ring drives per_domain NICs at once (group_link),
+    // the all-to-all each GPU's own NIC share
+    const std::int64_t level_span =
+        g.domains > 1 ? std::max<std::int64_t>(span, domain + 1) : std::min(span, domain);
+    g.link = ring_link(hw, cluster, size, level_span, ring ? g.per_domain : 1);
     return g;
 }
 
