@@ -76,6 +76,11 @@ std::vector<io::ColumnSpec> point_columns(const Experiment& e) {
                            "gradient noise scale B_noise of [cotune] (NaN: B_crit(L))",
                            {}});
     }
+    if (e.model.is_moe()) {
+        // Only for MoE models, so that dense experiments' files keep their columns.
+        columns.push_back({"ep", Type::int64, "1", "expert-parallel degree", {}});
+        columns.push_back({"etp", Type::int64, "1", "expert tensor-parallel degree", {}});
+    }
     return columns;
 }
 
@@ -140,19 +145,23 @@ void ResultSink::append_rows(const std::vector<PointResult>& rows) {
                                placement_labels_.begin();
         const std::int64_t batch_seqs =
             p.global_batch_seqs > 0 ? p.global_batch_seqs : experiment_->training.global_batch_seqs;
-        const std::int64_t int_values[] = {p.tp,
-                                           p.pp,
-                                           p.dp,
-                                           p.cp,
-                                           p.gpus(),
-                                           p.microbatch,
-                                           p.zero_stage,
-                                           static_cast<std::int64_t>(p.recompute),
-                                           p.sequence_parallel ? 1 : 0,
-                                           p.interleave,
-                                           p.hardware,
-                                           placement,
-                                           batch_seqs};
+        std::vector<std::int64_t> int_values{p.tp,
+                                             p.pp,
+                                             p.dp,
+                                             p.cp,
+                                             p.gpus(),
+                                             p.microbatch,
+                                             p.zero_stage,
+                                             static_cast<std::int64_t>(p.recompute),
+                                             p.sequence_parallel ? 1 : 0,
+                                             p.interleave,
+                                             p.hardware,
+                                             placement,
+                                             batch_seqs};
+        if (experiment_->model.is_moe()) {
+            int_values.push_back(p.ep);
+            int_values.push_back(p.etp);
+        }
         for (std::size_t k = 0; k < ints; ++k) batch.int_columns[k][r] = int_values[k];
         batch.float_columns[0][r] = p.checkpoint_interval_s;
         batch.float_columns[1][r] = p.learning_rate;

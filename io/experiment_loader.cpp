@@ -107,11 +107,37 @@ void parse_experiment_table(const toml::table& table, Experiment& experiment) {
 
 // ---- [model] ---------------------------------------------------------------------------------
 
-const std::vector<std::string> kModelFields{"layers",    "hidden", "heads", "kv_heads",       "ffn",
-                                            "gated_mlp", "vocab",  "seq",   "tied_embeddings"};
+const std::vector<std::string> kModelFields{"layers",
+                                            "hidden",
+                                            "heads",
+                                            "kv_heads",
+                                            "ffn",
+                                            "gated_mlp",
+                                            "vocab",
+                                            "seq",
+                                            "tied_embeddings",
+                                            "head_dim",
+                                            "experts",
+                                            "top_k",
+                                            "shared_experts",
+                                            "expert_ffn",
+                                            "dense_layers",
+                                            "moe_every",
+                                            "attention",
+                                            "q_lora_rank",
+                                            "kv_lora_rank",
+                                            "qk_nope_head_dim",
+                                            "qk_rope_head_dim",
+                                            "v_head_dim"};
+
+/// Integer [model] keys that may be 0 (everything else must be >= 1).
+bool may_be_zero(const std::string& name) {
+    return name == "shared_experts" || name == "dense_layers" || name == "q_lora_rank";
+}
 
 struct ModelDraft {
     std::map<std::string, std::int64_t> ints;
+    std::optional<std::string> attention;
     std::optional<bool> gated_mlp;
     std::optional<bool> tied_embeddings;
     std::vector<std::string> overridden;
@@ -133,8 +159,80 @@ void apply_model_fields(const toml::table& table, bool is_preset, ModelDraft& dr
             draft.gated_mlp = as_bool(*node, full);
         } else if (name == "tied_embeddings") {
             draft.tied_embeddings = as_bool(*node, full);
+        } else if (name == "attention") {
+            draft.attention = as_choice(*node, full, {"standard", "mla"});
         } else {
-            draft.ints[name] = as_integer_in(*node, full, 1);
+            draft.ints[name] = as_integer_in(*node, full, may_be_zero(name) ? 0 : 1);
+        }
+    }
+}
+
+/// The MoE and MLA keys of [model] (docs/moe.md), checked for consistency.
+void parse_moe_and_mla(const toml::table& table, ModelDraft& draft, ModelSpec& model) {
+    const auto where = [&](const char* key) -> const toml::source_region& {
+        const toml::node* n = table.get(key);
+        return n != nullptr ? n->source() : table.source();
+    };
+    auto get = [&](const char* key, std::int64_t fallback) {
+        return static_cast<int>(draft.ints.contains(key) ? draft.ints[key] : fallback);
+    };
+    model.head_dim_override = get("head_dim", 0);
+    model.experts = get("experts", 0);
+    model.top_k = get("top_k", 0);
+    model.shared_experts = get("shared_experts", 0);
+    model.expert_ffn = get("expert_ffn", 0);
+    model.dense_layers = get("dense_layers", 0);
+    model.moe_every = get("moe_every", 1);
+    if (model.experts == 0) {
+        for (const char* key :
+             {"top_k", "shared_experts", "expert_ffn", "dense_layers", "moe_every"}) {
+            if (draft.ints.contains(key)) {
+                throw error_at(where(key),
+                               fmt::format("model.{}: needs an MoE model (give experts)", key));
+            }
+        }
+    } else {
+        if (model.top_k == 0 || model.top_k > model.experts) {
+            throw error_at(where("top_k"),
+                           fmt::format("model.top_k: give 1 to experts = {} routed experts per "
+                                       "token",
+                                       model.experts));
+        }
+        if (model.expert_ffn == 0) {
+            throw error_at(where("expert_ffn"), "model: missing 'expert_ffn' (an MoE model)");
+        }
+        if (model.dense_layers >= model.layers) {
+            throw error_at(where("dense_layers"),
+                           fmt::format("model.dense_layers: {} leaves no MoE layer of layers = {}",
+                                       model.dense_layers, model.layers));
+        }
+        if (model.moe_every > model.layers - model.dense_layers) {
+            throw error_at(where("moe_every"),
+                           fmt::format("model.moe_every: {} leaves no MoE layer", model.moe_every));
+        }
+    }
+    const char* mla_keys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                              "v_head_dim"};
+    if (draft.attention.value_or("standard") == "mla") {
+        model.attention = AttentionKind::mla;
+        for (const char* key : mla_keys) {
+            if (!draft.ints.contains(key) && std::string_view(key) != "q_lora_rank") {
+                throw error_at(where("attention"),
+                               fmt::format("model: missing '{}' (attention = \"mla\")", key));
+            }
+        }
+        model.q_lora_rank = get("q_lora_rank", 0);
+        model.kv_lora_rank = get("kv_lora_rank", 0);
+        model.qk_nope_head_dim = get("qk_nope_head_dim", 0);
+        model.qk_rope_head_dim = get("qk_rope_head_dim", 0);
+        model.v_head_dim = get("v_head_dim", 0);
+        model.kv_heads = model.heads;  // MLA: every head has its own K and V
+    } else {
+        model.attention = AttentionKind::standard;
+        for (const char* key : mla_keys) {
+            if (draft.ints.contains(key)) {
+                throw error_at(where(key), fmt::format("model.{}: needs attention = \"mla\"", key));
+            }
         }
     }
 }
@@ -180,7 +278,8 @@ void parse_model(const toml::table& root, const std::string& file, Experiment& e
         const toml::node* n = table.get(key);
         return n != nullptr ? n->source() : table.source();
     };
-    if (model.hidden % model.heads != 0) {
+    parse_moe_and_mla(table, draft, model);
+    if (model.hidden % model.heads != 0 && !model.is_mla() && model.head_dim_override == 0) {
         throw error_at(where("heads"), fmt::format("model.heads: {} does not divide hidden = {}",
                                                    model.heads, model.hidden));
     }
@@ -205,11 +304,29 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     }
     const toml::table& table = as_table(*node, "training");
     check_keys(table, "training",
-               {"global_batch", "global_batch_tokens", "precision", "optimizer", "total_tokens",
-                "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-                "fp8_params", "fsdp_prefetch", "stack", "first_stage_layers", "last_stage_layers",
-                "layers_per_stage", "account_for_embedding_in_pipeline_split",
-                "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32", "dropout"});
+               {"global_batch",
+                "global_batch_tokens",
+                "precision",
+                "optimizer",
+                "total_tokens",
+                "flash_attention",
+                "overlap_grad_reduce",
+                "overlap_param_gather",
+                "tp_comm_overlap",
+                "fp8_params",
+                "fsdp_prefetch",
+                "stack",
+                "first_stage_layers",
+                "last_stage_layers",
+                "layers_per_stage",
+                "account_for_embedding_in_pipeline_split",
+                "account_for_loss_in_pipeline_split",
+                "grad_reduce_in_fp32",
+                "dropout",
+                "moe_dispatcher",
+                "moe_a2a_overlap",
+                "moe_capacity_factor",
+                "moe_force_balance"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -261,6 +378,28 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     }
     if (const toml::node* n = table.get("dropout")) {
         training.dropout = as_bool(*n, "training.dropout");
+    }
+    if (const toml::node* n = table.get("moe_dispatcher")) {
+        const std::string d =
+            as_choice(*n, "training.moe_dispatcher", {"alltoall", "allgather", "deepep"});
+        training.moe_dispatcher = d == "alltoall"    ? TrainingSpec::MoeDispatcher::alltoall
+                                  : d == "allgather" ? TrainingSpec::MoeDispatcher::allgather
+                                                     : TrainingSpec::MoeDispatcher::deepep;
+    }
+    if (const toml::node* n = table.get("moe_a2a_overlap")) {
+        training.moe_a2a_overlap = as_bool(*n, "training.moe_a2a_overlap");
+    }
+    if (const toml::node* n = table.get("moe_capacity_factor")) {
+        training.moe_capacity_factor = as_positive(*n, "training.moe_capacity_factor");
+    }
+    if (const toml::node* n = table.get("moe_force_balance")) {
+        training.moe_force_balance = as_bool(*n, "training.moe_force_balance");
+    }
+    for (const char* key :
+         {"moe_dispatcher", "moe_a2a_overlap", "moe_capacity_factor", "moe_force_balance"}) {
+        if (const toml::node* n = table.get(key); n != nullptr && !experiment.model.is_moe()) {
+            fail_at(*n, fmt::format("training.{}: needs an MoE model (model.experts)", key));
+        }
     }
     detail::apply_training_schedule_keys(table, experiment.model, training);
 }

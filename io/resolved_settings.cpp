@@ -86,6 +86,10 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
               e.sequence_parallel_follows_tp ? "tp > 1" : flag(p.sequence_parallel),
               "on wherever tp > 1, as Megatron-LM's and NeMo's recipes run TP");
     dimension("interleave", std::to_string(p.interleave));
+    if (e.model.is_moe()) {
+        dimension("ep", std::to_string(p.ep));
+        dimension("etp", std::to_string(p.etp));
+    }
 
     if (!e.space.dimensions.empty()) {
         std::string names;

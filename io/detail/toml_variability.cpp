@@ -160,8 +160,9 @@ DistributionSpec parse_distribution(const toml::node& node, const std::string& k
 void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
                              VariabilitySpec& spec) {
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
-    allowed.insert(allowed.end(), {"comm_regime", "persistent", "hiccup_probability",
-                                   "hiccup_delay_median", "hiccup_delay_sigma", "periodic"});
+    allowed.insert(allowed.end(),
+                   {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
+                    "hiccup_delay_sigma", "periodic", "routing_skew"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -217,6 +218,8 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             }
         } else if (name == "comm_regime") {
             spec.comm_regime = parse_distribution(*node, full);
+        } else if (name == "routing_skew") {
+            spec.routing_skew = as_positive(*node, full, true);
         } else if (name == "persistent") {
             const toml::table& persistent = as_table(*node, full);
             check_keys(persistent, full,

@@ -123,6 +123,8 @@ const std::vector<DimensionInfo>& design_dimensions() {
         {"checkpoint_interval", Type::number, "checkpoint interval in seconds (or \"30 min\")"},
         {"learning_rate", Type::number, "peak learning rate"},
         {"b_noise", Type::number, "gradient noise scale B_noise in tokens ([cotune])"},
+        {"ep", Type::integer, "expert-parallel degree (MoE; folded onto the tp cp dp ranks)"},
+        {"etp", Type::integer, "expert tensor-parallel degree (MoE; default 1)"},
     };
     return dims;
 }
@@ -275,6 +277,10 @@ void apply_dimension(const Experiment& experiment, const Dimension& dim, std::si
         point.learning_rate = need_number(dim, v, true);
     } else if (n == "b_noise") {
         point.b_noise_tokens = need_number(dim, v, true);
+    } else if (n == "ep") {
+        point.ep = need_small_int(dim, v, 1);
+    } else if (n == "etp") {
+        point.etp = need_small_int(dim, v, 1);
     } else {
         throw ConfigError("unknown design dimension '" + n + "'");
     }
@@ -307,13 +313,31 @@ void resolve_point_defaults(const Experiment& experiment, DesignPoint& point) {
     if (experiment.sequence_parallel_follows_tp) point.sequence_parallel = point.tp > 1;
 }
 
+std::optional<std::string> expert_parallel_problem(const ModelSpec& m, const DesignPoint& p) {
+    if (!m.is_moe()) {
+        if (p.ep > 1) return "ep needs an MoE model";
+        if (p.etp > 1) return "etp needs an MoE model";
+        return std::nullopt;
+    }
+    if (m.experts % p.ep != 0) return "ep does not divide experts";
+    if (m.expert_ffn % p.etp != 0) return "etp does not divide expert_ffn";
+    if ((std::int64_t{m.shared_experts} * m.expert_ffn) % p.tp != 0) {
+        return "tp does not divide the shared experts' ffn";
+    }
+    if (p.edp() == 0) return "etp * ep does not divide tp * cp * dp";
+    if (p.tp > 1 && !p.sequence_parallel) return "MoE with tp > 1 needs sequence_parallel";
+    if (p.zero_stage >= 3) return "zero_stage 3 is not modelled for MoE";
+    return std::nullopt;
+}
+
 std::optional<std::string> filter_reason(const Experiment& e, const DesignPoint& p) {
     const ModelSpec& m = e.model;
     if (m.heads % p.tp != 0) return "tp does not divide heads";
     if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
         return "tp and kv_heads do not divide one another";
     }
-    if (m.ffn % p.tp != 0) return "tp does not divide ffn";
+    if (m.ffn % p.tp != 0 && m.moe_layers() < m.layers) return "tp does not divide ffn";
+    if (auto problem = expert_parallel_problem(m, p)) return problem;
     if (p.interleave > 1 && p.pp == 1) return "interleave needs pp > 1";
     if (auto problem = stage_split_problem(m, e.training, p.pp, p.interleave)) return problem;
     if (m.seq % p.cp != 0) return "cp does not divide seq";
@@ -345,6 +369,8 @@ std::string describe_point(const Experiment& experiment, const DesignPoint& p) {
     std::ostringstream out;
     out << "tp=" << p.tp << " pp=" << p.pp << " dp=" << p.dp;
     if (p.cp > 1) out << " cp=" << p.cp;
+    if (p.ep > 1) out << " ep=" << p.ep;
+    if (p.etp > 1) out << " etp=" << p.etp;
     out << " mb=" << p.microbatch;
     if (p.zero_stage > 0) out << " zero=" << p.zero_stage;
     out << " recompute=" << recompute_name(p.recompute);

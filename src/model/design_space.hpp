@@ -51,6 +51,12 @@ void resolve_point_defaults(const Experiment& experiment, DesignPoint& point);
 /// The reason is short and stable so that it can be counted ("tp does not divide heads").
 std::optional<std::string> filter_reason(const Experiment& experiment, const DesignPoint& point);
 
+/// Why expert parallelism (ep, etp) does not fit `model` under Megatron-Core's folding: the
+/// experts over etp x ep x edp on the tp x cp x dp ranks of a stage; dense models need ep =
+/// etp = 1. nullopt when it fits.
+std::optional<std::string> expert_parallel_problem(const ModelSpec& model,
+                                                   const DesignPoint& point);
+
 /// Human-readable "tp=8 pp=4 dp=16 ..." of the dimensions in the experiment's space.
 std::string describe_point(const Experiment& experiment, const DesignPoint& point);
 

@@ -10,6 +10,7 @@
 #include "src/model/flops.hpp"
 #include "src/model/pipeline_split.hpp"
 #include "src/model/topology.hpp"
+#include "src/stochastic/routing.hpp"
 
 namespace prism {
 
@@ -64,6 +65,19 @@ Shape check_point(const Experiment& e, const DesignPoint& p) {
     return s;
 }
 
+/// The busiest EP rank's expected load over its share (routing.hpp): the N = T k ep token copies
+/// an EP group routes per microbatch over the experts with the [variability] routing_skew
+/// popularity (in the experiment seed's order). 1 with moe_force_balance or ep = 1.
+double busiest_rank_factor(const Experiment& e, const DesignPoint& p) {
+    const ModelSpec& m = e.model;
+    if (!m.is_moe() || e.training.moe_force_balance || p.ep <= 1) return 1.0;
+    const double copies = double(p.microbatch) * m.seq / (double(p.cp) * p.tp) * m.top_k * p.ep;
+    const std::vector<double> popularity =
+        stochastic::skewed_popularity(m.experts, e.variability.routing_skew, e.seed);
+    return stochastic::expected_max_load_factor(copies,
+                                                stochastic::rank_probabilities(popularity, p.ep));
+}
+
 Context make_context(const Experiment& e, const DesignPoint& p) {
     const HardwareSpec& hw = e.hardware[p.hardware];
     const ModelSpec& m = e.model;
@@ -81,8 +95,22 @@ Context make_context(const Experiment& e, const DesignPoint& p) {
     }
     c.tokens = double(p.microbatch) * m.seq / p.cp;
     c.h = m.hidden;
-    c.hk = double(m.hidden) * (m.kv_heads > 0 ? m.kv_heads : m.heads) / m.heads;
+    if (m.is_mla()) {
+        c.hq = double(m.heads) * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+        c.hv = double(m.heads) * m.v_head_dim;
+        c.hk = 0.5 * (c.hq + c.hv);  // K as wide as Q, V of d_v per head
+    } else {
+        c.hq = c.hv = double(m.heads) * m.head_dim();
+        c.hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+    }
     c.f = m.ffn;
+    c.moe_tokens = c.tokens / p.tp;  // the MoE block runs on the sequence-parallel shard
+    c.ep = p.ep;
+    c.etp = p.etp;
+    c.ep_group = expert_group(hw, e.cluster, p, p.ep, p.etp, false);
+    c.ep_ring = expert_group(hw, e.cluster, p, p.ep, p.etp, true).link;
+    c.etp_group = expert_group(hw, e.cluster, p, p.etp, 1, true);
+    c.busiest_rank = busiest_rank_factor(e, p);
     c.t = p.tp;
     c.sync = p.tp * p.cp;
     c.tp_overlap = e.training.tp_comm_overlap && p.tp > 1 && p.sequence_parallel;
@@ -98,17 +126,41 @@ struct LayerPasses {
     PassBuilder forward, backward;
 };
 
-LayerPasses build_layer_passes(const Context& c) {
+/// The passes of one layer of one kind (dense or MoE), launch floor applied.
+LayerPasses build_kind_passes(const Context& c, bool moe) {
     LayerPasses l;
-    detail::layer_forward(c, l.forward);
+    detail::layer_forward(c, l.forward, moe);
     if (c.p.recompute == Recompute::full) {
-        detail::layer_forward(c, l.backward);
+        detail::layer_forward(c, l.backward, moe);
     } else if (c.p.recompute == Recompute::selective) {
         detail::attention_core(c, l.backward, 1.0);
     }
-    detail::layer_backward(c, l.backward);
+    detail::layer_backward(c, l.backward, moe);
     l.forward.apply_launch_floor(c.hw.kernel_launch_s);
     l.backward.apply_launch_floor(c.hw.kernel_launch_s);
+    return l;
+}
+
+/// One layer's passes. An MoE model's dense and MoE layers differ; the profile's one layer is
+/// their mean: both kinds' segment lists, each op scaled by its kind's share of the layers
+/// (docs/moe.md: the deterministic step time is exact for an even spread of the dense layers;
+/// DeepSeek-V3's 3 leading dense layers are not placed on the first stage).
+LayerPasses build_layer_passes(const Context& c) {
+    LayerPasses l;
+    const int moe_layers = c.m.moe_layers();
+    if (moe_layers == 0) {
+        l = build_kind_passes(c, false);
+    } else if (moe_layers == c.m.layers) {
+        l = build_kind_passes(c, true);
+    } else {
+        const double share = double(moe_layers) / c.m.layers;
+        const LayerPasses dense = build_kind_passes(c, false);
+        const LayerPasses moe = build_kind_passes(c, true);
+        l.forward.append_scaled(dense.forward, 1.0 - share);
+        l.forward.append_scaled(moe.forward, share);
+        l.backward.append_scaled(dense.backward, 1.0 - share);
+        l.backward.append_scaled(moe.backward, share);
+    }
     if (c.p.zero_stage >= 3 && c.dp_link.size > 1) {
         const double params = layer_params(c.m) / c.t;
         const double gather =
@@ -137,11 +189,21 @@ double largest_stage(const ModelSpec& m, const DesignPoint& p, const std::vector
     return most / p.tp;
 }
 
+/// Non-expert parameters of the largest stage per TP rank, and its routed experts' parameters
+/// per expert rank (over etp ep), which Megatron-Core reduces and shards over the expert-DP
+/// group (edp) instead.
 double largest_stage_params(const ModelSpec& m, const DesignPoint& p,
                             const std::vector<int>& layers) {
+    const double dense = layer_params(m) - layer_expert_params(m);
     return largest_stage(m, p, layers, [&](double l, double ends) {
-        return l * layer_params(m) + ends * embedding_params(m);
+        return l * dense + ends * embedding_params(m);
     });
+}
+
+double largest_stage_expert_params(const ModelSpec& m, const DesignPoint& p,
+                                   const std::vector<int>& layers) {
+    const double most = *std::max_element(layers.begin(), layers.end());
+    return most * layer_expert_params(m) / (double(p.ep) * p.etp);
 }
 
 /// The DP synchronization after the pipeline and how much of it the overlaps hide.
@@ -177,11 +239,34 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
     } else if (ranks > 1 && p.zero_stage <= 2) {
         grad_s = c.coll(KernelClass::reducescatter, kGradReduceBytesPerParam * params, c.dp_link);
         const double gathered_bytes =
-            largest_stage(c.m, p, s.stage_layers,
-                          [&](double l, double ends) { return weight_bytes(c.m, c.tr, l, ends); });
+            largest_stage(c.m, p, s.stage_layers, [&](double l, double ends) {
+                return weight_bytes(c.m, c.tr, l, ends) - expert_weight_bytes(c.m, c.tr, l);
+            });
         gather_s = c.coll(KernelClass::allgather, gathered_bytes, c.dp_link);
         out.list.comm(KernelClass::reducescatter, grad_s, c.dp_link.level, kDp);
         out.list.comm(KernelClass::allgather, gather_s, c.dp_link.level, kDp);
+    }
+    // MoE: the routed experts' gradients over the expert-DP group (edp ranks etp ep apart)
+    const double expert_params = largest_stage_expert_params(c.m, p, s.stage_layers);
+    const int edp = p.edp();
+    if (expert_params > 0 && edp > 1) {
+        const GroupLink link = expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link;
+        if (p.zero_stage == 0) {
+            const double t =
+                c.coll(KernelClass::allreduce, kGradReduceBytesPerParam * expert_params, link);
+            out.list.comm(KernelClass::allreduce, t, link.level, kDp);
+            grad_s += t;
+        } else {
+            const double rs =
+                c.coll(KernelClass::reducescatter, kGradReduceBytesPerParam * expert_params, link);
+            const double most = *std::max_element(s.stage_layers.begin(), s.stage_layers.end());
+            const double ag = c.coll(KernelClass::allgather,
+                                     expert_weight_bytes(c.m, c.tr, most) / (p.ep * p.etp), link);
+            out.list.comm(KernelClass::reducescatter, rs, link.level, kDp);
+            out.list.comm(KernelClass::allgather, ag, link.level, kDp);
+            grad_s += rs;
+            gather_s += ag;
+        }
     }
     if (p.pp > 1 && c.m.tied_embeddings) {
         const GroupLink ends =
@@ -208,8 +293,11 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
 /// Adam: read grad, master, m, v (fp32), write master, m, v and the bf16 weights; the
 /// distributed optimizer updates the stage's parameters / (d c).
 SegmentList build_optimizer(const Context& c, const Shape& s) {
+    const int edp = std::max(1, c.p.edp());
     const double params = largest_stage_params(c.m, c.p, s.stage_layers) /
-                          (c.p.zero_stage >= 1 ? double(c.dp_link.size) : 1.0);
+                              (c.p.zero_stage >= 1 ? double(c.dp_link.size) : 1.0) +
+                          largest_stage_expert_params(c.m, c.p, s.stage_layers) /
+                              (c.p.zero_stage >= 1 ? double(edp) : 1.0);
     return {
         Segment{{Op{KernelClass::optimizer, c.memory(30.0 * params), c.sync, LinkLevel::local}}}};
 }
@@ -273,6 +361,11 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
     bd.tp_comm_exposed_s = passes * (f.exposed[kTp] + b.exposed[kTp]);
     bd.cp_comm_exposed_s = passes * (f.exposed[kCp] + b.exposed[kCp]);
     bd.fsdp_comm_exposed_s = passes * (f.exposed[kDp] + b.exposed[kDp]);
+    bd.ep_comm_exposed_s = passes * (f.exposed[detail::kEp] + b.exposed[detail::kEp]);
+    bd.moe_router_s = passes * (f.moe.router_s + b.moe.router_s);
+    bd.moe_expert_compute_s = passes * (f.moe.expert_compute_s + b.moe.expert_compute_s);
+    bd.moe_dispatch_s = passes * (f.moe.dispatch_s + b.moe.dispatch_s);
+    bd.moe_combine_s = passes * (f.moe.combine_s + b.moe.combine_s);
     bd.host_bound_s = passes * (f.stretch_s + b.stretch_s);
     if (s == 0) bd.embedding_s = prof.microbatches * embedding_s;
     if (s == prof.stages - 1) bd.head_s = prof.microbatches * head_s;
@@ -313,8 +406,9 @@ void check_memory(const Experiment& e, const DesignPoint& p, const Shape& s,
 }  // namespace
 
 double Breakdown::lines_sum_s() const {
-    return compute_s + tp_comm_exposed_s + cp_comm_exposed_s + fsdp_comm_exposed_s + host_bound_s +
-           embedding_s + head_s + bubble_s + dp_sync_exposed_s + optimizer_s;
+    return compute_s + tp_comm_exposed_s + cp_comm_exposed_s + fsdp_comm_exposed_s +
+           ep_comm_exposed_s + host_bound_s + embedding_s + head_s + bubble_s + dp_sync_exposed_s +
+           optimizer_s;
 }
 
 DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoint& p) {
@@ -346,6 +440,7 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     r.hardware_flops_per_step =
         hardware_flops_per_step(e.model, e.training, p.recompute, shape.batch);
     r.tokens_per_step = double(shape.batch) * e.model.seq;
+    r.moe = e.model.is_moe();
 
     Breakdown& bd = r.breakdown;
     bd.layer_forward_s = layer_forward_s;
@@ -371,6 +466,7 @@ std::string format_breakdown(const DeterministicResult& r) {
     row("  layers: TP comm exposed", b.tp_comm_exposed_s * ms, "ms");
     row("  layers: CP comm exposed", b.cp_comm_exposed_s * ms, "ms");
     row("  layers: FSDP comm exposed", b.fsdp_comm_exposed_s * ms, "ms");
+    if (r.moe) row("  layers: MoE a2a exposed", b.ep_comm_exposed_s * ms, "ms");
     row("  layers: host-bound stretch", b.host_bound_s * ms, "ms");
     row("  embedding", b.embedding_s * ms, "ms");
     row("  LM head and loss", b.head_s * ms, "ms");
@@ -380,6 +476,12 @@ std::string format_breakdown(const DeterministicResult& r) {
     row("layer forward (1 microbatch)", b.layer_forward_s * ms, "ms");
     row("layer backward", b.layer_backward_s * ms, "ms");
     row("PP p2p transfers (hidden)", b.pp_comm_s * ms, "ms");
+    if (r.moe) {
+        row("MoE: router and permute", b.moe_router_s * ms, "ms");
+        row("MoE: expert compute", b.moe_expert_compute_s * ms, "ms");
+        row("MoE: dispatch", b.moe_dispatch_s * ms, "ms");
+        row("MoE: combine", b.moe_combine_s * ms, "ms");
+    }
     out += fmt::format("  {:<28}{:>12d} {}\n", "memory: stage", b.memory_stage,
                        stages > 1 ? "(the most loaded)" : "");
     row("memory: weights", b.memory.weights_bytes / gib, "GiB");

@@ -38,6 +38,7 @@ struct Breakdown {
     double tp_comm_exposed_s = 0;    ///< in the layers of `stage`, over the step
     double cp_comm_exposed_s = 0;    ///< likewise
     double fsdp_comm_exposed_s = 0;  ///< ZeRO-3 per-layer gathers / scatters not hidden
+    double ep_comm_exposed_s = 0;    ///< MoE dispatch / combine (and expert TP) not hidden
     double host_bound_s = 0;         ///< stretch of layer passes by the kernel-launch floor
     double embedding_s = 0;          ///< word embedding forward + backward (first stage)
     double head_s = 0;    ///< LM head and loss: final norm, logits GEMM, cross entropy (last stage)
@@ -47,6 +48,13 @@ struct Breakdown {
     // ---- not part of the sum ----
     double pp_comm_s = 0;          ///< P2P transfers of a stage (send + receive, mostly hidden)
     double dp_comm_exposed_s = 0;  ///< fsdp_comm_exposed_s + dp_sync_exposed_s
+    // MoE lines of `stage` over the step (docs/moe.md): router and experts are parts of
+    // compute_s; dispatch and combine are the communication before overlap, of which
+    // ep_comm_exposed_s stays exposed
+    double moe_router_s = 0;
+    double moe_expert_compute_s = 0;
+    double moe_dispatch_s = 0;
+    double moe_combine_s = 0;
     std::vector<MemoryBreakdown> stage_memory;  ///< per GPU of every pipeline stage
     int memory_stage = 0;                       ///< the stage with the most memory
     MemoryBreakdown memory;                     ///< stage_memory[memory_stage]
@@ -64,6 +72,7 @@ struct DeterministicResult {
     double model_flops_per_step = 0;     ///< the MFU numerator: 3 x forward, causal attention
     double hardware_flops_per_step = 0;  ///< executed, recomputation included
     double tokens_per_step = 0;
+    bool moe = false;        ///< an MoE model (the breakdown shows its lines)
     MemoryBreakdown memory;  ///< per GPU of the most loaded pipeline stage (decides feasibility)
     Breakdown breakdown;
 };

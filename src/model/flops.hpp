@@ -19,15 +19,28 @@
 namespace prism {
 
 /// Forward FLOPs of one transformer layer for a microbatch of b sequences, whole (unsharded).
+/// Standard attention with a d-wide heads (d = hidden / a unless head_dim is given), g KV heads;
+/// MLA (DeepSeek-V2/V3) with ranks r_q, r_kv and head dims d_nope, d_rope, d_v.
 struct LayerFlops {
-    double qkv = 0;         ///< 2 b s h (h + 2 h g / a)   (GQA: g KV heads)
-    double attention = 0;   ///< 4 b s^2 h                 (QK^T and scores x V)
-    double projection = 0;  ///< 2 b s h^2
-    double mlp = 0;         ///< 2 b s h f x 3 (gated) or x 2
-    double total() const { return qkv + attention + projection + mlp; }
+    /// standard: 2 b s h (a d + 2 g d); MLA: 2 b s (h r_q + r_q a (d_nope + d_rope) +
+    /// h (r_kv + d_rope) + r_kv a (d_nope + d_v)) (h a (d_nope + d_rope) without r_q)
+    double qkv = 0;
+    double attention = 0;   ///< 4 b s^2 a d; MLA 2 b s^2 a (d_nope + d_rope + d_v)
+    double projection = 0;  ///< 2 b s a d h; MLA 2 b s a d_v h
+    /// dense layer: 2 b s h f x 3 (gated) or x 2; MoE layer: the shared and the k routed
+    /// experts every token passes, 2 b s h f_e x 3 (gated) x (k + shared)
+    double mlp = 0;
+    double router = 0;  ///< MoE layer: 2 b s h E (the gate's logits)
+    double total() const { return qkv + attention + projection + mlp + router; }
 };
 
+/// A dense layer (attention and the dense MLP of `ffn`).
 LayerFlops layer_forward_flops(const ModelSpec& model, int microbatch);
+/// An MoE layer (attention, router, shared and routed experts); a dense layer for dense models.
+LayerFlops moe_layer_forward_flops(const ModelSpec& model, int microbatch);
+/// Forward FLOPs of all layers of the model for one microbatch: dense layers and MoE layers
+/// each counted with their own LayerFlops; `causal_attention` counts half the s x s square.
+double layers_forward_flops(const ModelSpec& model, int microbatch, bool causal_attention);
 
 /// Logits GEMM of one microbatch: 2 b s h V.
 double logits_forward_flops(const ModelSpec& model, int microbatch);
@@ -51,12 +64,28 @@ double model_flops_per_step(const ModelSpec& model, std::int64_t global_batch_se
 double hardware_flops_per_step(const ModelSpec& model, const TrainingSpec& training,
                                Recompute recompute, std::int64_t global_batch_seqs);
 
-/// The weight matrices of one layer (QKV, output projection, MLP), without biases and norms.
+/// The weight matrices of one layer (QKV, output projection, MLP), without biases and norms;
+/// for an MoE model the mean over its layers (all experts counted).
 double layer_matrix_params(const ModelSpec& model);
 
 /// Parameters of one transformer layer: attention h(h + 2 h_kv) + h^2 with biases, MLP
 /// h f (x3 gated, x2 not) with biases, two layer norms. 12 h^2 + 13 h for MHA and f = 4h.
+/// MLA: its five matrices and the two latent norms, no biases. For an MoE model the mean over
+/// its layers of dense_layer_params and moe_layer_params (every expert counted).
 double layer_params(const ModelSpec& model);
+/// A dense layer's parameters (attention, the dense MLP of `ffn`, norms).
+double dense_layer_params(const ModelSpec& model);
+/// An MoE layer's parameters: attention, norms, the router (E h), shared and routed experts
+/// (E + shared) x h f_e x 3 (gated) or x 2; no biases.
+double moe_layer_params(const ModelSpec& model);
+/// The routed experts' parameters of the mean layer (sharded over ep x etp): moe_layers x E x
+/// h f_e x 3 / L. 0 for dense models.
+double layer_expert_params(const ModelSpec& model);
+/// Attention block parameters of one layer (projections, their biases or MLA's norms).
+double attention_params(const ModelSpec& model);
+/// Parameters one token passes through: embedding (and untied output layer), every layer's
+/// attention, dense MLP or router + shared + top_k routed experts (the published "active").
+double active_params(const ModelSpec& model);
 /// Word-embedding parameters V h (the output layer has as many, tied or not).
 double embedding_params(const ModelSpec& model);
 /// Whole model: L layer_params + V h, + V h more for an untied output layer.

@@ -14,10 +14,20 @@ struct ActivationTerms {
     double scores = 0;      ///< the materialized attention scores (divided by t)
 };
 
-ActivationTerms activation_terms(const ModelSpec& m, const TrainingSpec& tr, int b, int cp) {
-    const double tokens = double(b) * m.seq / cp;
+/// One layer's terms; `moe` = an MoE layer's MLP part (docs/moe.md, "Memory").
+ActivationTerms activation_terms_of(const ModelSpec& m, const TrainingSpec& tr,
+                                    const DesignPoint& p, bool moe) {
+    const double tokens = double(p.microbatch) * m.seq / p.cp;
     const double h = m.hidden;
-    const double hk = h * (m.kv_heads > 0 ? m.kv_heads : m.heads) / m.heads;
+    double hq = double(m.heads) * m.head_dim(), hv = hq;
+    double hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+    double latents = 0;
+    if (m.is_mla()) {
+        hq = double(m.heads) * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+        hv = double(m.heads) * m.v_head_dim;
+        hk = 0.5 * (hq + hv);
+        latents = double(m.q_lora_rank) + m.kv_lora_rank + m.qk_rope_head_dim;
+    }
     // FP8 training (TransformerEngine): the inputs of the FP8 GEMMs are kept for the weight
     // gradient in their FP8 copy, 1 byte instead of 2 (te.Linear, LayerNormLinear and
     // LayerNormMLP save the quantized input, column-wise data only: TransformerEngine
@@ -29,17 +39,46 @@ ActivationTerms activation_terms(const ModelSpec& m, const TrainingSpec& tr, int
     // output is also kept in bf16 by the attention (TransformerEngine FusedAttnFunc saves q, k,
     // v and out_f16) besides the projection's FP8 copy; counting it puts published H100 runs
     // above the default usable fraction, so some other term here over-states them
-    const double mask = tr.dropout ? 1.0 : 0.0;  // 1-byte dropout mask; none at p = 0
+    const double mask = tr.dropout ? 1.0 : 0.0;    // 1-byte dropout mask; none at p = 0
+    const double gates = m.gated_mlp ? 4.0 : 2.0;  // FC1 output bytes per inner unit
     ActivationTerms a;
-    // two layer-norm inputs (4), QKV input, attention dropout mask, MLP input, MLP dropout mask
-    a.replicated = (4.0 + 2.0 * mask + 2.0 * gemm_input) * tokens * h;
-    // Q (2 s b h), the projection input (the attention output), K and V (4 s b h_kv), MLP: the FC1
-    // output (2 f, x2 gated) and the FC2 input (f wide)
-    a.sharded = tokens * ((2.0 + gemm_input) * h + 4.0 * hk +
-                          ((m.gated_mlp ? 4.0 : 2.0) + gemm_input) * m.ffn);
+    // two layer-norm inputs (4), QKV input, attention dropout mask, MLP input, MLP dropout mask;
+    // MLA: the latent Q and KV (inputs of the up projections)
+    a.replicated =
+        (4.0 + 2.0 * mask + 2.0 * gemm_input) * tokens * h + gemm_input * tokens * latents;
+    // Q (2 s b a d), projection input (s b a d, the attention output), K and V (4 s b h_kv)
+    a.sharded = tokens * (2.0 * hq + gemm_input * hv + 4.0 * hk);
+    if (moe && m.is_moe()) {
+        // routed experts per dispatched copy (T k of them, x the capacity factor; with etp the
+        // gathered tokens over f_e / etp): FC1 input, FC1 output, FC2 input; the expert outputs
+        // kept for the weighted unpermute (2 h); the router's fp32 probabilities (4 E); the
+        // shared experts as a dense MLP of shared x f_e. All on the sequence-parallel shard
+        // (tokens / t): "sharded".
+        const double cf = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : 1.0;
+        const double fe = m.expert_ffn;
+        const double copies = double(m.top_k) * cf;
+        a.sharded += tokens * (copies * (gemm_input * h * p.etp + (gates + gemm_input) * fe) +
+                               copies * 2.0 * h + 4.0 * m.experts);
+        a.sharded += tokens * (gates + gemm_input) * double(m.shared_experts) * fe;
+    } else {
+        // the FC1 output (2 f, x2 gated) and the FC2 input (f wide)
+        a.sharded += tokens * (gates + gemm_input) * m.ffn;
+    }
     // softmax output (2), and with dropout its mask (1) and output (2), per score
     a.scores = (tr.dropout ? 5.0 : 2.0) * m.heads * tokens * m.seq;
     return a;
+}
+
+/// The mean layer's terms: dense and MoE layers by their share of the layers.
+ActivationTerms activation_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p) {
+    const int moe = m.moe_layers();
+    if (moe == 0) return activation_terms_of(m, tr, p, false);
+    if (moe == m.layers) return activation_terms_of(m, tr, p, true);
+    const double w = double(moe) / m.layers;
+    const ActivationTerms d = activation_terms_of(m, tr, p, false);
+    const ActivationTerms e = activation_terms_of(m, tr, p, true);
+    return {(1 - w) * d.replicated + w * e.replicated, (1 - w) * d.sharded + w * e.sharded,
+            (1 - w) * d.scores + w * e.scores};
 }
 
 }  // namespace
@@ -50,10 +89,14 @@ double weight_bytes(const ModelSpec& m, const TrainingSpec& tr, double layers, d
     return kWeightBytesPerParam * params - (kWeightBytesPerParam - 1.0) * fp8_matrices;
 }
 
+double expert_weight_bytes(const ModelSpec& m, const TrainingSpec& tr, double layers) {
+    return layers * layer_expert_params(m) * (tr.fp8_params ? 1.0 : kWeightBytesPerParam);
+}
+
 double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
                                   const DesignPoint& p) {
     const double t = p.tp;
-    const ActivationTerms a = activation_terms(m, tr, p.microbatch, p.cp);
+    const ActivationTerms a = activation_terms(m, tr, p);
     if (p.recompute == Recompute::full) {
         const double input = 2.0 * p.microbatch * double(m.seq) / p.cp * m.hidden;
         return p.sequence_parallel ? input / t : input;
@@ -75,7 +118,9 @@ namespace {
 /// What every stage's memory shares: per-layer parameters, activations and recompute buffer.
 struct StageTerms {
     double layer_params = 0, embedding_params = 0;
-    double layer_weight_bytes = 0;  ///< one layer's stored weights (fp8_params: matrices 1 byte)
+    double expert_params = 0;        ///< the routed experts' part of layer_params
+    double expert_weight_bytes = 0;  ///< the routed experts' part of layer_weight_bytes
+    double layer_weight_bytes = 0;   ///< one layer's stored weights (fp8_params: matrices 1 byte)
     double grad_bytes_per_param = kGradBytesPerParam;  ///< 2 without grad_reduce_in_fp32
     double activations_per_layer = 0;
     double recompute_temporary = 0;
@@ -87,6 +132,8 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.embedding_params = embedding_params(m);
     t.layer_weight_bytes = weight_bytes(m, tr, 1, 0);
     t.grad_bytes_per_param = tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
+    t.expert_params = layer_expert_params(m);
+    t.expert_weight_bytes = expert_weight_bytes(m, tr, 1);
     t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
     if (p.recompute != Recompute::none) {
         // recomputing a layer rebuilds its activations (full) or its attention core (selective)
@@ -111,14 +158,25 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
     // the first stage's embedding; the last stage's output layer (a copy when tied and pp > 1)
     const double word_embeddings =
         (first ? 1 : 0) + (last && (p.pp > 1 || !m.tied_embeddings) ? 1 : 0);
-    const double params =
-        (layers * terms.layer_params + word_embeddings * terms.embedding_params) / t;
-    const double weights = (layers * terms.layer_weight_bytes +
+    const double params = (layers * (terms.layer_params - terms.expert_params) +
+                           word_embeddings * terms.embedding_params) /
+                          t;
+    const double weights = (layers * (terms.layer_weight_bytes - terms.expert_weight_bytes) +
                             word_embeddings * kWeightBytesPerParam * terms.embedding_params) /
                            t;
-    mem.weights_bytes = weights / (p.zero_stage >= 3 ? shards : 1.0);
-    mem.grads_bytes = terms.grad_bytes_per_param * params / (p.zero_stage >= 2 ? shards : 1.0);
-    mem.optimizer_bytes = kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? shards : 1.0);
+    // MoE: the routed experts over etp x ep, their ZeRO shards over the expert-DP group
+    const double expert_ranks = double(p.ep) * p.etp;
+    const double edp = std::max(1, p.edp());
+    const double expert_params = layers * terms.expert_params / expert_ranks;
+    const double expert_weights = layers * terms.expert_weight_bytes / expert_ranks;
+    mem.weights_bytes = weights / (p.zero_stage >= 3 ? shards : 1.0) +
+                        expert_weights / (p.zero_stage >= 3 ? edp : 1.0);
+    mem.grads_bytes =
+        terms.grad_bytes_per_param * (params / (p.zero_stage >= 2 ? shards : 1.0) +
+                                      expert_params / (p.zero_stage >= 2 ? edp : 1.0));
+    mem.optimizer_bytes =
+        kOptimizerBytesPerParam * (params / (p.zero_stage >= 1 ? shards : 1.0) +
+                                   expert_params / (p.zero_stage >= 1 ? edp : 1.0));
 
     mem.activations_bytes = terms.activations_per_layer * layers *
                             inflight_microbatches(p.pp, p.interleave, microbatches, stage);
@@ -173,6 +231,10 @@ int nccl_communicators(const DesignPoint& p) {
     int groups = 0;
     for (const int size : {p.tp, p.cp, p.pp, p.dp}) groups += size > 1 ? 1 : 0;
     if (p.cp > 1 && p.dp > 1) ++groups;  // the d c group besides the d and c ones
+    // MoE: the expert-parallel, expert-TP and expert-DP groups
+    if (p.ep > 1) ++groups;
+    if (p.etp > 1) ++groups;
+    if ((p.ep > 1 || p.etp > 1) && p.edp() > 1) ++groups;
     return groups;
 }
 

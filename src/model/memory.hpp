@@ -52,7 +52,12 @@ struct MemoryBreakdown {
 double weight_bytes(const ModelSpec& model, const TrainingSpec& training, double layers,
                     double embeddings);
 
-/// Activation bytes one layer stores for backward, one microbatch, one GPU.
+/// Bytes of the routed experts' stored weights of `layers` (mean) layers, unsharded (a part of
+/// weight_bytes): 2 per parameter, 1 with fp8_params.
+double expert_weight_bytes(const ModelSpec& model, const TrainingSpec& training, double layers);
+
+/// Activation bytes one layer stores for backward, one microbatch, one GPU (an MoE model: the
+/// mean over its dense and MoE layers).
 double activation_bytes_per_layer(const ModelSpec& model, const TrainingSpec& training,
                                   const DesignPoint& point);
 

@@ -13,7 +13,9 @@
 
 namespace prism {
 
-/// Decoder-only transformer (DESIGN.md "Workload"). MoE is not modelled yet.
+enum class AttentionKind { standard, mla };
+
+/// Decoder-only transformer (DESIGN.md "Workload"), dense or Mixture-of-Experts (docs/moe.md).
 struct ModelSpec {
     std::string name;        ///< preset name or "custom"
     std::string source;      ///< where the numbers come from (preset provenance)
@@ -28,8 +30,45 @@ struct ModelSpec {
     /// (Llama), so no embedding-gradient AllReduce between the first and last stage.
     bool tied_embeddings = true;
     int seq = 0;  ///< sequence length s (tokens)
+    /// Width of one attention head d; 0 = hidden / heads. Qwen3: 128 with hidden / heads = 64
+    /// (the Q and O projections are h x a d, not h x h).
+    int head_dim_override = 0;
 
-    int head_dim() const { return heads > 0 ? hidden / heads : 0; }
+    // ---- Mixture-of-Experts (docs/moe.md); experts = 0: dense ----
+    int experts = 0;         ///< routed experts E per MoE layer
+    int top_k = 0;           ///< routed experts per token k
+    int shared_experts = 0;  ///< always-active experts of expert_ffn each (DeepSeek: 1)
+    int expert_ffn = 0;      ///< inner size of one expert f_e (gated like the dense MLP)
+    int dense_layers = 0;    ///< leading dense layers (DeepSeek-V3: the first 3)
+    /// After the leading dense layers, every moe_every-th layer is MoE (the others dense):
+    /// layer j (0-based after dense_layers) is MoE when (j + 1) % moe_every == 0 (Llama 4's
+    /// interleave_moe_layer_step); 1 = every one.
+    int moe_every = 1;
+
+    // ---- multi-head latent attention (DeepSeek-V2/V3); attention = "mla" ----
+    AttentionKind attention = AttentionKind::standard;
+    int q_lora_rank = 0;  ///< 0 = Q projected directly from h (DeepSeek-V2-Lite)
+    int kv_lora_rank = 0;
+    int qk_nope_head_dim = 0;
+    int qk_rope_head_dim = 0;
+    int v_head_dim = 0;
+
+    int head_dim() const {
+        if (head_dim_override > 0) return head_dim_override;
+        return heads > 0 ? hidden / heads : 0;
+    }
+    bool is_moe() const { return experts > 0; }
+    bool is_mla() const { return attention == AttentionKind::mla; }
+    /// Whether layer `layer` (0-based) is an MoE layer.
+    bool is_moe_layer(int layer) const {
+        if (!is_moe() || layer < dense_layers) return false;
+        return (layer - dense_layers + 1) % (moe_every > 0 ? moe_every : 1) == 0;
+    }
+    /// MoE layers among the `layers`.
+    int moe_layers() const {
+        if (!is_moe() || layers <= dense_layers) return 0;
+        return (layers - dense_layers) / (moe_every > 0 ? moe_every : 1);
+    }
 };
 
 enum class Precision { bf16, fp8 };
@@ -89,6 +128,28 @@ struct TrainingSpec {
     /// Explicit layers of every stage (Megatron --pipeline-model-parallel-layout in spirit);
     /// applies to points whose pp equals its length, others are filtered. Empty = not set.
     std::vector<int> layers_per_stage;
+
+    // ---- Mixture-of-Experts (docs/moe.md) ----
+    /// Token dispatcher: NCCL all-to-all, Megatron's AllGather dispatcher (every EP rank gathers
+    /// all tokens, the combine is a ReduceScatter), or DeepEP (all-to-all whose traffic to
+    /// another NVLink domain crosses the NIC once per token and domain, then NVLink).
+    enum class MoeDispatcher {
+        alltoall,
+        allgather,
+        deepep
+    } moe_dispatcher = MoeDispatcher::alltoall;
+    /// Megatron's EP communication overlap (--overlap-moe-expert-parallel-comm, 1F1B a2a overlap):
+    /// one microbatch's dispatch / combine runs beside another's compute; what the layer's
+    /// compute cannot hide stays exposed.
+    bool moe_a2a_overlap = false;
+    /// Tokens an expert takes, as a multiple of the balanced share; buffers padded to it. 0 =
+    /// dropless (Megatron's default).
+    double moe_capacity_factor = 0;
+    /// true: every expert gets its share of the tokens (Megatron's
+    /// --moe-router-force-load-balancing, as NVIDIA's tables are measured); false: multinomial
+    /// routing with [variability] routing_skew, the busiest EP rank setting the expert GEMMs and
+    /// the a2a at its expected load (src/stochastic/routing.hpp; docs/moe.md).
+    bool moe_force_balance = true;
 };
 
 /// Size-dependent GEMM efficiency, eff(F) = eff_max * F / (F + flops_half), F = FLOPs of one
@@ -181,8 +242,17 @@ struct DesignPoint {
     double checkpoint_interval_s = 0;    ///< 0 = the [failures] policy
     double learning_rate = 0;            ///< 0 = not part of the study
     double b_noise_tokens = 0;           ///< gradient noise scale ([cotune]); 0 = the study's
+    /// Expert parallelism (MoE models): Megatron-Core's folding lays the experts over etp x ep x
+    /// edp on the same tp x cp x dp ranks of a stage as the attention; edp = tp cp dp / (etp ep).
+    int ep = 1;
+    int etp = 1;  ///< expert tensor parallelism
 
     std::int64_t gpus() const { return std::int64_t{tp} * pp * dp * cp; }
+    /// Expert data-parallel degree (0 when etp ep does not divide tp cp dp: filtered).
+    int edp() const {
+        const std::int64_t ranks = std::int64_t{tp} * cp * dp, inner = std::int64_t{etp} * ep;
+        return inner > 0 && ranks % inner == 0 ? int(ranks / inner) : 0;
+    }
 };
 
 // ---- variability (DESIGN.md section 2) -------------------------------------------------------
@@ -273,7 +343,10 @@ struct VariabilitySpec {
     DistributionSpec comm_regime;                               ///< R per step, all collectives
     HiccupSpec hiccup;                                          ///< H per node and step
     std::vector<PeriodicEvent> periodic;                        ///< E at recurring steps
-    std::string source;                                         ///< preset provenance
+    /// MoE routing with moe_force_balance = false: sigma of the lognormal expert popularity
+    /// (0 = uniform popularity, multinomial noise only)
+    double routing_skew = 0;
+    std::string source;  ///< preset provenance
 
     bool is_deterministic() const;
 };

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <numeric>
+#include <vector>
 
 namespace prism {
 
@@ -136,6 +137,42 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const D
         {std::int64_t{members_per_domain(na, sa, domain)} * members_per_domain(nb, sb, domain),
          domain, std::int64_t{straddling_cap(hw, span, std::min(sa, sb))}});
     return ring_link(hw, cluster, na * nb, span, int(per_domain), point.gpus());
+}
+
+int nvlink_domain_gpus(const HardwareSpec& hw) { return std::max(1, hw.nvlink_domain_gpus()); }
+
+ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
+                         const DesignPoint& point, int size, int stride, bool ring) {
+    ExpertGroup g;
+    g.size = size;
+    const int st = dim_stride(point, ParallelDim::tp), sc = dim_stride(point, ParallelDim::cp),
+              sd = dim_stride(point, ParallelDim::dp);
+    const std::int64_t domain = nvlink_domain_gpus(hw);
+    std::int64_t lo = 0, hi = 0, first_domain = 0;
+    std::vector<std::int64_t> seen;
+    g.per_domain = 0;
+    for (int j = 0; j < size; ++j) {
+        std::int64_t r = std::int64_t{j} * stride;
+        const std::int64_t ti = r % point.tp;
+        r /= point.tp;
+        const std::int64_t ci = r % point.cp;
+        const std::int64_t di = r / point.cp;
+        const std::int64_t gpu = ti * st + ci * sc + di * sd;
+        const std::int64_t d = gpu / domain;
+        if (j == 0) lo = hi = gpu, first_domain = d;
+        lo = std::min(lo, gpu);
+        hi = std::max(hi, gpu);
+        if (d == first_domain) ++g.per_domain;
+        if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+    }
+    g.domains = int(seen.size());
+    const std::int64_t span = hi - lo + 1;
+    // the level from the domains spanned; a ring drives per_domain NICs at once (group_link),
+    // the all-to-all each GPU's own NIC share
+    const std::int64_t level_span =
+        g.domains > 1 ? std::max<std::int64_t>(span, domain + 1) : std::min(span, domain);
+    g.link = ring_link(hw, cluster, size, level_span, ring ? g.per_domain : 1);
+    return g;
 }
 
 const char* link_level_name(LinkLevel level) {

@@ -46,6 +46,28 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const D
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
                      ParallelDim a, ParallelDim b);
 
+/// GPUs that share one NVLink domain (all-to-all over NVLink inside it): the hardware's
+/// nvlink_domain (72 on GB200 NVL72), the node by default.
+int nvlink_domain_gpus(const HardwareSpec& hw);
+
+/// An expert-parallel group (or the expert-TP group) of Megatron-Core's folding: expert rank r
+/// of a stage (etp innermost, then ep, then edp) is the attention's rank r of the same stage
+/// (tp innermost, then cp, then dp, Megatron's default order), laid onto GPUs by the point's
+/// placement. Group 0's members are expert ranks 0, stride, 2 stride, ...
+struct ExpertGroup {
+    int size = 1;
+    int per_domain = 1;  ///< members sharing member 0's NVLink domain (itself included)
+    int domains = 1;     ///< NVLink domains the group spans
+    /// The link of traffic that leaves the domain (level nic / rack / pod; bytes_per_s the
+    /// GPU's own NIC share divided by the oversubscription of the span), or of a ring over the
+    /// group (ring = true: as group_link, per_domain NICs in parallel).
+    GroupLink link;
+};
+
+/// The group of `size` expert ranks `stride` apart: ep (stride etp) or etp (stride 1).
+ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
+                         const DesignPoint& point, int size, int stride, bool ring);
+
 const char* link_level_name(LinkLevel level);
 
 }  // namespace prism

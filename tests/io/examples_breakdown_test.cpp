@@ -47,9 +47,10 @@ TEST(ExampleBreakdowns, TimeLinesAddUpToTheStepTimeAtEveryPoint) {
 
                 EXPECT_NEAR(b.lines_sum_s(), r.step_time_s, 1e-9 * r.step_time_s)
                     << file.filename() << " " << prism::describe_point(e, p);
-                for (double line : {b.compute_s, b.tp_comm_exposed_s, b.cp_comm_exposed_s,
-                                    b.fsdp_comm_exposed_s, b.host_bound_s, b.embedding_s, b.head_s,
-                                    b.bubble_s, b.dp_sync_exposed_s, b.optimizer_s}) {
+                for (double line :
+                     {b.compute_s, b.tp_comm_exposed_s, b.cp_comm_exposed_s, b.fsdp_comm_exposed_s,
+                      b.ep_comm_exposed_s, b.host_bound_s, b.embedding_s, b.head_s, b.bubble_s,
+                      b.dp_sync_exposed_s, b.optimizer_s}) {
                     EXPECT_GE(line, 0.0) << file.filename();
                 }
                 if (b.stage == r.profile.stages - 1) {

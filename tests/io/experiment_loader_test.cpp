@@ -117,8 +117,10 @@ TEST(ExperimentLoader, EmptySpaceListNamesTheKey) {
 
 TEST(ExperimentLoader, UnknownModelPresetListsKnownNames) {
     EXPECT_EQ(error_of("[model]\npreset = \"llama-3-8b\"\n"),
-              "exp.toml:2:10: model.preset: unknown model preset 'llama-3-8b' (known: gpt3-175b, "
-              "llama3-405b, llama3-70b, llama3-8b, megatron-1t); did you mean 'llama3-8b'?");
+              "exp.toml:2:10: model.preset: unknown model preset 'llama-3-8b' (known: "
+              "deepseek-v3, gpt3-175b, llama3-405b, llama3-70b, llama3-8b, megatron-1t, "
+              "mixtral-8x22b, mixtral-8x7b, qwen3-235b-a22b, qwen3-30b-a3b); did you mean "
+              "'llama3-8b'?");
 }
 
 TEST(ExperimentLoader, UnknownGpuPresetListsKnownNames) {
@@ -717,6 +719,53 @@ TEST(ExperimentLoader, UnevenPipelineSplitKeys) {
 }
 
 }  // namespace
+
+TEST(ExperimentLoader, MoeModelKeysAreReadAndCheckedWithTheirLocation) {
+    const std::string head = "[model]\nlayers = 4\nhidden = 64\nheads = 4\nvocab = 100\nseq = 16\n";
+    const std::string tail = "[training]\nglobal_batch = 8\n[hardware.h]\npreset = \"a100-80gb\"\n";
+    const prism::Experiment e = parse_experiment(
+        head + "experts = 8\ntop_k = 2\nexpert_ffn = 32\ndense_layers = 1\n" + tail, "exp.toml");
+    EXPECT_TRUE(e.model.is_moe());
+    EXPECT_EQ(e.model.moe_layers(), 3);
+    EXPECT_FALSE(e.model.is_moe_layer(0));
+    EXPECT_TRUE(e.model.is_moe_layer(1));
+
+    EXPECT_EQ(error_of(head + "top_k = 2\n" + tail),
+              "exp.toml:7:9: model.top_k: needs an MoE model (give experts)");
+    EXPECT_EQ(error_of(head + "experts = 8\ntop_k = 9\nexpert_ffn = 32\n" + tail),
+              "exp.toml:8:9: model.top_k: give 1 to experts = 8 routed experts per token");
+    EXPECT_EQ(error_of(head + "experts = 8\ntop_k = 2\nexpert_ffn = 32\ndense_layers = 4\n" + tail),
+              "exp.toml:10:16: model.dense_layers: 4 leaves no MoE layer of layers = 4");
+    EXPECT_EQ(error_of(head + "kv_lora_rank = 16\n" + tail),
+              "exp.toml:7:16: model.kv_lora_rank: needs attention = \"mla\"");
+    EXPECT_EQ(error_of(head + "attention = \"mla\"\nkv_lora_rank = 16\n" + tail),
+              "exp.toml:7:13: model: missing 'qk_nope_head_dim' (attention = \"mla\")");
+}
+
+TEST(ExperimentLoader, MoeTrainingKeysNeedAnMoeModel) {
+    const std::string moe = "[model]\npreset = \"mixtral-8x7b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"h100-sxm\"\n";
+    const prism::Experiment e = parse_experiment(
+        moe + "moe_dispatcher = \"deepep\"\nmoe_a2a_overlap = true\nmoe_capacity_factor = 1.25\n" +
+            hw,
+        "exp.toml");
+    EXPECT_EQ(e.training.moe_dispatcher, prism::TrainingSpec::MoeDispatcher::deepep);
+    EXPECT_TRUE(e.training.moe_a2a_overlap);
+    EXPECT_DOUBLE_EQ(e.training.moe_capacity_factor, 1.25);
+    EXPECT_TRUE(e.training.moe_force_balance);  // NVIDIA's tables force it; so does the default
+    const prism::Experiment real = parse_experiment(
+        moe + "moe_force_balance = false\n" + hw + "[variability]\nrouting_skew = 0.3\n",
+        "exp.toml");
+    EXPECT_FALSE(real.training.moe_force_balance);
+    EXPECT_DOUBLE_EQ(real.variability.routing_skew, 0.3);
+
+    EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+                       "moe_dispatcher = \"alltoall\"\n" +
+                       hw),
+              "exp.toml:5:18: training.moe_dispatcher: needs an MoE model (model.experts)");
+    EXPECT_TRUE(error_of(moe + "moe_dispatcher = \"nccl\"\n" + hw)
+                    .starts_with("exp.toml:5:18: training.moe_dispatcher: unknown"));
+}
 
 namespace prism::test {
 namespace {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -65,8 +66,9 @@ const PublishedSize kPublished[] = {
 
 TEST(Presets, ModelAndGpuNamesAreListedSorted) {
     EXPECT_EQ(preset_names("models"),
-              (std::vector<std::string>{"gpt3-175b", "llama3-405b", "llama3-70b", "llama3-8b",
-                                        "megatron-1t"}));
+              (std::vector<std::string>{"deepseek-v3", "gpt3-175b", "llama3-405b", "llama3-70b",
+                                        "llama3-8b", "megatron-1t", "mixtral-8x22b", "mixtral-8x7b",
+                                        "qwen3-235b-a22b", "qwen3-30b-a3b"}));
     EXPECT_EQ(preset_names("gpus"),
               (std::vector<std::string>{"a100-80gb", "b200", "b300", "gb200-nvl72", "gb300-nvl72",
                                         "h100-sxm", "h200"}));
@@ -101,6 +103,61 @@ TEST(Presets, ModelParameterCountsMatchPublishedSizesWithinTwoPercent) {
         EXPECT_EQ(e.model.name, published.preset);
         EXPECT_FALSE(e.model.source.empty()) << published.preset;
         EXPECT_NEAR(count / published.parameters, 1.0, 0.02) << published.preset << ": " << count;
+    }
+}
+
+// Parameters of an MoE model counted from its shape, independently of the model code: per layer
+// the attention (GQA with head_dim d: Q and O a d x h, K and V g d x h; or MLA's five matrices
+// and two latent norms), two norms, and the MLP: dense layers 3 h f, MoE layers the router E h
+// and (E + shared) experts of 3 h f_e (SwiGLU) of which top_k + shared are active.
+struct PublishedMoe {
+    const char* preset;
+    double total;   // as published
+    double active;  // as published
+};
+
+// DeepSeek-V3 report abstract (671B / 37B); Qwen3 model cards (235B / 22B, 30.5B / 3.3B);
+// Mistral AI's announcements (46.7B / 12.9B; 141B / 39B).
+const PublishedMoe kPublishedMoe[] = {
+    {"deepseek-v3", 671e9, 37e9},     {"qwen3-235b-a22b", 235e9, 22e9},
+    {"qwen3-30b-a3b", 30.5e9, 3.3e9}, {"mixtral-8x7b", 46.7e9, 12.9e9},
+    {"mixtral-8x22b", 141e9, 39e9},
+};
+
+std::pair<double, double> moe_parameter_count(const prism::ModelSpec& m) {
+    const double h = m.hidden, a = m.heads;
+    double attention = 0;
+    if (m.attention == prism::AttentionKind::mla) {
+        const double ql = m.q_lora_rank, kl = m.kv_lora_rank, n = m.qk_nope_head_dim,
+                     r = m.qk_rope_head_dim, v = m.v_head_dim;
+        attention = h * ql + ql * a * (n + r) + h * (kl + r) + kl * a * (n + v) + a * v * h;
+    } else {
+        const double d = m.head_dim(), g = m.kv_heads;
+        attention = 2 * h * a * d + 2 * h * g * d;
+    }
+    const double expert = 3 * h * m.expert_ffn;
+    const double dense = attention + 3 * h * m.ffn + 2 * h;
+    const double moe_layers = m.layers - m.dense_layers;
+    const double common = attention + 2 * h + m.experts * h;
+    const double embeddings = 2.0 * m.vocab * h;
+    const double total = m.dense_layers * dense +
+                         moe_layers * (common + (m.experts + m.shared_experts) * expert) +
+                         embeddings;
+    const double active = m.dense_layers * dense +
+                          moe_layers * (common + (m.top_k + m.shared_experts) * expert) +
+                          embeddings;
+    return {total, active};
+}
+
+TEST(Presets, MoeTotalAndActiveParametersMatchPublishedSizesWithinTwoPercent) {
+    for (const PublishedMoe& published : kPublishedMoe) {
+        const prism::Experiment e = with_model(published.preset);
+
+        const auto [total, active] = moe_parameter_count(e.model);
+
+        EXPECT_TRUE(e.model.is_moe()) << published.preset;
+        EXPECT_NEAR(total / published.total, 1.0, 0.02) << published.preset << ": " << total;
+        EXPECT_NEAR(active / published.active, 1.0, 0.02) << published.preset << ": " << active;
     }
 }
 

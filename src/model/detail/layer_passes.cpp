@@ -1,6 +1,8 @@
 #include "src/model/detail/layer_passes.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 #include "src/model/collectives.hpp"
 #include "src/model/detail/roofline.hpp"
@@ -73,6 +75,19 @@ void PassBuilder::append(const PassBuilder& other) {
     compute_s += other.compute_s;
     stretch_s += other.stretch_s;
     for (int i = 0; i < kCategories; ++i) exposed[i] += other.exposed[i];
+}
+
+void PassBuilder::append_scaled(const PassBuilder& other, double weight) {
+    for (const Segment& seg : other.list) {
+        Segment scaled_seg = seg;
+        for (Op& op : scaled_seg.ops) op.time_s *= weight;
+        list.push_back(std::move(scaled_seg));
+    }
+    kernels += int(std::lround(weight * other.kernels));
+    compute_s += weight * other.compute_s;
+    stretch_s += weight * other.stretch_s;
+    for (int i = 0; i < kCategories; ++i) exposed[i] += weight * other.exposed[i];
+    moe.add(other.moe, weight);
 }
 
 void PassBuilder::apply_launch_floor(double kernel_launch_s) {
@@ -164,8 +179,8 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
     const double heads = c.m.heads / c.t;
     const double seq = c.m.seq;
     // each CP rank's queries meet all s keys; the full square is computed unless flash+causal
-    double flops = 4.0 * c.tokens * seq * c.h / c.t;
-    double bytes = 2.0 * c.tokens * (2 * c.h + 2 * c.hk) / c.t;  // Q, K, V, O
+    double flops = 2.0 * c.tokens * seq * (c.hq + c.hv) / c.t;
+    double bytes = 2.0 * c.tokens * (c.hq + c.hv + 2 * c.hk) / c.t;  // Q, K, V, O
     double score_bytes = 0;
     if (c.tr.flash_attention) {
         flops *= 0.5;
@@ -197,21 +212,251 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
     if (score_bytes > 0) b.compute(KernelClass::elementwise, scale * c.memory(score_bytes), c.sync);
 }
 
-void layer_forward(const Context& c, PassBuilder& b) {
+namespace {
+
+/// MLA's down projections (h -> r_q + r_kv + d_rope, replicated over TP, on the gathered
+/// sequence), and the column-parallel up projections (r_q -> a (d_nope + d_rope), r_kv ->
+/// a (d_nope + d_v)); without r_q the queries come from h directly.
+struct MlaShapes {
+    double down_n = 0;          ///< output width of the down projections (not / t)
+    double q_k = 0, q_n = 0;    ///< the query up (or direct) projection, n / t
+    double kv_k = 0, kv_n = 0;  ///< the key/value up projection, n / t
+};
+
+MlaShapes mla_shapes(const Context& c) {
+    const ModelSpec& m = c.m;
+    MlaShapes s;
+    const double a = m.heads;
+    s.down_n = m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim;
+    s.q_k = m.q_lora_rank > 0 ? m.q_lora_rank : c.h;
+    s.q_n = a * (m.qk_nope_head_dim + m.qk_rope_head_dim) / c.t;
+    s.kv_k = m.kv_lora_rank;
+    s.kv_n = a * (m.qk_nope_head_dim + m.v_head_dim) / c.t;
+    return s;
+}
+
+Op gemm_rows(const Context& c, double rows, double k, double n) {
+    return Op{KernelClass::gemm, c.gemm(2.0 * rows * k * n, rows, k, n), c.sync, LinkLevel::local};
+}
+
+double cap(const Context& c) {
+    return c.tr.moe_capacity_factor > 0 ? c.tr.moe_capacity_factor : 1.0;
+}
+
+/// The grouped expert GEMMs of one pass on one GPU: E / ep local experts, each with n_e =
+/// T k ep etp / E tokens (x the capacity factor), f_e / etp wide. A grouped GEMM is one kernel:
+/// timed on the GEMM curve at the FLOPs of all local experts together, with every expert's rows
+/// padded to the kernel's 128-row tile (kGroupedGemmTileRows): few tokens per expert waste most
+/// of their last tile, and small groups fill the GPU as badly as a small GEMM. Every expert's
+/// weights are read once.
+double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
+    const ModelSpec& m = c.m;
+    const double local = double(m.experts) / c.ep;
+    const double n_e = c.moe_tokens * m.top_k * c.ep * c.etp / m.experts * cap(c) * c.busiest_rank;
+    if (n_e <= 0) return 0;
+    const double rows = std::ceil(n_e / kGroupedGemmTileRows) * kGroupedGemmTileRows;
+    const double flops = 2.0 * local * rows * k_dim * n_dim;
+    const double bytes = 2.0 * local * (n_e * k_dim + k_dim * n_dim + n_e * n_dim);
+    return roofline_time_s(c.hw.gpu, c.gemm_curve, c.peak_gemm, flops, bytes);
+}
+
+double dispatch_bytes_per_token(const Context& c, bool forward_dispatch) {
+    const bool fp8 = c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::deepep &&
+                     c.tr.precision == Precision::fp8 && forward_dispatch;
+    return (fp8 ? 1.0 : 2.0) * c.h;  // DeepEP's FP8 dispatch (its scales left out)
+}
+
+LinkLevel ep_level(const Context& c) {
+    return c.ep_group.domains > 1 ? c.ep_group.link.level : LinkLevel::nvlink;
+}
+
+/// The expert-TP AllGather (before the experts) / ReduceScatter (after) of the dispatched
+/// tokens, over the etp group.
+double etp_collective_s(const Context& c, KernelClass cls) {
+    if (c.etp <= 1) return 0;
+    const double bytes = 2.0 * c.moe_tokens * c.m.top_k * c.etp * c.h * cap(c);
+    return c.coll(cls, bytes, c.etp_group.link);
+}
+
+/// One MoE block pass (forward: scale 1; backward: the data- and weight-gradient GEMMs, the
+/// elementwise kernels' bytes twice). The a2a is added to `*deferred` instead of the list when
+/// it overlaps another microbatch's compute (moe_a2a_overlap).
+void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred) {
+    const ModelSpec& m = c.m;
+    const double T = c.moe_tokens, h = c.h, E = m.experts, k = m.top_k;
+    const double pass = backward ? 2.0 : 1.0;
+    const double gates = m.gated_mlp ? 2.0 : 1.0;
+    const double fe = double(m.expert_ffn) / c.etp;
+    MoeLines& lines = b.moe;
+    auto router_part = [&]() {
+        const double gemm = pass * c.gemm_bf16(2.0 * T * h * E, T, h, E);
+        const double softmax = pass * c.memory(3.0 * 4.0 * T * E);  // fp32 logits, top-k
+        const double permute = pass * c.memory(2.0 * T * h + 2.0 * T * k * h * cap(c));
+        b.compute(KernelClass::gemm, gemm, c.sync);
+        b.compute(KernelClass::elementwise, softmax, c.sync);
+        b.compute(KernelClass::elementwise, permute, c.sync);
+        lines.router_s += gemm + softmax + permute;
+    };
+    auto a2a = [&](double time_s, double& line) {
+        line += time_s;
+        if (deferred != nullptr) {
+            *deferred += time_s;
+        } else {
+            b.comm(KernelClass::alltoall, time_s, ep_level(c), kEp);
+        }
+    };
+    auto etp_comm = [&](KernelClass cls, double& line) {
+        const double time_s = etp_collective_s(c, cls);
+        line += time_s;
+        b.comm(cls, time_s, c.etp_group.link.level, kEp);
+    };
+    auto experts = [&]() {
+        const double before = b.compute_s;
+        const double fc1 = grouped_gemm_s(c, h, gates * fe);
+        const double fc2 = grouped_gemm_s(c, fe, h);
+        const double n_tokens = T * k * c.etp * cap(c);
+        const double act = pass * c.memory(2.0 * n_tokens * (gates + 1.0) * fe);
+        const double fs = double(m.shared_experts) * m.expert_ffn;
+        if (!backward) {
+            if (fs > 0) {
+                column_forward(c, b, h, gates * fs / c.t);
+                b.compute(KernelClass::elementwise,
+                          c.memory(2.0 * c.tokens * (gates + 1.0) * fs / c.t), c.sync);
+                row_forward(c, b, fs / c.t, h);
+            }
+            b.compute(KernelClass::gemm, fc1, c.sync);
+            b.compute(KernelClass::elementwise, act, c.sync);
+            b.compute(KernelClass::gemm, fc2, c.sync);
+        } else {
+            b.compute(KernelClass::gemm, 2.0 * fc2, c.sync);
+            b.compute(KernelClass::elementwise, act, c.sync);
+            b.compute(KernelClass::gemm, 2.0 * fc1, c.sync);
+            if (fs > 0) {
+                // the shared expert's backward as the dense MLP's, without TP overlap detail
+                const Op g2 = gemm_rows(c, c.tokens, fs / c.t, h);
+                const Op g1 = gemm_rows(c, c.tokens, h, gates * fs / c.t);
+                tp_gather(c, b);
+                b.compute(KernelClass::gemm, 2.0 * g2.time_s, c.sync);
+                b.compute(KernelClass::elementwise,
+                          2.0 * c.memory(2.0 * c.tokens * (gates + 1.0) * fs / c.t), c.sync);
+                b.compute(KernelClass::gemm, 2.0 * g1.time_s, c.sync);
+                tp_reduce(c, b);
+            }
+        }
+        lines.expert_compute_s += b.compute_s - before;
+    };
+    // the a2a ends when the busiest rank has received (sent back) its tokens
+    const double load = T * cap(c) * c.busiest_rank;
+    const double dispatch = dispatch_time_s(c, load, dispatch_bytes_per_token(c, true));
+    const double combine = dispatch_time_s(c, load, dispatch_bytes_per_token(c, false));
+    if (!backward) {
+        router_part();
+        a2a(dispatch, lines.dispatch_s);
+        etp_comm(KernelClass::allgather, lines.dispatch_s);
+        experts();
+        etp_comm(KernelClass::reducescatter, lines.combine_s);
+        a2a(combine, lines.combine_s);
+    } else {
+        // the combine's backward sends the output gradients the way the dispatch sent tokens
+        a2a(combine, lines.combine_s);
+        etp_comm(KernelClass::allgather, lines.combine_s);
+        experts();
+        etp_comm(KernelClass::reducescatter, lines.dispatch_s);
+        a2a(combine, lines.dispatch_s);
+        router_part();
+    }
+}
+
+/// Adds the deferred (overlapped) a2a of a layer pass: what the pass's own compute since
+/// `compute_before` cannot hide stays exposed (Megatron's 1F1B EP overlap runs another
+/// microbatch's compute of about the same length beside it).
+void settle_overlapped_a2a(const Context& c, PassBuilder& b, double deferred,
+                           double compute_before) {
+    if (deferred <= 0) return;
+    const double window = b.compute_s - compute_before;
+    b.comm(KernelClass::alltoall, std::max(0.0, deferred - window), ep_level(c), kEp);
+}
+
+}  // namespace
+
+DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double tokens,
+                             double bytes_per_token, int top_k, const ExpertGroup& g) {
+    DispatchBytes out;
+    const double ep = g.size;
+    if (ep <= 1) return out;
+    const double n_in = g.per_domain;
+    const double copies = tokens * top_k * bytes_per_token;
+    switch (dispatcher) {
+        case TrainingSpec::MoeDispatcher::alltoall:
+            out.nvlink = copies * (n_in - 1) / ep;
+            out.nic = copies * (ep - n_in) / ep;
+            break;
+        case TrainingSpec::MoeDispatcher::deepep: {
+            const double d = g.domains;
+            const double remote =
+                d > 1 ? (d - 1) * (1.0 - std::pow(1.0 - 1.0 / d, double(top_k))) : 0.0;
+            out.nic = tokens * bytes_per_token * remote;
+            out.nvlink = copies * (n_in - 1) / ep + copies * (ep - n_in) / ep * (n_in - 1) / n_in;
+            break;
+        }
+        case TrainingSpec::MoeDispatcher::allgather: {
+            const double received = tokens * bytes_per_token * (ep - 1);
+            out.nvlink = received * (n_in - 1) / (ep - 1);
+            out.nic = received * (ep - n_in) / (ep - 1);
+            break;
+        }
+    }
+    return out;
+}
+
+double dispatch_time_s(const Context& c, double tokens, double bytes_per_token) {
+    if (c.ep <= 1) return 0;
+    if (c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::allgather) {
+        // a ring AllGather of every rank's tokens over the EP group
+        const double bytes = tokens * bytes_per_token * c.ep;
+        return c.coll(KernelClass::allgather, bytes, c.ep_ring);
+    }
+    const DispatchBytes d =
+        dispatch_bytes(c.tr.moe_dispatcher, tokens, bytes_per_token, c.m.top_k, c.ep_group);
+    const double eff = c.hw.collective_efficiency;
+    const double nvlink =
+        d.nvlink > 0 ? d.nvlink / (c.hw.nvlink_bytes_per_s * eff) + c.hw.nvlink_latency_s : 0.0;
+    const double nic =
+        d.nic > 0 ? d.nic / (c.ep_group.link.bytes_per_s * eff) + c.ep_group.link.latency_s : 0.0;
+    return std::max(nvlink, nic);
+}
+
+void layer_forward(const Context& c, PassBuilder& b, bool moe) {
     const double M = c.tokens, h = c.h, t = c.t;
+    const double compute_before = b.compute_s;
+    double deferred = 0;
     auto elementwise = [&](double bytes) {
         b.compute(KernelClass::elementwise, c.memory(bytes), c.sync);
     };
     elementwise(c.act(4 * M * h));  // layer norm
-    column_forward(c, b, h, (h + 2 * c.hk) / t);
+    if (c.m.is_mla()) {
+        const MlaShapes s = mla_shapes(c);
+        column_forward(c, b, h, s.down_n);
+        const Op q = gemm_rows(c, M, s.q_k, s.q_n);
+        const Op kv = gemm_rows(c, M, s.kv_k, s.kv_n);
+        b.compute(KernelClass::gemm, q.time_s, c.sync);
+        b.compute(KernelClass::gemm, kv.time_s, c.sync);
+    } else {
+        column_forward(c, b, h, (c.hq + 2 * c.hk) / t);
+    }
     attention_core(c, b, 1.0);
-    row_forward(c, b, h / t, h);
+    row_forward(c, b, c.hv / t, h);
     elementwise(c.act(7 * M * h));  // bias + dropout + residual
     elementwise(c.act(4 * M * h));  // layer norm
-    column_forward(c, b, h, (c.m.gated_mlp ? 2.0 : 1.0) * c.f / t);
-    elementwise(2 * M * (c.m.gated_mlp ? 3.0 : 2.0) * c.f / t);  // activation (GeLU / SwiGLU)
-    row_forward(c, b, c.f / t, h);
+    if (moe) {
+        moe_block(c, b, false, c.tr.moe_a2a_overlap ? &deferred : nullptr);
+    } else {
+        column_forward(c, b, h, (c.m.gated_mlp ? 2.0 : 1.0) * c.f / t);
+        elementwise(2 * M * (c.m.gated_mlp ? 3.0 : 2.0) * c.f / t);  // activation (GeLU / SwiGLU)
+        row_forward(c, b, c.f / t, h);
+    }
     elementwise(c.act(7 * M * h));
+    settle_overlapped_a2a(c, b, deferred, compute_before);
 }
 
 /// Each GEMM becomes a data-gradient and a weight-gradient GEMM of the same size; elementwise
@@ -221,8 +466,10 @@ void layer_forward(const Context& c, PassBuilder& b) {
 /// concurrently with the data-gradient GEMM (TransformerEngine's "bulk" overlaps do the same);
 /// a row-parallel linear's output gradient is all-gathered (SP) before it, exposed, or with
 /// --tp-comm-overlap by a ring exchange beside its data-gradient GEMM.
-void layer_backward(const Context& c, PassBuilder& b) {
+void layer_backward(const Context& c, PassBuilder& b, bool moe) {
     const double M = c.tokens, h = c.h, t = c.t;
+    const double compute_before = b.compute_s;
+    double deferred = 0;
     auto elementwise = [&](double bytes) {
         b.compute(KernelClass::elementwise, 2 * c.memory(bytes), c.sync);
     };
@@ -252,15 +499,29 @@ void layer_backward(const Context& c, PassBuilder& b) {
         }
     };
     elementwise(c.act(7 * M * h));  // bias + dropout + residual
-    row_parallel(c.f / t, h);
-    elementwise(2 * M * (c.m.gated_mlp ? 3.0 : 2.0) * c.f / t);
-    column_parallel(h, (c.m.gated_mlp ? 2.0 : 1.0) * c.f / t);
+    if (moe) {
+        moe_block(c, b, true, c.tr.moe_a2a_overlap ? &deferred : nullptr);
+    } else {
+        row_parallel(c.f / t, h);
+        elementwise(2 * M * (c.m.gated_mlp ? 3.0 : 2.0) * c.f / t);
+        column_parallel(h, (c.m.gated_mlp ? 2.0 : 1.0) * c.f / t);
+    }
     elementwise(c.act(4 * M * h));  // layer norm
     elementwise(c.act(7 * M * h));
-    row_parallel(h / t, h);
+    row_parallel(c.hv / t, h);
     attention_core(c, b, 2.0);
-    column_parallel(h, (h + 2 * c.hk) / t);
+    if (c.m.is_mla()) {
+        const MlaShapes s = mla_shapes(c);
+        for (int i = 0; i < 2; ++i) {
+            b.compute(KernelClass::gemm, gemm_rows(c, M, s.q_k, s.q_n).time_s, c.sync);
+            b.compute(KernelClass::gemm, gemm_rows(c, M, s.kv_k, s.kv_n).time_s, c.sync);
+        }
+        column_parallel(h, s.down_n);
+    } else {
+        column_parallel(h, (c.hq + 2 * c.hk) / t);
+    }
     elementwise(c.act(4 * M * h));
+    settle_overlapped_a2a(c, b, deferred, compute_before);
 }
 
 // ---- FSDP ------------------------------------------------------------------------------------
@@ -306,6 +567,8 @@ PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s
     out.stretch_s = pass.stretch_s;
     out.exposed[kTp] = pass.exposed[kTp];
     out.exposed[kCp] = pass.exposed[kCp];
+    out.exposed[kEp] = pass.exposed[kEp];
+    out.moe = pass.moe;
     return out;
 }
 

@@ -13,7 +13,23 @@
 
 namespace prism::detail {
 
-enum Category { kTp = 0, kCp, kDp, kCategories };
+/// kEp: the MoE dispatch / combine (and expert-TP) communication left exposed.
+enum Category { kTp = 0, kCp, kDp, kEp, kCategories };
+
+/// Where an MoE layer's time goes (one pass, one microbatch): parts of compute_s (router,
+/// experts) and the communication before any overlap (dispatch, combine).
+struct MoeLines {
+    double router_s = 0;          ///< gate GEMM, softmax / top-k, permute and unpermute
+    double expert_compute_s = 0;  ///< shared and routed experts' GEMMs and activation
+    double dispatch_s = 0;        ///< token dispatch (+ the expert-TP AllGather)
+    double combine_s = 0;         ///< token combine (+ the expert-TP ReduceScatter)
+    void add(const MoeLines& o, double w) {
+        router_s += w * o.router_s;
+        expert_compute_s += w * o.expert_compute_s;
+        dispatch_s += w * o.dispatch_s;
+        combine_s += w * o.combine_s;
+    }
+};
 
 /// Gradients are reduced over DP in the training precision (16-bit; Megatron-Core's default
 /// grad_reduce_in_fp32 = false, and fp16 in the SC'21 runs), although accumulated in fp32.
@@ -22,6 +38,10 @@ inline constexpr double kGradReduceBytesPerParam = 2;
 /// TransformerEngine's default split of a pipelined (chunked) ReduceScatter overlap
 /// (userbuffers "pipeline" method: num_splits 4 for proj_fprop and fc2_fprop).
 inline constexpr int kPipelinedScatterSplits = 4;
+
+/// Rows of one tile of a grouped expert GEMM (TransformerEngine / CUTLASS grouped GEMMs on
+/// Hopper tile M by 128): each expert's tokens are padded up to a multiple of it.
+inline constexpr double kGroupedGemmTileRows = 128;
 
 /// Builds one SegmentList, keeping its time per category: time_s() = compute_s + the exposed
 /// communication of every category + stretch_s, exactly (the breakdown's lines add up).
@@ -43,7 +63,12 @@ struct PassBuilder {
     /// A ReduceScatter pipelined behind the GEMM that produces it in k splits (each split's
     /// scatter beside the next split's GEMM): g / k + max(g, c) (k - 1) / k + c / k.
     void pipelined_scatter(const Op& gemm, const Op& scatter, int k, Category cat);
+    MoeLines moe;  ///< the MoE block's lines (zeros for a dense layer)
+
     void append(const PassBuilder& other);
+    /// Appends `other` with every op's time (and its accounted lines) scaled by `weight`: the
+    /// mean layer of a model whose layers differ (dense and MoE) as one segment list.
+    void append_scaled(const PassBuilder& other, double weight);
     double time_s() const { return deterministic_time(list); }
     /// Host-bound floor: the pass cannot be shorter than issuing its kernels; stretches every
     /// op by the same factor and records the difference in stretch_s.
@@ -61,6 +86,16 @@ struct Context {
     GemmEfficiency gemm_curve;  ///< of the training precision's GEMMs
     double tokens = 0;          ///< b s / c: tokens of a microbatch on one CP rank
     double h = 0, hk = 0, f = 0, t = 1;
+    double hq = 0;  ///< query width a d (MLA: a (d_nope + d_rope)); h for classic MHA
+    double hv = 0;  ///< value / output-projection input width a d (MLA: a d_v)
+    // ---- MoE (docs/moe.md) ----
+    double moe_tokens = 0;  ///< tokens entering one GPU's MoE block: b s / (c t) (SP shard)
+    int ep = 1, etp = 1;
+    ExpertGroup ep_group, etp_group;  ///< a2a view: per-domain members, NIC share
+    GroupLink ep_ring;                ///< the EP group as a ring (AllGather dispatcher)
+    /// The busiest EP rank's expected load over its balanced share (1 with moe_force_balance):
+    /// it sets the expert GEMMs and the dispatch / combine
+    double busiest_rank = 1;
     int sync = 1;             ///< tp * cp
     bool tp_overlap = false;  ///< --tp-comm-overlap in effect (tp > 1 with SP)
     GroupLink tp_link, cp_link, pp_link;
@@ -81,10 +116,30 @@ struct Context {
 /// Attention core (scores, softmax, dropout, scores x V) of one pass; `scale` = 1 forward,
 /// 2 backward. CP: the K/V ring exchange runs concurrently with the attention kernel.
 void attention_core(const Context& c, PassBuilder& b, double scale);
-/// One layer's forward.
-void layer_forward(const Context& c, PassBuilder& b);
+/// One layer's forward; `moe` = an MoE layer (router, dispatch, experts, combine) instead of
+/// the dense MLP.
+void layer_forward(const Context& c, PassBuilder& b, bool moe = false);
 /// One layer's backward (without recompute).
-void layer_backward(const Context& c, PassBuilder& b);
+void layer_backward(const Context& c, PassBuilder& b, bool moe = false);
+
+/// Bytes one GPU sends to one NVLink-domain peer (nvlink) and over its NIC (nic) to dispatch
+/// `tokens` tokens of `bytes_per_token` each to top_k experts spread evenly over an EP group of
+/// `ep` ranks, `per_domain` of them in a domain (`domains` domains):
+///  - alltoall: copies to each rank in proportion; self 1/ep, domain (per_domain - 1)/ep, the
+///    rest over the NIC;
+///  - deepep: a token crosses the NIC once per remote domain it is routed to (expected
+///    (domains - 1)(1 - (1 - 1/domains)^k) domains), every copy not on its own GPU crosses
+///    NVLink once (directly or forwarded);
+///  - allgather: every rank receives every token once (ring AllGather over the group).
+struct DispatchBytes {
+    double nvlink = 0;
+    double nic = 0;
+};
+DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double tokens,
+                             double bytes_per_token, int top_k, const ExpertGroup& group);
+/// Time of one dispatch (or combine) of those bytes: the NVLink and NIC parts run at once,
+/// max(nvlink / (nvlink bw x eff), nic / (nic bw x eff)) + the latencies of the levels used.
+double dispatch_time_s(const Context& c, double tokens, double bytes_per_token);
 
 /// ZeRO-3 / FSDP: the pass's compute beside the per-layer AllGather of the weights (and, in the
 /// backward, the ReduceScatter of the gradients); see deterministic.hpp.

@@ -176,3 +176,103 @@ TEST(Flops, HardwareFlopsCountRecomputeAndFlashBackward) {
 }
 
 }  // namespace
+
+namespace {
+
+// DeepSeek-V3 (config.json of deepseek-ai/DeepSeek-V3): MLA, 256 routed experts, top 8, one
+// shared expert, the first 3 layers dense.
+ModelSpec deepseek_v3() {
+    ModelSpec m;
+    m.layers = 61;
+    m.hidden = 7168;
+    m.heads = 128;
+    m.kv_heads = 128;
+    m.ffn = 18432;
+    m.gated_mlp = true;
+    m.vocab = 129280;
+    m.tied_embeddings = false;
+    m.seq = 4096;
+    m.experts = 256;
+    m.top_k = 8;
+    m.shared_experts = 1;
+    m.expert_ffn = 2048;
+    m.dense_layers = 3;
+    m.attention = prism::AttentionKind::mla;
+    m.q_lora_rank = 1536;
+    m.kv_lora_rank = 512;
+    m.qk_nope_head_dim = 128;
+    m.qk_rope_head_dim = 64;
+    m.v_head_dim = 128;
+    return m;
+}
+
+TEST(Flops, DeepSeekV3MoeLayerForwardMatchesHandCalculation) {
+    const ModelSpec m = deepseek_v3();
+
+    const auto f = prism::moe_layer_forward_flops(m, 1);
+
+    // by hand, s = 4096 tokens:
+    // MLA projections 2 s (7168 x 1536 + 1536 x 128 x 192 + 7168 x 576 + 512 x 128 x 256)
+    EXPECT_DOUBLE_EQ(f.qkv, 570693779456.0);
+    // scores and values 2 s^2 x 128 heads x (128 + 64 + 128)
+    EXPECT_DOUBLE_EQ(f.attention, 1374389534720.0);
+    // output 2 s x 128 x 128 x 7168
+    EXPECT_DOUBLE_EQ(f.projection, 962072674304.0);
+    // 8 routed + 1 shared SwiGLU experts: 2 s x 7168 x 2048 x 3 x 9
+    EXPECT_DOUBLE_EQ(f.mlp, 3246995275776.0);
+    // router logits 2 s x 7168 x 256
+    EXPECT_DOUBLE_EQ(f.router, 15032385536.0);
+}
+
+TEST(Flops, MixtralMoeLayerCountsTopTwoOfEightExperts) {
+    ModelSpec m;
+    m.layers = 32;
+    m.hidden = 4096;
+    m.heads = 32;
+    m.kv_heads = 8;
+    m.gated_mlp = true;
+    m.vocab = 32000;
+    m.seq = 4096;
+    m.ffn = 4 * 4096;
+    m.experts = 8;
+    m.top_k = 2;
+    m.expert_ffn = 14336;
+
+    const auto f = prism::moe_layer_forward_flops(m, 2);
+
+    // by hand, b s = 8192 tokens: QKV 2 b s h (h + 2 x 1024), scores 4 b s^2 h, output
+    // 2 b s h^2, two SwiGLU experts 2 b s h f_e x 3 x 2, router 2 b s h x 8
+    EXPECT_DOUBLE_EQ(f.qkv, 412316860416.0);
+    EXPECT_DOUBLE_EQ(f.attention, 549755813888.0);
+    EXPECT_DOUBLE_EQ(f.projection, 274877906944.0);
+    EXPECT_DOUBLE_EQ(f.mlp, 5772436045824.0);
+    EXPECT_DOUBLE_EQ(f.router, 536870912.0);
+}
+
+TEST(Flops, ModelFlopsOfAnMoeModelSumDenseAndMoeLayersSeparately) {
+    const ModelSpec m = deepseek_v3();
+
+    // 3 dense layers, 58 MoE layers, causal attention (half the square), logits; x3 for the
+    // backward. Terms by hand for one 4096-token sequence:
+    const double attention_causal = 1374389534720.0 / 2;
+    const double attention_rest = 570693779456.0 + 962072674304.0;
+    const double dense_mlp = 2.0 * 4096 * 7168 * 18432 * 3;
+    const double moe_mlp = 3246995275776.0 + 15032385536.0;
+    const double logits = 2.0 * 4096 * 7168 * 129280;
+    const double expected =
+        3 * (61 * (attention_causal + attention_rest) + 3 * dense_mlp + 58 * moe_mlp + logits);
+
+    EXPECT_NEAR(prism::model_flops_per_step(m, 1) / expected, 1.0, 1e-12);
+}
+
+TEST(Flops, MoeParameterCountsMatchTheDeepSeekV3Report) {
+    const ModelSpec m = deepseek_v3();
+
+    // DeepSeek-V3 report: 671B total, 37B activated per token (main model, no MTP module)
+    EXPECT_NEAR(prism::total_params(m) / 671e9, 1.0, 0.01);
+    EXPECT_NEAR(prism::active_params(m) / 37e9, 1.0, 0.02);
+    // routed experts of the mean layer: 58 x 256 x 3 x 7168 x 2048 / 61
+    EXPECT_DOUBLE_EQ(prism::layer_expert_params(m), 58.0 * 256 * 3 * 7168 * 2048 / 61);
+}
+
+}  // namespace

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# configs/examples/deepseek_v3_space.toml (issue 36): the DeepSeek-V3 / 1,024-H100 space sweeps
+# in under a minute, its result file has the ep column, and `prism eval` of Megatron-Bridge's
+# 25.09 H100 configuration (tp 2, pp 8, ep 64, microbatch 1; measured 25.26 s per step,
+# tests/data/reference/moe/megatron_bridge_h100.csv) shows the MoE lines and lands within 10%.
+# Arguments: PRISM MPIEXEC N SCRATCH SOURCE_DIR
+set -uo pipefail
+prism=$1 dir=$4 src=$5
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+exp=$src/configs/examples/deepseek_v3_space.toml
+fails=0
+start=$(date +%s.%N)
+timeout 120 "$prism" sweep "$exp" -o dsv3.h5 >sweep.txt 2>&1; rc=$?
+secs=$(echo "$(date +%s.%N) - $start" | bc)
+cat sweep.txt
+echo "sweep took $secs s"
+[ "$rc" = 0 ] || { echo "FAIL sweep exit $rc"; fails=1; }
+[ "$(echo "$secs < 60" | bc)" = 1 ] || { echo "FAIL sweep took $secs s"; fails=1; }
+grep -q '^points      192 evaluated' sweep.txt || { echo "FAIL point count"; fails=1; }
+grep -Eq '^index +ep +pp +tp' sweep.txt || { echo "FAIL ep column in the report"; fails=1; }
+
+"$prism" eval "$exp" --point gpus=1024,ep=64,pp=8,tp=2,microbatch=1,recompute=none >eval.txt 2>&1 ||
+    { echo "FAIL eval exit"; fails=1; }
+cat eval.txt
+for line in 'layers: MoE a2a exposed' 'MoE: router and permute' 'MoE: expert compute' \
+    'MoE: dispatch' 'MoE: combine'; do
+    grep -q "$line" eval.txt || { echo "FAIL no line '$line'"; fails=1; }
+done
+step=$(awk '$1 == "step_time_s" {print $2}' eval.txt)
+echo "step time $step s (measured 25.26 s)"
+[ -n "$step" ] && [ "$(echo "$step > 0.9 * 25.264 && $step < 1.1 * 25.264" | bc)" = 1 ] ||
+    { echo "FAIL step time $step s not within 10% of 25.26 s"; fails=1; }
+[ "$fails" = 0 ] && echo "ok   moe example"
+exit "$fails"

@@ -1,0 +1,221 @@
+// Mixture-of-Experts in the deterministic model (docs/moe.md): expert-parallel filters and
+// placement, dispatch bytes and times per link level, memory under ep / etp / edp sharding.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "src/model/design_space.hpp"
+#include "src/model/detail/layer_passes.hpp"
+#include "src/model/deterministic.hpp"
+#include "src/model/memory.hpp"
+#include "src/model/topology.hpp"
+#include "src/stochastic/routing.hpp"
+#include "tests/src/model/model_test_helpers.hpp"
+
+namespace {
+
+using prism::DesignPoint;
+using prism::Experiment;
+using prism::TrainingSpec;
+
+/// The helpers' small model with 16 routed experts (top 2, f_e = 512, not gated) in every layer.
+Experiment small_moe() {
+    Experiment e = prism::test::small_experiment();
+    e.model.experts = 16;
+    e.model.top_k = 2;
+    e.model.expert_ffn = 512;
+    return e;
+}
+
+DesignPoint point(int tp, int dp, int ep, int etp = 1) {
+    DesignPoint p;
+    p.tp = tp;
+    p.dp = dp;
+    p.ep = ep;
+    p.etp = etp;
+    p.sequence_parallel = tp > 1;
+    return p;
+}
+
+TEST(Moe, ExpertParallelismIsFilteredWithReasons) {
+    const Experiment dense = prism::test::small_experiment();
+    const Experiment moe = small_moe();
+
+    EXPECT_EQ(prism::filter_reason(dense, point(1, 16, 2)), "ep needs an MoE model");
+    EXPECT_EQ(prism::filter_reason(dense, point(1, 16, 1, 2)), "etp needs an MoE model");
+    EXPECT_EQ(prism::filter_reason(moe, point(1, 16, 3)), "ep does not divide experts");
+    EXPECT_EQ(prism::filter_reason(moe, point(1, 4, 8)), "etp * ep does not divide tp * cp * dp");
+    EXPECT_EQ(prism::filter_reason(moe, point(1, 16, 4, 3)), "etp does not divide expert_ffn");
+    DesignPoint no_sp = point(2, 8, 4);
+    no_sp.sequence_parallel = false;
+    EXPECT_EQ(prism::filter_reason(moe, no_sp), "MoE with tp > 1 needs sequence_parallel");
+    // Megatron-Core folding: ep 8 x etp 2 on tp 2 x dp 8 = 16 ranks of a stage (edp 1)
+    EXPECT_EQ(prism::filter_reason(moe, point(2, 8, 8, 2)), std::nullopt);
+    EXPECT_EQ(point(2, 8, 8, 2).edp(), 1);
+    EXPECT_EQ(point(2, 8, 4, 2).edp(), 2);
+}
+
+TEST(Moe, ExpertGroupPlacementCountsMembersPerNvlinkDomain) {
+    const Experiment e = small_moe();
+    const auto& hw = e.hardware[0];
+    // tp 2, pp 8, dp 64 with pp outermost (Megatron's order): ep 64 spans 8 nodes of 8
+    DesignPoint p = point(2, 64, 64);
+    p.pp = 8;
+    p.placement = prism::parse_placement("tp-cp-dp-pp");
+    const prism::ExpertGroup outer = prism::expert_group(hw, e.cluster, p, 64, 1, false);
+    EXPECT_EQ(outer.per_domain, 8);
+    EXPECT_EQ(outer.domains, 8);
+    // 8 nodes > nodes_per_rack = 4: the NIC share over the rack's oversubscription 2
+    EXPECT_EQ(outer.link.level, prism::LinkLevel::rack);
+    EXPECT_DOUBLE_EQ(outer.link.bytes_per_s, 25e9 / 2);
+    // prism's default order puts pp inside dp: consecutive dp ranks are 16 GPUs apart, so only
+    // the two TP ranks of an EP group share a node
+    p.placement = prism::Placement{};
+    const prism::ExpertGroup inner = prism::expert_group(hw, e.cluster, p, 64, 1, false);
+    EXPECT_EQ(inner.per_domain, 2);
+    EXPECT_EQ(inner.domains, 32);
+    // ep 4 over expert ranks 0, 2, 4, 6 (etp 2): inside one node
+    const prism::ExpertGroup node =
+        prism::expert_group(hw, e.cluster, point(2, 8, 4, 2), 4, 2, false);
+    EXPECT_EQ(node.per_domain, 4);
+    EXPECT_EQ(node.domains, 1);
+    EXPECT_EQ(node.link.level, prism::LinkLevel::nvlink);
+}
+
+TEST(Moe, DispatchBytesPerLinkLevelMatchHandCalculation) {
+    prism::ExpertGroup g;
+    g.size = 64;
+    g.per_domain = 8;
+    g.domains = 8;
+    const double tokens = 2048, bytes = 2 * 7168.0;
+    using D = TrainingSpec::MoeDispatcher;
+
+    // all-to-all: 2048 x 8 copies of 14336 bytes; 7 of 64 ranks in the node, 56 outside
+    const auto a2a = prism::detail::dispatch_bytes(D::alltoall, tokens, bytes, 8, g);
+    EXPECT_DOUBLE_EQ(a2a.nvlink, 2048.0 * 8 * 14336 * 7 / 64);
+    EXPECT_DOUBLE_EQ(a2a.nic, 2048.0 * 8 * 14336 * 56 / 64);
+    // DeepEP: once per remote node a token goes to: 7 (1 - (7/8)^8) = 4.594738 nodes expected
+    const auto deepep = prism::detail::dispatch_bytes(D::deepep, tokens, bytes, 8, g);
+    EXPECT_NEAR(deepep.nic, 2048.0 * 14336 * 4.594738, 2048.0 * 14336 * 1e-6);
+    // every copy not to itself crosses NVLink once: 7/64 directly, 56/64 x 7/8 forwarded
+    EXPECT_DOUBLE_EQ(deepep.nvlink, 2048.0 * 8 * 14336 * (7.0 / 64 + 56.0 / 64 * 7 / 8));
+    // AllGather: every rank receives the 63 others' 2048 tokens once, 7 ranks' over NVLink
+    const auto gather = prism::detail::dispatch_bytes(D::allgather, tokens, bytes, 8, g);
+    EXPECT_DOUBLE_EQ(gather.nvlink, 2048.0 * 14336 * 7);
+    EXPECT_DOUBLE_EQ(gather.nic, 2048.0 * 14336 * 56);
+}
+
+TEST(Moe, DispatchAndCombineTimesMatchHandCalculation) {
+    Experiment e = small_moe();
+    // 16 GPUs: ep 16 over two nodes of 8 (2 nodes <= nodes_per_rack: the plain NIC)
+    const DesignPoint p = point(1, 16, 16);
+
+    const prism::DeterministicResult r = prism::evaluate_deterministic(e, p);
+
+    // per pass: 1024 tokens x top 2 x 2048 bytes = 4,194,304 bytes; 7/16 over NVLink, 8/16 over
+    // the NIC: max(1,835,008 / (300e9 x 0.8) + 3 us, 2,097,152 / (25e9 x 0.8) + 10 us)
+    const double a2a = std::max(1835008.0 / 240e9 + 3e-6, 2097152.0 / 20e9 + 10e-6);
+    EXPECT_NEAR(a2a, 114.8576e-6, 1e-12);
+    // 8 layers x 1 microbatch; a dispatch forward and its mirror backward, likewise combine
+    const prism::Breakdown& b = r.breakdown;
+    EXPECT_NEAR(b.moe_dispatch_s, 8 * 2 * a2a, 1e-12);
+    EXPECT_NEAR(b.moe_combine_s, 8 * 2 * a2a, 1e-12);
+    EXPECT_NEAR(b.ep_comm_exposed_s, 8 * 4 * a2a, 1e-12);
+    EXPECT_NEAR(b.lines_sum_s(), r.step_time_s, 1e-12 * r.step_time_s);
+    EXPECT_GT(b.moe_expert_compute_s, 0);
+    EXPECT_GT(b.moe_router_s, 0);
+
+    // the 1F1B a2a overlap: a layer's forward lasts max(its compute, its two a2a)
+    e.training.moe_a2a_overlap = true;
+    const prism::DeterministicResult o = prism::evaluate_deterministic(e, p);
+    const double compute_f = r.breakdown.layer_forward_s - 2 * a2a;
+    EXPECT_NEAR(o.breakdown.layer_forward_s, std::max(compute_f, 2 * a2a), 1e-12);
+    EXPECT_NEAR(o.breakdown.moe_dispatch_s, b.moe_dispatch_s, 1e-15);
+    EXPECT_LT(o.breakdown.ep_comm_exposed_s, b.ep_comm_exposed_s);
+}
+
+TEST(Moe, SingleRankExpertParallelismHasNoDispatchTraffic) {
+    const Experiment e = small_moe();
+
+    const prism::DeterministicResult r = prism::evaluate_deterministic(e, point(1, 16, 1));
+
+    EXPECT_EQ(r.breakdown.moe_dispatch_s, 0.0);
+    EXPECT_EQ(r.breakdown.ep_comm_exposed_s, 0.0);
+}
+
+TEST(Moe, MemoryShardsExpertsOverEpEtpAndTheirOptimizerOverEdp) {
+    const Experiment e = small_moe();
+    DesignPoint p = point(2, 8, 4, 2);  // 16 ranks: edp = 16 / (4 x 2) = 2
+    p.zero_stage = 1;
+
+    const prism::MemoryBreakdown m =
+        prism::memory_of_stage(e.model, e.training, p, 1, 0, e.model.layers);
+
+    // by hand, h = 1024, 16 experts of f_e = 512 (2 matrices): 16 x 2 x 1024 x 512 =
+    // 16,777,216 expert parameters per layer; the rest of a layer: attention 4 h^2 + 4 h with
+    // biases, router 16 h, two norms 4 h = 4,218,880; the tied embedding 32000 x 1024
+    const double dense = (8 * 4218880.0 + 32000.0 * 1024) / 2;  // over tp 2
+    const double experts = 8 * 16777216.0 / (4 * 2);            // over ep 4 x etp 2
+    EXPECT_DOUBLE_EQ(m.weights_bytes, 2 * dense + 2 * experts);
+    EXPECT_DOUBLE_EQ(m.grads_bytes, 4 * dense + 4 * experts);
+    // ZeRO-1: the dense part over d c = 8, the experts over edp = 2
+    EXPECT_DOUBLE_EQ(m.optimizer_bytes, 12 * dense / 8 + 12 * experts / 2);
+}
+
+TEST(Moe, DispatchedTokenActivationsHoldTopKCopies) {
+    Experiment e = small_moe();
+    e.training.flash_attention = true;
+    const DesignPoint p = point(1, 16, 4);
+    const double one = prism::activation_bytes_per_layer(e.model, e.training, p);
+    e.model.top_k = 4;
+    const double two = prism::activation_bytes_per_layer(e.model, e.training, p);
+
+    // two more copies of 1024 tokens: FC1 input 2 h, FC1 output 2 f_e, FC2 input 2 f_e, the
+    // expert output kept for the weighted unpermute 2 h
+    EXPECT_DOUBLE_EQ(two - one, 2 * 1024.0 * (2 * 1024 + 2 * 512 + 2 * 512 + 2 * 1024));
+    // the capacity factor pads every expert's buffer to 1.25 x its share
+    e.training.moe_capacity_factor = 1.25;
+    const double padded = prism::activation_bytes_per_layer(e.model, e.training, p);
+    EXPECT_DOUBLE_EQ(padded - two, 0.25 * 4 * 1024.0 * (2 * 1024 + 2 * 512 + 2 * 512 + 2 * 1024));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Moe, ForcedBalanceEqualsTheBalancedModelExactly) {
+    Experiment e = small_moe();
+    const DesignPoint p = point(1, 16, 16);
+    const prism::DeterministicResult balanced = prism::evaluate_deterministic(e, p);
+    e.variability.routing_skew = 0.5;  // ignored while the router is forced to balance
+    e.training.moe_force_balance = true;
+
+    const prism::DeterministicResult forced = prism::evaluate_deterministic(e, p);
+
+    EXPECT_EQ(forced.step_time_s, balanced.step_time_s);
+    EXPECT_EQ(forced.breakdown.moe_dispatch_s, balanced.breakdown.moe_dispatch_s);
+}
+
+TEST(Moe, TheBusiestRankSetsTheDispatchWithoutForcedBalance) {
+    Experiment e = small_moe();
+    e.seed = 5;
+    e.variability.routing_skew = 0.5;
+    e.training.moe_force_balance = false;
+    const DesignPoint p = point(1, 16, 16);
+
+    const prism::DeterministicResult r = prism::evaluate_deterministic(e, p);
+
+    // the busiest of 16 ranks: 1024 tokens x 2 copies x 16 ranks routed per microbatch
+    const auto popularity = prism::stochastic::skewed_popularity(16, 0.5, 5);
+    const double f = prism::stochastic::expected_max_load_factor(
+        1024.0 * 2 * 16, prism::stochastic::rank_probabilities(popularity, 16));
+    EXPECT_GT(f, 1.3);  // sigma 0.5 over 16 single-expert ranks: the top expert ~2 sd up
+    // as DispatchAndCombineTimesMatchHandCalculation with the busiest rank's bytes
+    const double a2a = std::max(1835008.0 * f / 240e9 + 3e-6, 2097152.0 * f / 20e9 + 10e-6);
+    EXPECT_NEAR(r.breakdown.moe_dispatch_s, 8 * 2 * a2a, 1e-12);
+    EXPECT_NEAR(r.breakdown.lines_sum_s(), r.step_time_s, 1e-12 * r.step_time_s);
+}
+
+}  // namespace
