@@ -171,7 +171,7 @@ ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
     // the all-to-all each GPU's own NIC share
     const std::int64_t level_span =
         g.domains > 1 ? std::max<std::int64_t>(span, domain + 1) : std::min(span, domain);
-    g.link = ring_link(hw, cluster, size, level_span, ring ? g.per_domain : 1);
+    g.link = ring_link(hw, cluster, size, level_span, ring ? g.per_domain : 1, point.gpus());
     return g;
 }
 
