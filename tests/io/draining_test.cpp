@@ -35,7 +35,7 @@ TEST(StragglerDraining, ADrainedRunLiesBetweenTheHealthyClusterAndTheUndrainedOn
     healthy.variability.persistent.slow_probability = 0;
     Experiment drained = base;
     drained.failures.straggler_detection_s = 1.0;  // detected at once
-    drained.failures.straggler_threshold = 0.02;  // a slow node makes the step ~7% slower
+    drained.failures.straggler_threshold = 0.02;   // a slow node makes the step ~7% slower
     drained.failures.straggler_replacement_s = 600;
     Experiment late = drained;
     late.failures.straggler_detection_s = 30 * 86400.0;  // after a month
