@@ -227,7 +227,7 @@ int eval_command(const std::string& path, const std::string& point_text) {
         stochastic::analytic_hands_over(det.profile, p, e.hardware[p.hardware], e.variability)) {
         std::cout << fmt::format(
             "evaluator: Monte Carlo, {} draws (the point is outside the analytic law's domain: "
-            "README, \"Where the analytic evaluator hands over\")\n",
+            "docs/model.md, \"Where the analytic evaluator hands over\")\n",
             e.evaluation.samples);
     }
     if (r.status != PointStatus::ok && r.status != PointStatus::infeasible) {

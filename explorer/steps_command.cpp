@@ -379,6 +379,14 @@ int fit_groups_command(const StepsCommand& cmd) {
     io::VariabilityProfile p;
     p.spec = spec;
     p.spec.persistent.slow_probability = 0;
+    std::vector<fit::MeasuredSteps> every_run;
+    for (const auto& g : groups) {
+        every_run.insert(every_run.end(), g.group.runs.begin(), g.group.runs.end());
+    }
+    p.spec.step_autocorrelation = fit::lag1_autocorrelation(every_run);
+    std::cout << fmt::format(
+        "step autocorrelation (lag 1, pooled over every group's runs): {:.3f}\n",
+        p.spec.step_autocorrelation);
     p.name = cmd.name.empty() ? fs::path(cmd.output).stem().string() : cmd.name;
     p.source = fmt::format("prism steps fit --runs-from {} ({} groups); class ratios from {}",
                            cmd.runs_from, groups.size(), cmd.base);
@@ -479,6 +487,11 @@ int fit_command(const StepsCommand& cmd) {
             "another configuration"};
         for (const std::string& ev : periodic.evidence) profile.periodic_notes.push_back(ev);
     }
+    profile.spec.step_autocorrelation = fit::lag1_autocorrelation(fit_runs);
+    std::cout << fmt::format(
+        "step autocorrelation (lag 1, pooled over the runs): {:.3f}: the run model's sums of "
+        "steps\n",
+        profile.spec.step_autocorrelation);
     std::cout << "\nwith the fitted profile:\n";
     print_comparison(fit::compare_steps(m, profile.spec, runs), std::cout);
     io::write_variability_profile(cmd.output, profile);

@@ -123,6 +123,10 @@ std::string format_variability_profile(const VariabilityProfile& p) {
     out << "\n";
     comments(out, p.regime_notes);
     out << "comm_regime = " << format_distribution(p.spec.comm_regime) << "\n";
+    if (p.spec.step_autocorrelation > 0) {
+        out << "# lag-1 autocorrelation of consecutive steps (prism steps fit): the run model\n";
+        out << "step_autocorrelation = " << number(p.spec.step_autocorrelation) << "\n";
+    }
     if (p.spec.hiccup.probability > 0) {
         out << "\n";
         comments(out, p.hiccup_notes);

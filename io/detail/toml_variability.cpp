@@ -162,7 +162,7 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
     allowed.insert(allowed.end(),
                    {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
-                    "hiccup_delay_sigma", "periodic", "routing_skew"});
+                    "hiccup_delay_sigma", "periodic", "routing_skew", "step_autocorrelation"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -220,6 +220,14 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             spec.comm_regime = parse_distribution(*node, full);
         } else if (name == "routing_skew") {
             spec.routing_skew = as_positive(*node, full, true);
+        } else if (name == "step_autocorrelation") {
+            const double rho = as_positive(*node, full, true);
+            if (!(rho < 1)) {
+                fail_at(*node, fmt::format("{}: value {} must be < 1 (the lag-1 autocorrelation of "
+                                           "consecutive steps)",
+                                           full, format_number(rho)));
+            }
+            spec.step_autocorrelation = rho;
         } else if (name == "persistent") {
             const toml::table& persistent = as_table(*node, full);
             check_keys(persistent, full,

@@ -424,4 +424,38 @@ StepFit fit_steps_groups(const std::vector<StepGroup>& groups, const Variability
         target, start);
 }
 
+double lag1_autocorrelation(const std::vector<MeasuredSteps>& runs) {
+    double num = 0;
+    double den = 0;
+    for (const MeasuredSteps& run : runs) {
+        const std::size_t n = run.step_time_s.size();
+        if (n < 3) continue;
+        std::vector<double> x(n);
+        for (std::size_t i = 0; i < n; ++i) x[i] = std::log(run.step_time_s[i]);
+        std::vector<double> sorted = x;
+        std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
+        const double median = sorted[n / 2];
+        std::vector<double> dev(n);
+        for (std::size_t i = 0; i < n; ++i) dev[i] = std::fabs(x[i] - median);
+        std::nth_element(dev.begin(), dev.begin() + n / 2, dev.end());
+        const double mad = dev[n / 2];
+        std::vector<bool> keep(n);
+        double mean = 0;
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            keep[i] = mad == 0 || std::fabs(x[i] - median) <= 5 * mad;
+            if (keep[i]) mean += x[i], ++kept;
+        }
+        if (kept < 3) continue;
+        mean /= static_cast<double>(kept);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!keep[i]) continue;
+            den += (x[i] - mean) * (x[i] - mean);
+            if (i + 1 < n && keep[i + 1]) num += (x[i] - mean) * (x[i + 1] - mean);
+        }
+    }
+    if (!(den > 0)) return 0;
+    return std::clamp(num / den, 0.0, 0.99);
+}
+
 }  // namespace prism::fit

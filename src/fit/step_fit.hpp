@@ -134,6 +134,13 @@ StepFit fit_steps(const StepModelInput& model, const VariabilitySpec& base,
                   const std::vector<MeasuredSteps>& runs, StepFitTarget target,
                   const StepFitParameters& start);
 
+/// The steps' lag-1 autocorrelation, pooled over runs: sum over runs and t of (x_t - m)(x_{t+1}
+/// - m) over sum of (x_t - m)^2, x the log step times, m each run's mean, with steps more than
+/// 5 median absolute deviations from their run's median left out (with their neighbours' pairs:
+/// periodic events and hiccups are other terms). Clamped to [0, 0.99]: what
+/// `[variability] step_autocorrelation` takes. 0 when no pair is left.
+double lag1_autocorrelation(const std::vector<MeasuredSteps>& runs);
+
 /// Runs of one configuration (a scale of a platform) with the model of that configuration.
 struct StepGroup {
     std::string name;

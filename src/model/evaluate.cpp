@@ -101,6 +101,7 @@ RunInput run_input(const Experiment& e, const DesignPoint& p, const HardwareSpec
     in.checkpoint_bytes = 14.0 * total_params(e.model);
     in.failures = e.failures;
     in.checkpoint_interval_override_s = p.checkpoint_interval_s;
+    in.step_autocorrelation = e.variability.step_autocorrelation;
     return in;
 }
 

@@ -346,6 +346,9 @@ struct VariabilitySpec {
     /// MoE routing with moe_force_balance = false: sigma of the lognormal expert popularity
     /// (0 = uniform popularity, multinomial noise only)
     double routing_skew = 0;
+    /// Lag-1 autocorrelation of consecutive steps' noise (a stationary AR(1) in the steps, the
+    /// marginal law unchanged): the run model's sums of steps (run_model.hpp); 0 = independent
+    double step_autocorrelation = 0;
     std::string source;  ///< preset provenance
 
     bool is_deterministic() const;

@@ -101,6 +101,10 @@ double mean_step_s(const RunInput& in) {
 
 void validate(const RunInput& in) {
     if (in.steps <= 0) throw ModelError(fmt::format("run: steps must be > 0 (got {})", in.steps));
+    if (!(in.step_autocorrelation >= 0 && in.step_autocorrelation < 1)) {
+        throw ModelError(fmt::format("run: step_autocorrelation must be in [0, 1) (got {})",
+                                     in.step_autocorrelation));
+    }
     if (in.cluster_mean_s.size() != in.cluster_var_s2.size()) {
         throw ModelError(fmt::format(
             "run: {} cluster step means but {} cluster step variances; they must pair up",
@@ -404,6 +408,11 @@ double RunTimeDistribution::quantile(double p) const {
     return x;
 }
 
+double ar1_sum_variance_factor(double n, double rho) {
+    if (rho == 0) return n;
+    return n * (1 + rho) / (1 - rho) - 2 * rho * (1 - std::pow(rho, n)) / ((1 - rho) * (1 - rho));
+}
+
 RunAnalysis analyze_run(const RunInput& in) {
     RunAnalysis out;
     out.plan = plan_checkpoints(in);
@@ -461,7 +470,7 @@ RunAnalysis analyze_run(const RunInput& in) {
         }
         work_sum_s += n * mean_k;
         const double ratio = mean_k / step_s;
-        const double noise = n * var_k;
+        const double noise = ar1_sum_variance_factor(n, in.step_autocorrelation) * var_k;
         const Cumulants c{ratio * base.k1, ratio * base.k2, ratio * base.k3};
         const double p_fail = -std::expm1(-plan.failure_rate_per_s * ratio * failure_free_s);
         const double p_none = 1.0 - p_fail;

@@ -39,6 +39,10 @@
 //   right on average when the drained realizations are the ones slow units made slow (a
 //   threshold above the spatial spread). Slow units that appear later, and failures during
 //   the replacement, are not modelled.
+// - Step autocorrelation ([variability] step_autocorrelation = rho): within a realization the
+//   steps' noise is a stationary AR(1), so the sum of n steps has variance v_k times
+//   n (1 + rho) / (1 - rho) - 2 rho (1 - rho^n) / (1 - rho)^2 instead of n v_k (the mean and each
+//   step's law are unchanged).
 
 #include <cstdint>
 #include <vector>
@@ -63,7 +67,12 @@ struct RunInput {
     /// after replacement (FailureSpec::straggler_detection_s). 0 = unknown: no draining.
     double healthy_mean_s = 0;
     double healthy_var_s2 = 0;
+    double step_autocorrelation = 0;  ///< lag-1, of the steps' noise within a realization
 };
+
+/// Var(sum of n steps) / Var(one step) for a stationary AR(1) with lag-1 autocorrelation rho:
+/// n (1 + rho) / (1 - rho) - 2 rho (1 - rho^n) / (1 - rho)^2 (n for rho = 0).
+double ar1_sum_variance_factor(double n, double rho);
 
 /// What a run evaluation reports (the metric names the explorer exposes in brackets).
 struct RunMetrics {

@@ -160,6 +160,51 @@ TEST(RunModel, DrainingCostsTheCheckpointAndTheReplacementWithFailures) {
                 1e-8 * b.run_time.mean_s());
 }
 
+TEST(RunModel, Ar1SumVarianceMatchesSimulatedSums) {
+    // truth: sums of simulated stationary AR(1) series, x_t = rho x_{t-1} + sqrt(1 - rho^2) e_t
+    // (unit variance), against the closed form; the sample variance of 20000 sums is within
+    // 4 standard errors (sqrt(2 / 20000) = 1% relative)
+    std::mt19937_64 rng(11);
+    std::normal_distribution<double> z(0.0, 1.0);
+    for (const double rho : {0.0, 0.3, 0.65}) {
+        const int n = 40, series = 20000;
+        double sum2 = 0;
+        for (int s = 0; s < series; ++s) {
+            double x = z(rng), total = x;
+            for (int t = 1; t < n; ++t) {
+                x = rho * x + std::sqrt(1 - rho * rho) * z(rng);
+                total += x;
+            }
+            sum2 += total * total;
+        }
+        const double simulated = sum2 / series;
+        EXPECT_NEAR(simulated / ar1_sum_variance_factor(n, rho), 1.0, 0.04) << rho;
+    }
+    EXPECT_EQ(ar1_sum_variance_factor(1000, 0.0), 1000.0);
+    // by hand: n = 2 gives 2 + 2 rho
+    EXPECT_NEAR(ar1_sum_variance_factor(2, 0.5), 3.0, 1e-12);
+}
+
+TEST(RunModel, AutocorrelatedStepsWidenTheRunNotItsMean) {
+    // one cluster, no failures: the run is normal(n m, v factor(n, rho)); its p95 exactly
+    RunInput in;
+    in.steps = 10000;
+    in.deterministic_step_s = 10.0;
+    in.cluster_mean_s = {10.0};
+    in.cluster_var_s2 = {4.0};
+    in.gpus = 8;
+    in.step_autocorrelation = 0.5;
+    const double sd = std::sqrt(4.0 * ar1_sum_variance_factor(10000, 0.5));  // ~ sqrt(3) x 200 s
+
+    const RunAnalysis a = analyze_run(in);
+
+    EXPECT_NEAR(a.run_time.mean_s(), 1.0e5, 1e-6);
+    EXPECT_NEAR(a.run_time.quantile(0.95), 1.0e5 + 1.6448536269514722 * sd, 1e-6 * sd);
+    in.step_autocorrelation = 1.0;
+    EXPECT_THROW_MSG(analyze_run(in), ModelError,
+                     "run: step_autocorrelation must be in [0, 1) (got 1)");
+}
+
 TEST(RunModel, SegmentMeanIsBougeretClosedForm) {
     // Bougeret et al. (SC'11): E[segment] = e^{lambda R} (1/lambda + D) (e^{lambda T} - 1).
     const double lambda = 1.0 / (7.9 * kHour);
