@@ -124,14 +124,7 @@ int run_check(const std::string& path) {
         c.set = path;
         c.gpu = t.text(i, "gpu");
         c.stack = t.text(i, "stack");
-        c.layers = int(t.number(i, "layers"));
-        c.hidden = int(t.number(i, "hidden"));
-        c.heads = int(t.number(i, "heads"));
-        c.vocab = int(t.number(i, "vocab"));
-        c.seq = int(t.number(i, "seq"));
-        const int gpus = int(t.number(i, "gpus"));
-        c.global_batch = std::int64_t(t.number(i, "global_batch"));
-        c.microbatch = int(t.number(i, "micro_batch"));
+        const int gpus = read_shape_and_batch(t, i, c);
         c.tp = int(t.number(i, "tp"));
         c.pp = int(t.number(i, "pp"));
         c.dp = gpus / (c.tp * c.pp);

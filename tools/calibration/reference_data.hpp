@@ -133,6 +133,20 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
     return io::parse_experiment(text, c.label);
 }
 
+/// The columns the newer reference tables share: the model's shape (layers, hidden, heads,
+/// vocab, seq) and the batch (global_batch, micro_batch) of row `i` into `c`; returns the row's
+/// GPU count (column gpus), from which each table derives its data-parallel degree.
+inline int read_shape_and_batch(const Table& t, std::size_t i, Case& c) {
+    c.layers = int(t.number(i, "layers"));
+    c.hidden = int(t.number(i, "hidden"));
+    c.heads = int(t.number(i, "heads"));
+    c.vocab = int(t.number(i, "vocab"));
+    c.seq = int(t.number(i, "seq"));
+    c.global_batch = std::int64_t(t.number(i, "global_batch"));
+    c.microbatch = int(t.number(i, "micro_batch"));
+    return int(t.number(i, "gpus"));
+}
+
 inline std::string data_file(const std::string& dir, const char* name) {
     return dir + "/reference/" + name;
 }
