@@ -81,6 +81,19 @@ PeriodicFit fit_periodic(const std::vector<MeasuredSteps>& runs, double threshol
             if (on.size() > best.size()) best = on;
         }
         if (best.size() < 3) continue;
+        // a periodic event recurs at (nearly) every lattice point between its first and last
+        // hit; hits scattered at random land on a +-1 lattice of a short period by chance (the
+        // lattice holds 3 / period of the indices). Kept only when at least half the lattice
+        // points are hit, and at least 4x as often as the run's other steps are hits (the
+        // University of Florida B200 runs: 9 scattered hits of a noisy run read as every 4)
+        const std::int64_t first = all[best.front()].index, last = all[best.back()].index;
+        const double points = std::floor(static_cast<double>(last - first) / period + 0.5) + 1;
+        const double coverage = static_cast<double>(best.size()) / points;
+        const double chance =
+            static_cast<double>(all.size()) /
+            static_cast<double>(std::max<std::size_t>(runs[r].step_time_s.size(), 1)) *
+            std::min(3.0, static_cast<double>(period));
+        if (coverage < 0.5 || coverage < 4 * chance) continue;
         std::vector<double> excess;
         std::string where;
         for (std::size_t j : best) {

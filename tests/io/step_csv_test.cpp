@@ -74,7 +74,9 @@ TEST(StepCsv, SelectsTheStepsEachRunsSummaryStates) {
                                 static_cast<int>(run.step_time_s.size()));
         ++files;
     }
-    EXPECT_EQ(files, 15);  // GPT-3 on Eos (6) and Nyx (3); Llama 3.1 405B on Eos-dfw (6)
+    // GPT-3 on Eos (6), Nyx (3) and Oracle (3); Llama 3.1 405B on Eos-dfw (6), Nebius (3),
+    // UF B200 (3) and Carina GB200 (3); Llama 3.1 8B on UF B200 (10)
+    EXPECT_EQ(files, 37);
 }
 
 TEST(StepCsv, SelectionIsOptional) {

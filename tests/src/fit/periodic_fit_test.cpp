@@ -75,5 +75,20 @@ TEST(PeriodicFit, ASlowStepInOneRunOnlyIsNotAnEvent) {
     EXPECT_TRUE(fit.events.empty());
 }
 
+// Slow steps scattered over a run are not a period, however many: the steps above the
+// threshold of one University of Florida B200 405B run (tests/data/steps, result_1: indices 12,
+// 125-129, 131, 144, 267, 268, 409, 413), whose gaps of 1-2 steps read as "every 2" before the
+// lattice had to be mostly hit (a +-1 lattice of period 2 holds every index).
+TEST(PeriodicFit, ScatteredSlowStepsAreNotAPeriod) {
+    std::vector<MeasuredSteps> runs = runs_with_events(1, 500, 0, 0, 0, 0);
+    for (const std::int64_t at : {12, 125, 126, 127, 128, 129, 131, 144, 267, 268, 409, 413}) {
+        runs[0].step_time_s[static_cast<std::size_t>(at - 6)] *= 1.1;
+    }
+
+    const PeriodicFit fit = fit_periodic(runs);
+
+    EXPECT_TRUE(fit.events.empty()) << fit.events.front().name;
+}
+
 }  // namespace
 }  // namespace prism::fit
