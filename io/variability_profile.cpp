@@ -132,7 +132,12 @@ std::string format_variability_profile(const VariabilityProfile& p) {
         comments(out, p.hiccup_notes);
         out << "hiccup_probability = " << number(p.spec.hiccup.probability) << "\n";
         out << "hiccup_delay_median = " << number(p.spec.hiccup.delay_median_s) << "  # s\n";
-        out << "hiccup_delay_sigma = " << number(p.spec.hiccup.delay_sigma) << "\n";
+        if (p.spec.hiccup.family == HiccupFamily::pareto) {
+            out << "hiccup_delay_family = \"pareto\"\n";
+            out << "hiccup_delay_tail = " << number(p.spec.hiccup.delay_tail) << "\n";
+        } else {
+            out << "hiccup_delay_sigma = " << number(p.spec.hiccup.delay_sigma) << "\n";
+        }
     }
     if (!p.spec.periodic.empty()) {
         out << "\n";

@@ -162,7 +162,8 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
     allowed.insert(allowed.end(),
                    {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
-                    "hiccup_delay_sigma", "periodic", "routing_skew", "step_autocorrelation"});
+                    "hiccup_delay_sigma", "hiccup_delay_family", "hiccup_delay_tail", "periodic",
+                    "routing_skew", "step_autocorrelation"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -187,6 +188,18 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             spec.hiccup.delay_median_s = as_quantity(*node, full, Quantity::time, true);
         } else if (name == "hiccup_delay_sigma") {
             spec.hiccup.delay_sigma = as_positive(*node, full, true);
+        } else if (name == "hiccup_delay_family") {
+            spec.hiccup.family = as_choice(*node, full, {"lognormal", "pareto"}) == "pareto"
+                                     ? HiccupFamily::pareto
+                                     : HiccupFamily::lognormal;
+        } else if (name == "hiccup_delay_tail") {
+            const double alpha = as_positive(*node, full, false);
+            if (!(alpha > 2)) {
+                fail_at(*node, fmt::format("{}: value {} must be > 2 (the Pareto tail's shape: at "
+                                           "2 or below a step's variance is infinite)",
+                                           full, format_number(alpha)));
+            }
+            spec.hiccup.delay_tail = alpha;
         } else if (name == "periodic") {
             // name = {every = N, duration = "0.8 s"}; an entry replaces a preset's of that name
             for (const auto& [ekey, enode] : in_file_order(as_table(*node, full))) {
@@ -262,6 +275,27 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
                 }
             }
         }
+    }
+    // a Pareto delay needs its tail, a lognormal one has none (here or in the preset)
+    if (const toml::node* family = table.get("hiccup_delay_family");
+        family != nullptr && spec.hiccup.family == HiccupFamily::pareto &&
+        !(spec.hiccup.delay_tail > 0)) {
+        fail_at(*family, fmt::format("{}: hiccup_delay_family = \"pareto\" needs "
+                                     "hiccup_delay_tail (the tail's shape alpha, > 2)",
+                                     path));
+    }
+    if (const toml::node* tail = table.get("hiccup_delay_tail");
+        tail != nullptr && spec.hiccup.family != HiccupFamily::pareto) {
+        fail_at(*tail, fmt::format("{}: hiccup_delay_tail is the Pareto delay's; set "
+                                   "hiccup_delay_family = \"pareto\" (the lognormal delay takes "
+                                   "hiccup_delay_sigma)",
+                                   path));
+    }
+    if (const toml::node* sigma = table.get("hiccup_delay_sigma");
+        sigma != nullptr && spec.hiccup.family == HiccupFamily::pareto) {
+        fail_at(*sigma, fmt::format("{}: hiccup_delay_sigma is the lognormal delay's; the Pareto "
+                                    "delay takes hiccup_delay_tail",
+                                    path));
     }
     // a hiccup needs its delay (here or in the preset this table amends)
     if (spec.hiccup.probability > 0 && !(spec.hiccup.delay_median_s > 0)) {

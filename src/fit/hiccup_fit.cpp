@@ -28,24 +28,38 @@ struct Censored {
     std::vector<double> excess_s;
 };
 
-// log of (1 - q S_D(e)), S_D the lognormal's upper tail
-double log_no_larger(double q, double mu, double sigma, double e) {
-    const double sf = stochastic::normal_sf((std::log(e) - mu) / sigma);
-    return std::log1p(-q * sf);
-}
+// One node's delay law: lognormal (mu, sigma) or Pareto (median, shape alpha).
+struct DelayLaw {
+    bool pareto = false;
+    double mu = 0, sigma = 1;     // lognormal
+    double scale = 0, alpha = 0;  // Pareto: d_m and alpha
+    double sf(double e) const {   // P(D > e)
+        if (pareto) return e <= scale ? 1.0 : std::pow(scale / e, alpha);
+        return stochastic::normal_sf((std::log(e) - mu) / sigma);
+    }
+    double log_pdf(double e) const {
+        if (pareto) {
+            return e < scale
+                       ? -std::numeric_limits<double>::infinity()
+                       : std::log(alpha) + alpha * std::log(scale) - (alpha + 1) * std::log(e);
+        }
+        const double z = (std::log(e) - mu) / sigma;
+        return -0.5 * z * z - kLogSqrt2Pi - std::log(sigma) - std::log(e);
+    }
+};
 
-double log_likelihood(const std::vector<Censored>& data, double q, double mu, double sigma) {
+// log of (1 - q S_D(e))
+double log_no_larger(double q, const DelayLaw& d, double e) { return std::log1p(-q * d.sf(e)); }
+
+double log_likelihood(const std::vector<Censored>& data, double q, const DelayLaw& d) {
     double ll = 0;
     for (const Censored& c : data) {
         if (c.below > 0) {
-            ll +=
-                static_cast<double>(c.below) * c.nodes * log_no_larger(q, mu, sigma, c.threshold_s);
+            ll += static_cast<double>(c.below) * c.nodes * log_no_larger(q, d, c.threshold_s);
         }
         for (double e : c.excess_s) {
-            const double z = (std::log(e) - mu) / sigma;
-            const double log_f = -0.5 * z * z - kLogSqrt2Pi - std::log(sigma) - std::log(e);
-            ll += std::log(c.nodes) + std::log(q) + log_f;
-            if (c.nodes > 1) ll += (c.nodes - 1) * log_no_larger(q, mu, sigma, e);
+            ll += std::log(c.nodes) + std::log(q) + d.log_pdf(e);
+            if (c.nodes > 1) ll += (c.nodes - 1) * log_no_larger(q, d, e);
         }
     }
     return ll;
@@ -174,20 +188,60 @@ HiccupFit fit_hiccups(const std::vector<HiccupGroup>& groups, double threshold_s
     double log_threshold = std::numeric_limits<double>::infinity();
     for (const Censored& c : data) log_threshold = std::min(log_threshold, std::log(c.threshold_s));
     const auto mu_of = [&](double x) { return std::max(x, log_threshold); };
-    const auto negative_ll = [&](const std::array<double, 3>& x) {
+    const auto lognormal_nll = [&](const std::array<double, 3>& x) {
         const double q = std::exp(std::min(x[0], 0.0));
         const double sigma = sigma_free ? std::exp(x[2]) : sigma_held;
         if (!(sigma > 1e-4) || !(sigma < 20)) return std::numeric_limits<double>::infinity();
-        const double ll = log_likelihood(data, q, mu_of(x[1]), sigma);
+        DelayLaw d;
+        d.mu = mu_of(x[1]);
+        d.sigma = sigma;
+        const double ll = log_likelihood(data, q, d);
         return std::isfinite(ll) ? -ll : std::numeric_limits<double>::infinity();
     };
     const std::array<double, 3> best =
-        nelder_mead(negative_ll, {std::log(q0), mu_of(m), std::log(sigma0)}, {0.5, 0.5, 0.3});
+        nelder_mead(lognormal_nll, {std::log(q0), mu_of(m), std::log(sigma0)}, {0.5, 0.5, 0.3});
     out.hiccup.probability = std::exp(std::min(best[0], 0.0));
     out.hiccup.delay_median_s = std::exp(mu_of(best[1]));
     out.hiccup.delay_sigma = sigma_free ? std::exp(best[2]) : sigma_held;
     out.sigma_fitted = sigma_free;
-    out.log_likelihood = -negative_ll(best);
+    out.log_likelihood = -lognormal_nll(best);
+    out.lognormal_log_likelihood = out.log_likelihood;
+    if (!sigma_free) return out;
+    // The Pareto tail (median, alpha > 2: x[2] = log(alpha - 2)), started from the Hill
+    // estimate over the hits; the family with the larger likelihood is kept (both have three
+    // parameters with q).
+    const double smallest = *std::min_element(log_excess.begin(), log_excess.end());
+    double hill = 0;
+    for (double x : log_excess) hill += (x - smallest) / static_cast<double>(log_excess.size());
+    const double alpha0 = std::max(hill > 0 ? 1 / hill : 10.0, 2.1);
+    const auto pareto_law = [&](const std::array<double, 3>& x) {
+        DelayLaw d;
+        d.pareto = true;
+        d.alpha = 2 + std::exp(x[2]);
+        d.scale = std::exp(mu_of(x[1])) * std::exp2(-1 / d.alpha);
+        return d;
+    };
+    const auto pareto_nll = [&](const std::array<double, 3>& x) {
+        const double q = std::exp(std::min(x[0], 0.0));
+        const DelayLaw d = pareto_law(x);
+        if (!(d.alpha < 1e3)) return std::numeric_limits<double>::infinity();
+        const double ll = log_likelihood(data, q, d);
+        return std::isfinite(ll) ? -ll : std::numeric_limits<double>::infinity();
+    };
+    // the median at the smallest hit's 2^(1/alpha) multiple: every hit above d_m
+    const std::array<double, 3> pareto_start{std::log(q0), smallest + std::log(2) / alpha0 - 1e-6,
+                                             std::log(alpha0 - 2)};
+    const std::array<double, 3> pbest = nelder_mead(pareto_nll, pareto_start, {0.5, 0.1, 0.3});
+    out.pareto_log_likelihood = -pareto_nll(pbest);
+    if (out.pareto_log_likelihood > out.lognormal_log_likelihood) {
+        const DelayLaw d = pareto_law(pbest);
+        out.hiccup.probability = std::exp(std::min(pbest[0], 0.0));
+        out.hiccup.family = HiccupFamily::pareto;
+        out.hiccup.delay_median_s = d.scale * std::exp2(1 / d.alpha);
+        out.hiccup.delay_tail = d.alpha;
+        out.hiccup.delay_sigma = 0;
+        out.log_likelihood = out.pareto_log_likelihood;
+    }
     return out;
 }
 

@@ -314,14 +314,21 @@ struct PersistentSpec {
 };
 
 /// Rare hiccups H (DESIGN.md section 2, issue 35): in every step each node independently, with
-/// probability `probability`, stalls for a lognormal delay (median `delay_median_s`, log-space
-/// sd `delay_sigma`) -- an OS or driver interrupt, a retransmit. Every rank waits for it at the
-/// next collective, so the step takes the largest delay over the job's nodes on top of its
-/// time without hiccups: P(no hiccup) = (1 - q)^nodes, the CDF of the max a product.
+/// probability `probability`, stalls for a delay (lognormal: median `delay_median_s`, log-space
+/// sd `delay_sigma`; or a Pareto tail of shape `delay_tail` with that median) -- an OS or driver
+/// interrupt, a retransmit. Every rank waits for it at the next collective, so the step takes the
+/// largest delay over the job's nodes on top of its time without hiccups: P(no hiccup) = (1 -
+/// q)^nodes, the CDF of the max a product. The family of a hiccup's delay: lognormal (median,
+/// sigma) or a Pareto tail (median, shape alpha: P(D > d) = (d_m / d)^alpha above d_m = median
+/// 2^(-1/alpha)).
+enum class HiccupFamily { lognormal, pareto };
+
 struct HiccupSpec {
     double probability = 0;     ///< per node and step, in [0, 1]
-    double delay_median_s = 0;  ///< the lognormal delay's median (s)
-    double delay_sigma = 0;     ///< its log-space standard deviation (0: a fixed delay)
+    double delay_median_s = 0;  ///< the delay's median (s)
+    double delay_sigma = 0;     ///< lognormal: log-space standard deviation (0: a fixed delay)
+    HiccupFamily family = HiccupFamily::lognormal;
+    double delay_tail = 0;  ///< pareto: the tail's shape alpha (> 2: a finite variance)
 
     bool active() const { return probability > 0 && delay_median_s > 0; }
     bool operator==(const HiccupSpec&) const = default;

@@ -3,7 +3,7 @@
 # - University of Florida B200 at two scales (Llama 3.1 405B on 256 GPUs, 8B on 64):
 #   `prism steps fit --runs-from tests/data/steps/uf_b200_runs.toml --hiccups`; each scale
 #   predicted from a fit on the other alone within the goal, KS shape < 0.2 (measured: 0.197
-#   and 0.141), and no periodic event in these runs (scattered slow steps are not a period).
+#   and 0.179), and no periodic event in these runs (scattered slow steps are not a period).
 # - Every platform preset (configs/presets/variability/mlperf-*.toml) against the measured steps
 #   of its platform with `prism steps compare`: KS shape below 0.2 (the fits: 0.035-0.16).
 # Arguments: PRISM MPIEXEC N SCRATCH SOURCE_DIR

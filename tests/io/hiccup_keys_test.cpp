@@ -55,6 +55,64 @@ TEST(HiccupKeys, BadValuesNameTheFileLineColumnAndKey) {
               std::string::npos);
 }
 
+TEST(HiccupKeys, AParetoDelayTakesItsTailShape) {
+    const Experiment e = parse_experiment(kBaseExperiment +
+                                              "[variability]\n"
+                                              "hiccup_probability = 1e-4\n"
+                                              "hiccup_delay_median = \"2 s\"\n"
+                                              "hiccup_delay_family = \"pareto\"\n"
+                                              "hiccup_delay_tail = 2.5\n",
+                                          "exp.toml");
+
+    EXPECT_EQ(e.variability.hiccup.family, HiccupFamily::pareto);
+    EXPECT_DOUBLE_EQ(e.variability.hiccup.delay_tail, 2.5);
+    EXPECT_DOUBLE_EQ(e.variability.hiccup.delay_median_s, 2.0);
+}
+
+TEST(HiccupKeys, ParetoKeysAreCheckedAtTheirLine) {
+    const std::string base = kBaseExperiment +
+                             "[variability]\n"
+                             "hiccup_probability = 1e-4\n"
+                             "hiccup_delay_median = 2\n";
+    EXPECT_EQ(loader_error_of(base + "hiccup_delay_family = \"pareto\"\n"),
+              "exp.toml:10:23: variability: hiccup_delay_family = \"pareto\" needs "
+              "hiccup_delay_tail (the tail's shape alpha, > 2)");
+    EXPECT_EQ(loader_error_of(base + "hiccup_delay_family = \"pareto\"\nhiccup_delay_tail = 1.5\n"),
+              "exp.toml:11:21: variability.hiccup_delay_tail: value 1.5 must be > 2 (the Pareto "
+              "tail's shape: at 2 or below a step's variance is infinite)");
+    EXPECT_EQ(loader_error_of(base + "hiccup_delay_tail = 3\n"),
+              "exp.toml:10:21: variability: hiccup_delay_tail is the Pareto delay's; set "
+              "hiccup_delay_family = \"pareto\" (the lognormal delay takes hiccup_delay_sigma)");
+    EXPECT_EQ(loader_error_of(base + "hiccup_delay_family = \"pareto\"\nhiccup_delay_tail = 3\n"
+                                     "hiccup_delay_sigma = 1\n"),
+              "exp.toml:12:22: variability: hiccup_delay_sigma is the lognormal delay's; the "
+              "Pareto delay takes hiccup_delay_tail");
+    EXPECT_EQ(loader_error_of(base + "hiccup_delay_family = \"weibull\"\n")
+                  .rfind("exp.toml:10:23: variability.hiccup_delay_family:", 0),
+              0u);
+}
+
+TEST(HiccupKeys, AWrittenParetoProfileLoadsBack) {
+    VariabilityProfile p;
+    p.spec = load_variability("prism-paper");
+    p.name = "pareto-hiccups";
+    p.source = "test";
+    p.spec.hiccup.probability = 2e-5;
+    p.spec.hiccup.delay_median_s = 1.5;
+    p.spec.hiccup.family = HiccupFamily::pareto;
+    p.spec.hiccup.delay_tail = 2.75;
+    const auto path = std::filesystem::temp_directory_path() / "prism_pareto_profile_test.toml";
+    {
+        std::ofstream out(path);
+        out << format_variability_profile(p);
+    }
+
+    const VariabilitySpec back = load_variability(path.string());
+
+    EXPECT_EQ(back.hiccup, p.spec.hiccup);
+    std::filesystem::remove(path);
+}
+
 TEST(HiccupKeys, AWrittenProfileLoadsBackWithItsHiccups) {
     VariabilityProfile p;
     p.spec = load_variability("prism-paper");

@@ -85,6 +85,34 @@ HiccupLaw::HiccupLaw(const HiccupSpec& spec, double nodes,
     mu_ = std::log(spec.delay_median_s);
     sigma_ = spec.delay_sigma;
     p0_ = q_ >= 1 ? 0.0 : std::exp(n_ * std::log1p(-q_));
+    if (spec.family == HiccupFamily::pareto) {
+        pareto_ = true;
+        alpha_ = spec.delay_tail;
+        scale_ = spec.delay_median_s * std::exp2(-1 / alpha_);
+        // E[H^k] = int_0^1 n q (1 - q s)^(n-1) d(s)^k ds over s = P(D > d), d(s) = d_m
+        // s^(-1/alpha); with s = e^-y: n q d_m^k int_0^inf (1 - q e^-y)^(n-1) e^(-y (1 - k /
+        // alpha)) dy. Simpson's rule (step 0.01) up to Y = max(0, ln(n q)) + 30, where (1 - q
+        // e^-y)^(n-1) is 1 to e^-30; beyond, the integral of e^(-c y) in closed form. Finite for
+        // alpha > 2 (the loader's bound).
+        const double top = std::max(0.0, std::log(n_ * q_)) + 30;
+        const int steps = 2 * static_cast<int>(std::ceil(top / 0.01 / 2));
+        const double dy = top / steps;
+        double m1 = 0, m2 = 0;
+        const double c1 = 1 - 1 / alpha_, c2 = 1 - 2 / alpha_;
+        for (int i = 0; i <= steps; ++i) {
+            const double y = i * dy;
+            const double w = (i == 0 || i == steps) ? 1.0 : (i % 2 == 1 ? 4.0 : 2.0);
+            const double others =
+                n_ > 1 ? std::exp((n_ - 1) * std::log1p(-q_ * std::exp(-y))) : 1.0;
+            m1 += w * others * std::exp(-c1 * y);
+            m2 += w * others * std::exp(-c2 * y);
+        }
+        m1 = m1 * dy / 3 + std::exp(-c1 * top) / c1;
+        m2 = m2 * dy / 3 + std::exp(-c2 * top) / c2;
+        mean_ = n_ * q_ * scale_ * m1;
+        var_ = std::max(0.0, n_ * q_ * scale_ * scale_ * m2 - mean_ * mean_);
+        return;
+    }
     if (sigma_ <= 0) {
         // a fixed delay d: H = d unless no node stalls
         const double d = std::exp(mu_);
@@ -153,18 +181,29 @@ double HiccupLaw::hiccup_cdf(double h) const {
     if (!hiccup_) return h >= 0 ? 1.0 : 0.0;
     if (h < 0) return 0;
     if (h == 0) return p0_;
-    if (sigma_ <= 0) return h >= std::exp(mu_) ? 1.0 : p0_;
-    const double sf = normal_sf((std::log(h) - mu_) / sigma_);  // P(D > h)
-    return std::exp(n_ * std::log1p(-q_ * sf));
+    if (!pareto_ && sigma_ <= 0) return h >= std::exp(mu_) ? 1.0 : p0_;
+    return std::exp(n_ * std::log1p(-q_ * delay_sf(h)));
+}
+
+double HiccupLaw::delay_sf(double d) const {
+    if (pareto_) return d <= scale_ ? 1.0 : std::pow(scale_ / d, alpha_);
+    return normal_sf((std::log(d) - mu_) / sigma_);
+}
+
+double HiccupLaw::delay_upper_quantile(double tail) const {
+    if (pareto_) return scale_ * std::pow(tail, -1 / alpha_);
+    return std::exp(mu_ + sigma_ * normal_quantile(1 - tail));
 }
 
 double HiccupLaw::hiccup_quantile(double u) const {
     if (!hiccup_ || u <= p0_) return 0;
-    if (sigma_ <= 0) return std::exp(mu_);
+    if (!pareto_ && sigma_ <= 0) return std::exp(mu_);
     // q P(D > h) = 1 - u^(1/n)
     const double tail = -std::expm1(std::log(u) / n_) / q_;
-    if (!(tail > 0)) return std::exp(mu_ + sigma_ * 40);  // u = 1: past any finite draw
-    return std::exp(mu_ + sigma_ * normal_quantile(1 - std::min(tail, 1.0)));
+    if (!(tail > 0)) {  // u = 1: past any finite draw
+        return pareto_ ? scale_ * std::pow(1e-300, -1 / alpha_) : std::exp(mu_ + sigma_ * 40);
+    }
+    return delay_upper_quantile(std::min(tail, 1.0));
 }
 
 double job_nodes(const DesignPoint& point, const HardwareSpec& hardware) {

@@ -1,9 +1,9 @@
 #pragma once
 
 // Rare hiccups (HiccupSpec, spec.hpp; issue 35): in each step each of the job's n nodes stalls
-// with probability q for a lognormal delay D; every rank waits for it at the next collective,
-// so the step is S + H, S the step without hiccups and H the largest delay over the nodes
-// (0 where none stalls), independent of S. H's law in closed form: for h >= 0
+// with probability q for a delay D (lognormal, or a Pareto tail); every rank waits for it at the
+// next collective, so the step is S + H, S the step without hiccups and H the largest delay over
+// the nodes (0 where none stalls), independent of S. H's law in closed form: for h >= 0
 //   G(h) = P(H <= h) = (1 - q + q F_D(h))^n,  an atom G(0) = (1 - q)^n at 0,
 // and its inverse G^-1(u) = F_D^-1((u^(1/n) - (1 - q)) / q) for u > G(0). Monte Carlo draws H
 // exactly by that inverse (one uniform per step); the analytic evaluator takes the step's CDF
@@ -48,8 +48,15 @@ class HiccupLaw {
     double draw(double u_hiccup, double u_periodic) const;
 
   private:
+    /// P(D > d), one node's delay beyond d
+    double delay_sf(double d) const;
+    /// the d with P(D > d) = tail
+    double delay_upper_quantile(double tail) const;
+
     bool hiccup_ = false;
+    bool pareto_ = false;
     double n_ = 1, q_ = 0, mu_ = 0, sigma_ = 0, p0_ = 1, mean_ = 0, var_ = 0;
+    double alpha_ = 0, scale_ = 0;  ///< Pareto: shape and d_m
     std::vector<double> shift_s_{0.0}, weight_{1.0};
     double e_mean_ = 0, e_var_ = 0;
 };

@@ -82,6 +82,34 @@ TEST(HiccupFit, RecoversTheProbabilityAndDelayLawFromMonteCarloSteps) {
         EXPECT_NEAR(fit.hiccup.delay_sigma / h.delay_sigma, 1.0, 0.2) << seed;
         EXPECT_TRUE(fit.sigma_fitted);
         EXPECT_GT(fit.hits, 150u);
+        // lognormal delays: the Pareto tail fits worse and the lognormal is kept
+        EXPECT_EQ(fit.hiccup.family, HiccupFamily::lognormal) << seed;
+        EXPECT_LT(fit.pareto_log_likelihood, fit.lognormal_log_likelihood) << seed;
+    }
+}
+
+// Pareto delays (alpha 2.5, median 5% of the step; q = 0.005 on 16 nodes, ~230 hits): the
+// family is told by the likelihood and alpha comes back within 25% (the Hill estimator's
+// standard error at ~230 hits is alpha / sqrt(hits) ~ 7%, plus the body's noise on each excess),
+// q within 25%, the median within 15%.
+TEST(HiccupFit, RecoversAParetoTailAndTellsItFromALognormal) {
+    const Job j = job(4);
+    HiccupSpec h;
+    h.probability = 0.005;
+    h.delay_median_s = 0.05 * deterministic_step_time(j.profile);
+    h.family = HiccupFamily::pareto;
+    h.delay_tail = 2.5;
+
+    for (std::uint64_t seed : {43, 44}) {
+        const std::vector<MeasuredSteps> runs = runs_of(j, truth_with(h), 3, 1000, seed);
+
+        const HiccupFit fit = fit_hiccups({{runs, 16.0}});
+
+        EXPECT_EQ(fit.hiccup.family, HiccupFamily::pareto) << seed;
+        EXPECT_GT(fit.pareto_log_likelihood, fit.lognormal_log_likelihood) << seed;
+        EXPECT_NEAR(fit.hiccup.delay_tail / 2.5, 1.0, 0.25) << seed;
+        EXPECT_NEAR(fit.hiccup.probability / h.probability, 1.0, 0.25) << seed;
+        EXPECT_NEAR(fit.hiccup.delay_median_s / h.delay_median_s, 1.0, 0.15) << seed;
     }
 }
 

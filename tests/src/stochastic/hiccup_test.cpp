@@ -50,6 +50,78 @@ TEST(HiccupLaw, CdfIsTheBinomialMixtureOfTheMaxOverStalledNodes) {
     EXPECT_DOUBLE_EQ(law.cdf(-1), 0);
 }
 
+HiccupSpec pareto(double q, double median_s, double alpha) {
+    HiccupSpec h;
+    h.probability = q;
+    h.delay_median_s = median_s;
+    h.family = HiccupFamily::pareto;
+    h.delay_tail = alpha;
+    return h;
+}
+
+// P(D <= d) of a Pareto tail with median m and shape alpha, written out: d_m = m / 2^(1/alpha).
+double pareto_cdf(double d, double median, double alpha) {
+    const double scale = median / std::pow(2.0, 1 / alpha);
+    return d <= scale ? 0.0 : 1 - std::pow(scale / d, alpha);
+}
+
+// The same binomial mixture with Pareto delays; the median is the median.
+TEST(HiccupLaw, ParetoCdfIsTheBinomialMixtureAndItsMedianTheMedian) {
+    const int n = 16;
+    const double q = 0.03, median = 0.2, alpha = 2.5;
+    const HiccupLaw law(pareto(q, median, alpha), n);
+
+    for (double h : {0.1, 0.15, 0.2, 0.5, 2.0, 10.0}) {
+        double expected = 0, binom = 1;
+        for (int k = 0; k <= n; ++k) {
+            expected += binom * std::pow(q, k) * std::pow(1 - q, n - k) *
+                        std::pow(pareto_cdf(h, median, alpha), k);
+            binom = binom * (n - k) / (k + 1);
+        }
+        EXPECT_NEAR(law.cdf(h), expected, 1e-12) << h;
+    }
+    const HiccupLaw one(pareto(1.0, median, alpha), 1);  // every step one delay: H = D
+    EXPECT_NEAR(one.quantile(0.5), median, 1e-12);
+    for (double u : {0.9, 0.99, 0.999999}) {
+        EXPECT_NEAR(law.cdf(law.quantile(u)), u, 1e-10) << u;
+    }
+}
+
+// Mean and variance of the max of Pareto delays against brute force (inverse-CDF draws with
+// std::mt19937_64), 400,000 steps; alpha 3 keeps the sample variance's own spread moderate
+// (its fourth moment is infinite: tolerance 10% on the variance, 5 standard errors on the mean).
+TEST(HiccupLaw, ParetoMomentsMatchBruteForceDrawsOfEveryNode) {
+    const int n = 32;
+    const double q = 0.02, median = 0.1, alpha = 3.0;
+    const HiccupLaw law(pareto(q, median, alpha), n);
+    const double scale = median / std::pow(2.0, 1 / alpha);
+    std::mt19937_64 rng(11);
+    std::bernoulli_distribution stall(q);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    const int steps = 400000;
+    double s1 = 0, s2 = 0;
+
+    for (int k = 0; k < steps; ++k) {
+        double h = 0;
+        for (int i = 0; i < n; ++i) {
+            if (stall(rng)) h = std::max(h, scale * std::pow(1 - unit(rng), -1 / alpha));
+        }
+        s1 += h;
+        s2 += h * h;
+    }
+
+    const double mean = s1 / steps, var = s2 / steps - mean * mean;
+    EXPECT_NEAR(law.mean(), mean, 5 * std::sqrt(var / steps));
+    EXPECT_NEAR(law.var(), var, 0.1 * var);
+    // the closed form of one node's moments (n = 1, q = 1): alpha d_m / (alpha - 1) and
+    // alpha d_m^2 / (alpha - 2) - mean^2
+    const HiccupLaw one(pareto(1.0, median, alpha), 1);
+    EXPECT_NEAR(one.mean(), alpha * scale / (alpha - 1), 1e-6 * scale);
+    EXPECT_NEAR(one.var(),
+                alpha * scale * scale / (alpha - 2) - std::pow(alpha * scale / (alpha - 1), 2),
+                1e-6 * scale * scale);
+}
+
 TEST(HiccupLaw, QuantileInvertsTheCdfAndIsZeroOnTheAtom) {
     const HiccupLaw law(hiccup(0.01, 0.05, 1.2), 64);
 
@@ -149,6 +221,27 @@ TEST(Hiccups, AnalyticMatchesMonteCarloWithHiccupsOn) {
         EXPECT_NEAR(a.p95_s / m.p95_s, 1.0, 0.005) << regime;
         EXPECT_NEAR(a.p99_s / m.p99_s, 1.0, 0.01) << regime;
     }
+}
+
+// The same with a Pareto tail (alpha 2.5, the same median): the analytic CDF against 20,000
+// Monte Carlo steps, tolerance 0.015 as above.
+TEST(Hiccups, AnalyticMatchesMonteCarloWithAParetoTail) {
+    HiccupCase c = pipeline_case(true);
+    c.spec.hiccup = pareto(0.005, c.spec.hiccup.delay_median_s, 2.5);
+    std::vector<double> draws =
+        monte_carlo_samples(c.profile, c.point, c.hardware, c.cluster, c.spec, 20000, 6, 0);
+    std::sort(draws.begin(), draws.end());
+
+    const std::vector<double> cdf =
+        analytic_cdf(c.profile, c.point, c.hardware, c.cluster, c.spec, draws);
+
+    double ks = 0;
+    const double n = static_cast<double>(draws.size());
+    for (std::size_t i = 0; i < draws.size(); ++i) {
+        ks = std::max({ks, std::fabs(cdf[i] - static_cast<double>(i + 1) / n),
+                       std::fabs(cdf[i] - static_cast<double>(i) / n)});
+    }
+    EXPECT_LT(ks, 0.015);
 }
 
 // With every other factor constant the step is the deterministic step plus H, whose quantile
