@@ -163,6 +163,11 @@ inline Values nelder_mead(F f, Values x0, double step, int iterations) {
 
 inline bool is_fraction(Key k) { return k != Key::kernel_launch; }
 
+/// The host time per kernel is fitted as log(t + kHostTimeFloor_s): a stack whose rows do not
+/// need host time may reach 0, and a stack starting from 0 (megatron-core's) can still climb to
+/// the tens of microseconds its rows need (in log t, 0 was a trap the simplex never left).
+inline constexpr double kHostTimeFloor_s = 1e-6;
+
 /// Weight of the tie-breaker toward megatron-core's factors: kPrior x the squared log ratio per
 /// fitted value, next to the mean squared log error of the rows (a 10% error on every row costs
 /// 0.009). It only decides among fits the rows cannot tell apart (one BLOOM row cannot fix four
@@ -178,7 +183,9 @@ inline Factors fit_stack(std::vector<Item*>& rows, const std::vector<Key>& keys,
     auto decode = [&](const Values& x) {
         Factors f = start;
         for (std::size_t i = 0; i < keys.size(); ++i) {
-            field(f, keys[i]) = is_fraction(keys[i]) ? logistic(x[i]) : std::exp(x[i]);
+            field(f, keys[i]) = is_fraction(keys[i])
+                                    ? logistic(x[i])
+                                    : std::max(0.0, std::exp(x[i]) - kHostTimeFloor_s);
         }
         return f;
     };
@@ -198,7 +205,8 @@ inline Factors fit_stack(std::vector<Item*>& rows, const std::vector<Key>& keys,
         if (prior != nullptr) {
             Factors p = *prior;
             for (Key k : keys) {
-                const double r = std::log(field(f, k) / field(p, k));
+                const double floor = is_fraction(k) ? 0.0 : kHostTimeFloor_s;
+                const double r = std::log((field(f, k) + floor) / (field(p, k) + floor));
                 penalty += kPrior * r * r;
             }
         }
@@ -207,7 +215,7 @@ inline Factors fit_stack(std::vector<Item*>& rows, const std::vector<Key>& keys,
     Values x;
     for (Key k : keys) {
         const double v = std::clamp(field(start, k), 1e-3, 0.98);
-        x.push_back(is_fraction(k) ? logit(v) : std::log(std::max(field(start, k), 1e-8)));
+        x.push_back(is_fraction(k) ? logit(v) : std::log(field(start, k) + kHostTimeFloor_s));
     }
     for (int restart = 0; restart < 3; ++restart) {
         x = nelder_mead(objective, x, 0.5, 120 * int(keys.size()));

@@ -194,7 +194,9 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
     const double call = 0.5 * flops;
     const bool fused = c.tr.flash_attention && c.hw.gpu.attention_efficiency > 0;
     const double efficiency =
-        fused ? c.hw.gpu.attention_efficiency : gemm_efficiency(c.hw.gpu.gemm, call);
+        fused ? std::min(1.0, c.hw.gpu.attention_efficiency *
+                                  attention_sequence_factor(seq / std::max(1, c.p.cp)))
+              : gemm_efficiency(c.hw.gpu.gemm, call);
     const double flop_scale = fused && scale > 1 ? 2.5 : scale;
     const double compute = flop_scale * flops / (c.peak_bf16 * efficiency);
     const double time =

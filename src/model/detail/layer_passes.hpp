@@ -43,6 +43,25 @@ inline constexpr int kPipelinedScatterSplits = 4;
 /// Hopper tile M by 128): each expert's tokens are padded up to a multiple of it.
 inline constexpr double kGroupedGemmTileRows = 128;
 
+/// Causal fused attention reaches its ceiling only over long sequences: every query tile's row of
+/// key tiles ends at a partly masked diagonal tile, and the short rows near the start leave SMs
+/// idle, so the fixed cost per query tile is amortized over s / 2 key tiles on average. The
+/// published causal forward sweeps follow eff(s) = eff_max s / (s + s_half) over 1k-16k keys:
+/// FlashAttention PR #2605 (Dao-AILab/flash-attention, B200): cuDNN, head dim 64, 627 / 827 /
+/// 977 / 1072 / 1120 TFLOP/s at 1k / 2k / 4k / 8k / 16k (s_half = 906, the curve within 1%);
+/// FA4, head dim 128, 829 / 1172 / 1431 at 1k / 2k / 4k (s_half = 1308, within 2%). The mean of
+/// the two, in keys per kernel call (the sequence, over CP ranks).
+inline constexpr double kAttentionHalfSeq = 1100;
+/// The attention ceilings of the GPU presets are read at the kernel papers' longest sequence
+/// (16k, FlashAttention-2/3): the curve is 1 there.
+inline constexpr double kAttentionCeilingSeq = 16384;
+
+/// The fraction of its ceiling a causal fused attention kernel reaches over `keys` keys.
+inline double attention_sequence_factor(double keys) {
+    return keys / (keys + kAttentionHalfSeq) * (kAttentionCeilingSeq + kAttentionHalfSeq) /
+           kAttentionCeilingSeq;
+}
+
 /// Builds one SegmentList, keeping its time per category: time_s() = compute_s + the exposed
 /// communication of every category + stretch_s, exactly (the breakdown's lines add up).
 struct PassBuilder {

@@ -110,13 +110,46 @@ TEST(Deterministic, FusedAttentionBackwardHasTwoAndAHalfTimesTheForwardFlops) {
 
     const auto r = prism::evaluate_deterministic(e, p);
 
-    // causal: half of 4 s^2 h per sequence, at 0.4 x 300 TFLOP/s; the backward recomputes the
+    // causal: half of 4 s^2 h per sequence, at 0.4 x 300 TFLOP/s times the sequence factor of
+    // 1024 keys (1024 / (1024 + 1100) x (16384 + 1100) / 16384); the backward recomputes the
     // scores, 2.5 x the forward FLOPs (Dao 2023); GEMMs at 0.7 x 300, backward 2 x
     const double M = 1024, h = 1024;
-    const double attention = 0.5 * 4 * M * 1024 * h / (0.4 * 300e12);
+    const double factor = 1024.0 / 2124.0 * 17484.0 / 16384.0;
+    const double attention = 0.5 * 4 * M * 1024 * h / (0.4 * factor * 300e12);
     const double gemms = 2 * M * h * (3 * h + h + 4 * h + 4 * h) / (0.7 * 300e12);
     EXPECT_NEAR(r.breakdown.layer_forward_s, gemms + attention, 1e-15);
     EXPECT_NEAR(r.breakdown.layer_backward_s, 2 * gemms + 2.5 * attention, 1e-15);
+}
+
+TEST(Deterministic, CausalFusedAttentionReachesItsCeilingOnlyOverLongSequences) {
+    // the attention time of one layer's forward: the layer minus its GEMMs (at 0.7 x 300)
+    auto attention_s = [](int seq, int cp) {
+        auto e = compute_only();
+        e.training.flash_attention = true;
+        e.hardware[0].gpu.attention_efficiency = 0.4;
+        e.model.seq = seq;
+        e.model.vocab = 8;
+        DesignPoint p;
+        p.cp = cp;
+        const auto r = prism::evaluate_deterministic(e, p);
+        const double tokens = double(seq) / cp, h = 1024;
+        const double gemms = 2 * tokens * h * (3 * h + h + 4 * h + 4 * h) / (0.7 * 300e12);
+        return r.breakdown.layer_forward_s - gemms;
+    };
+    // hand: F = 0.5 x 4 (s / c) s h, at 0.4 x 300 TFLOP/s x k / (k + 1100) x 17484 / 16384,
+    // k = s / c the keys one kernel call sees: 1 at 16k (the presets' ceilings are read there)
+    auto hand = [](double seq, double cp) {
+        const double keys = seq / cp;
+        const double flops = 0.5 * 4 * (seq / cp) * seq * 1024;
+        return flops / (0.4 * 300e12 * keys / (keys + 1100) * 17484 / 16384);
+    };
+    EXPECT_NEAR(attention_s(16384, 1), 0.5 * 4 * 16384.0 * 16384 * 1024 / (0.4 * 300e12), 1e-12);
+    EXPECT_NEAR(attention_s(2048, 1), hand(2048, 1), 1e-12);
+    // a 2k sequence runs at 0.69 of the ceiling: per FLOP 1.44 x slower than at 16k
+    EXPECT_NEAR(hand(2048, 1) / (0.5 * 4 * 2048.0 * 2048 * 1024 / (0.4 * 300e12)), 1.4404, 1e-3);
+    // context parallelism: each rank's kernels see s / c keys (the ring's chunks), the same
+    // factor as an unsplit sequence of s / c; the ring's K/V exchange over NVLink is hidden
+    EXPECT_NEAR(attention_s(16384, 4), hand(16384, 4), 1e-12);
 }
 
 TEST(Deterministic, TensorParallelAllReducesMatchHandCalculation) {
