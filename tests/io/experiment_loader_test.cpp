@@ -783,11 +783,12 @@ TEST(ExperimentLoader, RoutingVariabilityTableSetsTheSkewFromTheBalancing) {
     EXPECT_DOUBLE_EQ(own.variability.routing_skew, 0.3);
 
     EXPECT_EQ(error_of(moe + "drift = 3\n"),
-              "exp.toml:8:9: variability.routing.drift: value 3 must be <= 2 (the log-space sd of "
+              "exp.toml:9:9: variability.routing.drift: value 3 must be <= 2 (the log-space sd of "
               "an expert's popularity from step to step)");
     EXPECT_TRUE(error_of(moe + "balance = \"sinkhorn\"\n")
-                    .starts_with("exp.toml:8:11: variability.routing.balance: unknown"));
-    EXPECT_TRUE(error_of(moe + "skw = 0.1\n").starts_with("exp.toml:8:"));
+                    .starts_with("exp.toml:9:11: variability.routing.balance: unknown"));
+    EXPECT_EQ(error_of(moe + "skw = 0.1\n"),
+              "exp.toml:9:1: unknown key 'skw' in [variability.routing]; did you mean 'skew'?");
 }
 
 namespace prism::test {

@@ -301,4 +301,28 @@ TEST(MoeRouting, AnalyticLawAndExactDrawsAgreeInTheEvaluators) {
     EXPECT_LE(d.p50_s, r.step_time_s * 1.02);
 }
 
+TEST(MoeRouting, RoutingSensitivityClassRemovesTheRoutingsSpread) {
+    // with the routing as the only noise, making it deterministic (Z at its mean) leaves the
+    // deterministic step: the variance drop is the whole variance, the p95 drop p95 - det
+    Experiment e = small_moe();
+    e.variability.routing_skew = 0.3;
+    e.training.moe_force_balance = false;
+    const DesignPoint p = point(1, 16, 16);
+    const prism::DeterministicResult r = prism::evaluate_deterministic(e, p);
+    const prism::EvaluationSpec eval;
+    const auto base = prism::step_distribution(r.profile, p, e.hardware[0], e.cluster,
+                                               e.variability, eval, e.seed, 0);
+    const prism::Sensitivity s = prism::sensitivity(r.profile, p, e.hardware[0], e.cluster,
+                                                    e.variability, eval, e.seed, 0, base);
+    EXPECT_GT(base.std_s, 0.0);
+    EXPECT_DOUBLE_EQ(s.routing_variance_drop_s2, base.std_s * base.std_s);
+    EXPECT_DOUBLE_EQ(s.routing_p95_drop_s, base.p95_s - r.step_time_s);
+    // forced balance has no routing class
+    e.training.moe_force_balance = true;
+    const prism::DeterministicResult f = prism::evaluate_deterministic(e, p);
+    const prism::Sensitivity none =
+        prism::sensitivity(f.profile, p, e.hardware[0], e.cluster, e.variability, eval, e.seed, 0);
+    EXPECT_EQ(none.routing_p95_drop_s, 0.0);
+}
+
 }  // namespace
