@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -232,6 +233,31 @@ int eval_command(const std::string& path, const std::string& point_text) {
     }
     if (r.status != PointStatus::ok && r.status != PointStatus::infeasible) {
         std::cout << fmt::format("status: {}\n", r.reason);
+    }
+    if (det.moe && !e.training.moe_force_balance && r.status == PointStatus::ok) {
+        // the routing law's share of p50 and p95: the same point with the router forced to
+        // balance (docs/moe.md, "Load imbalance")
+        Experiment balanced = e;
+        balanced.training.moe_force_balance = true;
+        const Evaluator forced(balanced);
+        const PointResult b = forced.evaluate(p, 0);
+        auto value = [](const Evaluator& ev, const PointResult& pr, const char* name) {
+            for (std::size_t k = 0; k < pr.values.size(); ++k) {
+                if (ev.schema()[k].name == name) return pr.values[k];
+            }
+            return std::numeric_limits<double>::quiet_NaN();
+        };
+        for (const char* q : {"p50", "p95"}) {
+            const std::string name = fmt::format("step_time_{}_s", q);
+            const double with = value(evaluator, r, name.c_str());
+            const double without = value(forced, b, name.c_str());
+            std::cout << fmt::format(
+                "MoE routing imbalance: {} {:.1f} ms against {:.1f} ms forced balance: +{:.1f} ms "
+                "({:.1f}% of {})\n",
+                q, with * 1e3, without * 1e3, (with - without) * 1e3,
+                100.0 * (with - without) / with, q);
+        }
+        std::cout << "\n";
     }
     std::vector<std::vector<Cell>> rows;
     for (std::size_t k = 0; k < r.values.size(); ++k) {

@@ -151,6 +151,55 @@ DistributionSpec parse_distribution_table(const toml::table& table, const std::s
     return spec;
 }
 
+/// A router's balancing as the skew of its persistent expert popularity (docs/moe.md): the
+/// lognormal sigma whose 64 quantile-spaced experts (skewed_popularity) have the MaxVio_global
+/// (max load / mean load - 1) Wang et al. 2024 measured with 64 routed experts, top 6
+/// ("Auxiliary-Loss-Free Load Balancing Strategy for Mixture-of-Experts", arXiv:2408.15664,
+/// Table 2): loss-free balancing 0.04 (1B and 3B models), auxiliary loss (alpha = 0.001) 0.52
+/// (3B; 0.72 at 1B). Drift: no published per-step figure (0).
+struct RoutingBalance {
+    const char* name;
+    double skew;
+    const char* source;
+};
+constexpr RoutingBalance kRoutingBalances[] = {
+    {"loss-free", 0.0163,
+     "loss-free balancing: MaxVio_global 0.04 (Wang et al. 2024, arXiv:2408.15664, Table 2)"},
+    {"aux-loss", 0.180,
+     "auxiliary-loss balancing (alpha 0.001): MaxVio_global 0.52 at 3B (Wang et al. 2024, "
+     "arXiv:2408.15664, Table 2)"},
+    {"none", 0.0, "uniform popularity: multinomial noise only"},
+};
+
+void apply_routing_table(const toml::table& table, const std::string& path, VariabilitySpec& spec) {
+    check_keys(table, path, {"balance", "skew", "drift"});
+    // the balance first: explicit skew / drift amend it, whatever the order in the file
+    if (const toml::node* b = table.get("balance")) {
+        const std::string full = join_key(path, "balance");
+        const std::string choice = as_choice(*b, full, {"loss-free", "aux-loss", "none"});
+        for (const auto& r : kRoutingBalances) {
+            if (choice == r.name) {
+                spec.routing_skew = r.skew;
+                spec.routing_source = r.source;
+            }
+        }
+    }
+    if (const toml::node* n = table.get("skew")) {
+        spec.routing_skew = as_positive(*n, join_key(path, "skew"), true);
+        spec.routing_source = "skew given";
+    }
+    if (const toml::node* n = table.get("drift")) {
+        const std::string full = join_key(path, "drift");
+        const double drift = as_positive(*n, full, true);
+        if (drift > 2) {
+            fail_at(*n, fmt::format("{}: value {} must be <= 2 (the log-space sd of an expert's "
+                                    "popularity from step to step)",
+                                    full, format_number(drift)));
+        }
+        spec.routing_drift = drift;
+    }
+}
+
 }  // namespace
 
 DistributionSpec parse_distribution(const toml::node& node, const std::string& key) {
@@ -163,7 +212,7 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
     allowed.insert(allowed.end(),
                    {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
                     "hiccup_delay_sigma", "hiccup_delay_family", "hiccup_delay_tail", "periodic",
-                    "routing_skew", "step_autocorrelation"});
+                    "routing_skew", "routing", "step_autocorrelation"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -233,6 +282,8 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             spec.comm_regime = parse_distribution(*node, full);
         } else if (name == "routing_skew") {
             spec.routing_skew = as_positive(*node, full, true);
+        } else if (name == "routing") {
+            apply_routing_table(as_table(*node, full), full, spec);
         } else if (name == "step_autocorrelation") {
             const double rho = as_positive(*node, full, true);
             if (!(rho < 1)) {

@@ -65,17 +65,32 @@ Shape check_point(const Experiment& e, const DesignPoint& p) {
     return s;
 }
 
-/// The busiest EP rank's expected load over its share (routing.hpp): the N = T k ep token copies
-/// an EP group routes per microbatch over the experts with the [variability] routing_skew
-/// popularity (in the experiment seed's order). 1 with moe_force_balance or ep = 1.
-double busiest_rank_factor(const Experiment& e, const DesignPoint& p) {
+/// The routing law of one MoE layer for one microbatch (routing.hpp): the N = T k ep token
+/// copies an EP group routes per microbatch over the experts with the [variability] routing
+/// popularity (skew in the experiment seed's order, drift), capped by the capacity factor.
+/// Inactive with moe_force_balance, a dense model or ep = 1.
+stochastic::RoutingLoad routing_load(const Experiment& e, const DesignPoint& p) {
     const ModelSpec& m = e.model;
-    if (!m.is_moe() || e.training.moe_force_balance || p.ep <= 1) return 1.0;
-    const double copies = double(p.microbatch) * m.seq / (double(p.cp) * p.tp) * m.top_k * p.ep;
-    const std::vector<double> popularity =
-        stochastic::skewed_popularity(m.experts, e.variability.routing_skew, e.seed);
-    return stochastic::expected_max_load_factor(copies,
-                                                stochastic::rank_probabilities(popularity, p.ep));
+    stochastic::RoutingLoad r;
+    if (!m.is_moe() || e.training.moe_force_balance || p.ep <= 1) return r;
+    r.copies = double(p.microbatch) * m.seq / (double(p.cp) * p.tp) * m.top_k * p.ep;
+    r.popularity = stochastic::skewed_popularity(m.experts, e.variability.routing_skew, e.seed);
+    r.ep = p.ep;
+    r.drift = e.variability.routing_drift;
+    r.capacity = e.training.moe_capacity_factor;
+    r.seed = e.seed;
+    return r;
+}
+
+/// The busiest EP rank's load factor the deterministic model times the routed ops at: the
+/// capacity factor with forced balance (buffers padded to it; 1 dropless), else the law's
+/// E[min(Z, capacity)].
+double busiest_rank_factor(const Experiment& e, const DesignPoint& p) {
+    const stochastic::RoutingLoad r = routing_load(e, p);
+    if (!r.active()) {
+        return e.training.moe_capacity_factor > 0 ? e.training.moe_capacity_factor : 1.0;
+    }
+    return stochastic::load_factor_moments(r).mean;
 }
 
 Context make_context(const Experiment& e, const DesignPoint& p) {
@@ -422,6 +437,8 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
 
     DeterministicResult r;
     r.profile = assemble_profile(c, shape, layers, ends);
+    r.profile.routing = routing_load(e, p);
+    r.profile.routing_mean_factor = c.busiest_rank;
     StepProfile& prof = r.profile;
     // the overlap windows: chunk passes of the stage with the most layers
     double window_layers = 0;

@@ -232,6 +232,15 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
                     "drop in step-time variance when " + cls + " kernels are made deterministic",
                     st && st->have_sensitivity ? st->sens.variance_drop_s2[c] : kNaN);
         }
+        if (e.model.is_moe() && !e.training.moe_force_balance) {
+            // the routing class: the busiest EP rank's load made deterministic at its mean
+            row.add("sens_p95_routing_s", "s",
+                    "drop in p95 step time when the MoE routing load is made deterministic",
+                    st && st->have_sensitivity ? st->sens.routing_p95_drop_s : kNaN);
+            row.add("sens_var_routing_s2", "s^2",
+                    "drop in step-time variance when the MoE routing load is made deterministic",
+                    st && st->have_sensitivity ? st->sens.routing_variance_drop_s2 : kNaN);
+        }
     }
 
     if (has_run_metrics(e)) {

@@ -350,9 +350,12 @@ struct VariabilitySpec {
     DistributionSpec comm_regime;                               ///< R per step, all collectives
     HiccupSpec hiccup;                                          ///< H per node and step
     std::vector<PeriodicEvent> periodic;                        ///< E at recurring steps
-    /// MoE routing with moe_force_balance = false: sigma of the lognormal expert popularity
-    /// (0 = uniform popularity, multinomial noise only)
+    /// MoE routing with moe_force_balance = false ([variability.routing], docs/moe.md): sigma
+    /// of the persistent lognormal expert popularity (0 = uniform popularity, multinomial noise
+    /// only), sigma of its lognormal drift redrawn every step, and their provenance
     double routing_skew = 0;
+    double routing_drift = 0;
+    std::string routing_source;
     /// Lag-1 autocorrelation of consecutive steps' noise (a stationary AR(1) in the steps, the
     /// marginal law unchanged): the run model's sums of steps (run_model.hpp); 0 = independent
     double step_autocorrelation = 0;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "src/model/spec.hpp"
+#include "src/stochastic/routing.hpp"
 
 namespace prism {
 
@@ -37,6 +38,10 @@ struct Op {
     /// (the TP x CP group for compute; 1 for a collective, whose one duration is shared).
     int sync_size = 1;
     LinkLevel link = LinkLevel::local;  ///< for collectives
+    /// MoE routed work (grouped expert GEMMs, dispatch and combine): time_s is at the busiest
+    /// EP rank's expected load; the evaluators scale it by the load factor's law
+    /// (StepProfile::routing) when the router is not forced to balance.
+    bool routed = false;
 };
 
 /// Ops that run concurrently (e.g. a GEMM and a prefetched AllGather on another stream); the
@@ -74,6 +79,10 @@ struct StepProfile {
     double dp_overlap_s = 0;  ///< part of dp_sync hidden behind backward compute
     SegmentList optimizer;
     SegmentList dataloader;  ///< before the first forward (usually tiny)
+    /// The routing of one MoE layer for one microbatch (inactive: forced balance, dense, ep 1)
+    /// and the load factor E[Z] its routed ops' time_s were computed at (docs/moe.md).
+    stochastic::RoutingLoad routing;
+    double routing_mean_factor = 1;
 
     /// Layers of model chunk `chunk` on `stage`.
     int chunk_layers(int stage, int chunk) const {

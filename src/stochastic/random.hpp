@@ -105,6 +105,7 @@ enum class StreamKind : std::uint32_t {
     sample = 2,   ///< transient factors and regime of Monte Carlo sample k (id = k)
     test = 3,     ///< reserved for tests
     hiccup = 4,   ///< the hiccup delay of Monte Carlo sample k (id = k)
+    routing = 5,  ///< exact multinomial routing draws (routing.hpp; id 0, point = the law's hash)
 };
 
 /// An endless sequence of uniform doubles in (0, 1) for one (seed, point, kind, id).

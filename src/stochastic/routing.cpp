@@ -6,7 +6,9 @@
 #include <random>
 
 #include "src/common/error.hpp"
+#include "src/stochastic/detail/hash.hpp"
 #include "src/stochastic/distribution.hpp"
+#include "src/stochastic/random.hpp"
 
 namespace prism::stochastic {
 
@@ -21,28 +23,40 @@ std::vector<double> rank_probabilities(const std::vector<double>& p, int ep) {
     return out;
 }
 
-double max_rank_load_cdf(double x, double copies, const std::vector<double>& rank_p) {
-    // Poissonized: Y_r ~ N(N P_r, N P_r) independent, the loads are Y given sum Y = N, so
-    // P(max L <= x) = P(all Y_r <= x) f(sum Y = N | all Y_r <= x) / f(sum Y = N), the
-    // conditional sum a normal with the truncated normals' means and variances summed
+namespace {
+
+/// P(max_r L_r <= x) of Y_r ~ N(mu_r, var_r) independent, conditioned on sum Y = total: the
+/// product of the Phi(a_r) times f(sum Y = total | all Y_r <= x) / f(sum Y = total), the
+/// conditional sum a normal with the truncated normals' means and variances summed.
+double conditioned_max_cdf(double x, double total, const std::vector<double>& mu,
+                           const std::vector<double>& var_r) {
     constexpr double kInvSqrt2Pi = 0.3989422804014327;
-    double product = 1.0, mean = 0.0, var = 0.0;
-    for (const double pr : rank_p) {
-        const double mu = copies * pr;
-        const double sd = std::sqrt(copies * pr);
+    double product = 1.0, mean = 0.0, var = 0.0, var_all = 0.0;
+    for (std::size_t r = 0; r < mu.size(); ++r) {
+        const double sd = std::sqrt(var_r[r]);
+        var_all += var_r[r];
         if (sd <= 0) continue;
-        const double a = (x + 0.5 - mu) / sd;
+        const double a = (x + 0.5 - mu[r]) / sd;
         const double cdf = normal_cdf(a);
         if (cdf <= 0.0) return 0.0;
         product *= cdf;
         const double ratio = kInvSqrt2Pi * std::exp(-0.5 * a * a) / cdf;
-        mean += mu - sd * ratio;
-        var += sd * sd * std::max(0.0, 1.0 - a * ratio - ratio * ratio);
+        mean += mu[r] - sd * ratio;
+        var += var_r[r] * std::max(0.0, 1.0 - a * ratio - ratio * ratio);
     }
     if (var <= 0) return product;
     const double density_ratio =
-        std::sqrt(copies / var) * std::exp(-0.5 * (copies - mean) * (copies - mean) / var);
+        std::sqrt(var_all / var) * std::exp(-0.5 * (total - mean) * (total - mean) / var);
     return std::clamp(product * density_ratio, 0.0, 1.0);
+}
+
+}  // namespace
+
+double max_rank_load_cdf(double x, double copies, const std::vector<double>& rank_p) {
+    // Poissonized: Y_r ~ N(N P_r, N P_r) independent, the loads are Y given sum Y = N
+    std::vector<double> mu(rank_p.size());
+    for (std::size_t r = 0; r < mu.size(); ++r) mu[r] = copies * rank_p[r];
+    return conditioned_max_cdf(x, copies, mu, mu);
 }
 
 double expected_max_load_factor(double copies, const std::vector<double>& rank_p) {
@@ -64,6 +78,162 @@ double expected_max_load_factor(double copies, const std::vector<double>& rank_p
         expected += step * (1.0 - max_rank_load_cdf(x + 0.5 * (step - 1.0), copies, rank_p));
     }
     return expected / (copies / double(rank_p.size()));
+}
+
+namespace {
+
+/// The popularity with drift vector w (exp(drift w_e - drift^2 / 2) per expert).
+std::vector<double> drifted(const RoutingLoad& r, const std::vector<double>& w) {
+    std::vector<double> p = r.popularity;
+    if (r.drift > 0) {
+        for (std::size_t e = 0; e < p.size(); ++e) {
+            p[e] *= std::exp(r.drift * w[e] - 0.5 * r.drift * r.drift);
+        }
+    }
+    return p;
+}
+
+/// E[min(M, C)] and E[min(M, C)^2] over the law of M with rank means mu and variances var
+/// (conditioned on the total N), C the capacity in copies (<= 0: none); integer loads in bins of
+/// width sd / 16.
+std::pair<double, double> capped_moments(double copies, const std::vector<double>& mu,
+                                         const std::vector<double>& var, double cap) {
+    double lo = 0, hi = 0, sd_min = copies;
+    for (std::size_t r = 0; r < mu.size(); ++r) {
+        const double sd = std::sqrt(var[r]);
+        lo = std::max(lo, mu[r] - 10.0 * sd);
+        hi = std::max(hi, mu[r] + 10.0 * sd + 1.0);
+        if (sd > 0) sd_min = std::min(sd_min, sd);
+    }
+    hi = std::min(hi, copies);
+    lo = std::floor(std::min(lo, hi));
+    const double step = std::max(1.0, std::floor(sd_min / 16.0));
+    double m1 = 0, m2 = 0, prev = 0;  // P(M <= lo - 1) below 1e-23
+    for (double x = lo; x < hi + step; x += step) {
+        const double f = conditioned_max_cdf(x + step - 1.0, copies, mu, var);
+        const double mass = std::max(0.0, f - prev);
+        prev = std::max(prev, f);
+        double v = x + 0.5 * (step - 1.0);
+        if (cap > 0) v = std::min(v, cap);
+        m1 += mass * v;
+        m2 += mass * v * v;
+    }
+    if (prev < 1.0) {  // the rest of the mass at hi (below 1e-20)
+        const double v = cap > 0 ? std::min(hi, cap) : hi;
+        m1 += (1.0 - prev) * v;
+        m2 += (1.0 - prev) * v * v;
+    }
+    return {m1, m2};
+}
+
+std::uint64_t routing_hash(const RoutingLoad& r) {
+    std::uint64_t h = detail::hash_mix(detail::hash_bits(r.copies), std::uint64_t(r.ep));
+    h = detail::hash_mix(h, detail::hash_bits(r.drift));
+    h = detail::hash_mix(h, detail::hash_bits(r.capacity));
+    h = detail::hash_mix(h, r.seed);
+    for (const double p : r.popularity) h = detail::hash_mix(h, detail::hash_bits(p));
+    return h;
+}
+
+/// A per-thread memo of moments by the routing (and the draws' seed), exact keys.
+template <class Compute>
+LoadMoments memoized(const RoutingLoad& r, std::uint64_t extra, Compute compute) {
+    struct Entry {
+        RoutingLoad r;
+        std::uint64_t extra;
+        LoadMoments m;
+    };
+    thread_local std::vector<Entry> cache;
+    for (const auto& e : cache) {
+        if (e.extra == extra && e.r == r) return e.m;
+    }
+    const LoadMoments m = compute();
+    if (cache.size() >= 64) cache.clear();
+    cache.push_back({r, extra, m});
+    return m;
+}
+
+}  // namespace
+
+LoadMoments load_factor_moments(const RoutingLoad& r) {
+    if (!r.active()) return {};
+    return memoized(r, 0, [&r]() {
+        // the drift as over-dispersion: given the step's popularity a rank's load is
+        // Binomial(N, P_r(w)); over the drift its Poissonized variance gains N^2 Var(A_r),
+        // A_r = sum over the rank's experts of p_e exp(drift w_e - drift^2 / 2) (normalized
+        // p), Var(A_r) = (e^{drift^2} - 1) sum p_e^2; the total is N whatever the drift, which
+        // the conditioning keeps
+        const double share = r.copies / r.ep;
+        const double cap = r.capacity > 0 ? r.capacity * share : 0.0;
+        const std::vector<double> rank_p = rank_probabilities(r.popularity, r.ep);
+        double total = 0;
+        for (const double p : r.popularity) total += p;
+        const double v = std::expm1(r.drift * r.drift);
+        const std::size_t per = r.popularity.size() / std::size_t(r.ep);
+        std::vector<double> mu(rank_p.size()), var(rank_p.size(), 0.0);
+        for (std::size_t k = 0; k < rank_p.size(); ++k) mu[k] = r.copies * rank_p[k];
+        for (std::size_t e = 0; e < r.popularity.size(); ++e) {
+            const double p = r.popularity[e] / total;
+            var[e / per] += r.copies * r.copies * v * p * p;
+        }
+        for (std::size_t k = 0; k < rank_p.size(); ++k) var[k] += mu[k];
+        const auto [a, b] = capped_moments(r.copies, mu, var, cap);
+        return LoadMoments{a / share, b / (share * share)};
+    });
+}
+
+std::vector<double> draw_load_factors(const RoutingLoad& r, int draws, std::uint64_t seed) {
+    std::vector<double> out;
+    if (!r.active() || draws <= 0) return out;
+    out.reserve(std::size_t(draws));
+    Stream stream(seed, routing_hash(r), StreamKind::routing, 0);
+    struct Bits {  // a UniformRandomBitGenerator over the Philox stream
+        using result_type = std::uint32_t;
+        Stream* s;
+        static constexpr result_type min() { return 0; }
+        static constexpr result_type max() { return 0xffffffffu; }
+        result_type operator()() { return s->bits(); }
+    } bits{&stream};
+    const auto copies = static_cast<long long>(std::llround(r.copies));
+    const double share = r.copies / r.ep;
+    std::vector<double> w(r.popularity.size(), 0.0);
+    std::vector<double> rank_p = rank_probabilities(r.popularity, r.ep);
+    for (int d = 0; d < draws; ++d) {
+        if (r.drift > 0) {
+            for (auto& x : w) x = stream.normal32();
+            rank_p = rank_probabilities(drifted(r, w), r.ep);
+        }
+        // the multinomial over the ranks (exact: the experts' multinomial summed per rank) as
+        // sequential binomials of the copies left
+        long long left = copies, busiest = 0;
+        double p_left = 1.0;
+        for (int k = 0; k < r.ep && left > 0; ++k) {
+            long long load = left;
+            if (k + 1 < r.ep) {
+                const double q = std::clamp(rank_p[std::size_t(k)] / p_left, 0.0, 1.0);
+                std::binomial_distribution<long long> binomial(left, q);
+                load = binomial(bits);
+            }
+            busiest = std::max(busiest, load);
+            left -= load;
+            p_left -= rank_p[std::size_t(k)];
+            if (p_left <= 0) p_left = 1e-300;
+        }
+        double z = double(busiest) / share;
+        if (r.capacity > 0) z = std::min(z, r.capacity);
+        out.push_back(z);
+    }
+    return out;
+}
+
+LoadMoments drawn_load_factor_moments(const RoutingLoad& r, int draws, std::uint64_t seed) {
+    if (!r.active()) return {};
+    return memoized(r, detail::hash_mix(seed, std::uint64_t(draws)), [&]() {
+        const std::vector<double> z = draw_load_factors(r, draws, seed);
+        double m1 = 0, m2 = 0;
+        for (const double x : z) m1 += x, m2 += x * x;
+        return LoadMoments{m1 / double(z.size()), m2 / double(z.size())};
+    });
 }
 
 std::vector<double> skewed_popularity(int experts, double sigma, std::uint64_t seed) {

@@ -1,7 +1,9 @@
 #pragma once
 
 // The load of the busiest expert-parallel rank when the router is not balanced (issue 36 item 5,
-// docs/moe.md "Load imbalance"): the first piece, the law, not yet wired into the evaluators.
+// docs/moe.md "Load imbalance"): the law, and the moments of the load factor that both
+// evaluators give every routed op (the analytic one from the law, Monte Carlo from exact
+// multinomial draws; stochastic/detail/step_model.cpp).
 //
 // One microbatch of one MoE layer routes N token copies (tokens x top_k) over E experts, each
 // copy to expert e with probability p_e (multinomial); EP rank r holds the contiguous experts
@@ -30,6 +32,43 @@ double max_rank_load_cdf(double x, double copies, const std::vector<double>& ran
 /// E[max_r L_r] / (N / ep): how much longer the busiest rank's expert work is than a balanced
 /// rank's (1 = balanced). Summed from the analytic law over integer loads.
 double expected_max_load_factor(double copies, const std::vector<double>& rank_p);
+
+/// The routing of one MoE layer for one microbatch (the step profile's, deterministic.cpp):
+/// N = `copies` token copies of an EP group over the experts with persistent popularity
+/// `popularity` (the run's skew), each step multiplied by a lognormal drift exp(drift w_e -
+/// drift^2 / 2), w_e iid standard normal per expert and step, and the busiest rank's kept load
+/// capped at `capacity` times its share when tokens are dropped (0: dropless).
+struct RoutingLoad {
+    double copies = 0;
+    std::vector<double> popularity;
+    int ep = 1;
+    double drift = 0;
+    double capacity = 0;
+    std::uint64_t seed = 0;  ///< of the analytic law's drift nodes
+    bool active() const { return copies > 0 && ep > 1 && !popularity.empty(); }
+    bool operator==(const RoutingLoad&) const = default;
+};
+
+/// E[Z] and E[Z^2] of the load factor Z = min(M / (N / ep), capacity) of one op.
+struct LoadMoments {
+    double mean = 1, second = 1;
+    double var() const { return second > mean * mean ? second - mean * mean : 0.0; }
+};
+
+/// The analytic law's moments: the conditioned normal law of M summed over integer loads, the
+/// drift entering as over-dispersion of the ranks' loads (routing.cpp). Memoized per thread.
+LoadMoments load_factor_moments(const RoutingLoad& r);
+
+/// The same moments from `draws` exact multinomial draws (the ranks' loads drawn as
+/// sequential binomials, a fresh drift vector per draw) on the Philox stream of (seed, the
+/// routing's hash): Monte Carlo's. Memoized per thread.
+LoadMoments drawn_load_factor_moments(const RoutingLoad& r, int draws, std::uint64_t seed);
+
+/// `draws` exact draws of Z (tests, and the moments above).
+std::vector<double> draw_load_factors(const RoutingLoad& r, int draws, std::uint64_t seed);
+
+/// Draws behind drawn_load_factor_moments.
+inline constexpr int kRoutingDraws = 2048;
 
 /// Expert popularity with a lognormal skew: p_e proportional to exp(sigma z_e - sigma^2 / 2),
 /// z_e standard normal quantiles at (e + 0.5) / E placed in a fixed pseudo-random order (seed),

@@ -286,7 +286,10 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     spec.hiccup = HiccupSpec{};
     spec.periodic.clear();
-    if (spec.is_deterministic()) {
+    // routed MoE ops are random without any [variability] noise (the routing law)
+    const bool routing =
+        profile.routing.active() && !(deterministic_classes & detail::kRoutingClassBit);
+    if (spec.is_deterministic() && !routing) {
         const double t = deterministic_step_time(profile);
         if (!hiccup.active()) return point_mass(t, evaluation);
         return checked(detail::point_with_hiccups(t, t, hiccup, evaluation, seed, point_index),
@@ -304,7 +307,7 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     StepProfile flipped_profile;
     const bool flipped =
         evaluation_.method == Method::analytic && drop_all_slow(profile, spec, flipped_profile);
-    if (flipped && spec.is_deterministic()) {
+    if (flipped && spec.is_deterministic() && !routing) {
         const double t = deterministic_step_time(flipped_profile);
         StepDistribution out =
             hiccup.active() ? detail::point_with_hiccups(t, deterministic_step_time(profile),
@@ -315,7 +318,8 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     }
     if (evaluation_.method == Method::analytic) regularize_atoms(spec);
     auto model = detail::build_step_model(flipped ? flipped_profile : profile, point, hardware,
-                                          cluster, spec, deterministic_classes);
+                                          cluster, spec, deterministic_classes,
+                                          evaluation_.method == Method::montecarlo);
     if (flipped) model.deterministic_s = deterministic_step_time(profile);
     const auto layout_ptr = layout_for(model, point, hardware, cluster);
     const detail::PersistentLayout& layout = *layout_ptr;
@@ -361,7 +365,7 @@ std::vector<double> monte_carlo_samples(const StepProfile& profile, const Design
     const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     spec.hiccup = HiccupSpec{};
     spec.periodic.clear();
-    const auto model = detail::build_step_model(profile, point, hardware, cluster, spec);
+    const auto model = detail::build_step_model(profile, point, hardware, cluster, spec, 0, true);
     const auto layout = detail::make_layout(model, point, hardware, cluster);
     std::vector<double> x = detail::monte_carlo(model, layout, samples, seed, point_index);
     detail::add_hiccups(x, hiccup, seed, point_index);
@@ -378,7 +382,7 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
     spec.periodic.clear();
     StepProfile flipped;
     const bool flip = drop_all_slow(profile, spec, flipped);
-    if ((flip || hiccup.active()) && spec.is_deterministic()) {
+    if ((flip || hiccup.active()) && spec.is_deterministic() && !profile.routing.active()) {
         const double t = deterministic_step_time(flip ? flipped : profile);
         std::vector<double> cdf;
         for (double x : t_s) cdf.push_back(hiccup.cdf(x - t));
@@ -437,6 +441,13 @@ Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
                                                  eval, seed, point_index, 1u << c, false);
         s.p95_drop_s[c] = base.p95_s - d.p95_s;
         s.variance_drop_s2[c] = base.std_s * base.std_s - d.std_s * d.std_s;
+    }
+    if (profile.routing.active()) {
+        const auto d = stochastic::step_distribution_masked(
+            profile, point, hardware, cluster, variability, eval, seed, point_index,
+            stochastic::detail::kRoutingClassBit, false);
+        s.routing_p95_drop_s = base.p95_s - d.p95_s;
+        s.routing_variance_drop_s2 = base.std_s * base.std_s - d.std_s * d.std_s;
     }
     return s;
 }

@@ -767,6 +767,30 @@ TEST(ExperimentLoader, MoeTrainingKeysNeedAnMoeModel) {
                     .starts_with("exp.toml:5:18: training.moe_dispatcher: unknown"));
 }
 
+TEST(ExperimentLoader, RoutingVariabilityTableSetsTheSkewFromTheBalancing) {
+    const std::string moe =
+        "[model]\npreset = \"mixtral-8x7b\"\n[training]\nglobal_batch = 8\n"
+        "moe_force_balance = false\n[hardware.h]\npreset = \"h100-sxm\"\n"
+        "[variability.routing]\n";
+    const prism::Experiment aux =
+        parse_experiment(moe + "balance = \"aux-loss\"\ndrift = 0.05\n", "exp.toml");
+    EXPECT_DOUBLE_EQ(aux.variability.routing_skew, 0.180);
+    EXPECT_DOUBLE_EQ(aux.variability.routing_drift, 0.05);
+    EXPECT_NE(aux.variability.routing_source.find("2408.15664"), std::string::npos);
+    // an explicit skew amends the balancing's, in any order
+    const prism::Experiment own =
+        parse_experiment(moe + "skew = 0.3\nbalance = \"loss-free\"\n", "exp.toml");
+    EXPECT_DOUBLE_EQ(own.variability.routing_skew, 0.3);
+
+    EXPECT_EQ(error_of(moe + "drift = 3\n"),
+              "exp.toml:9:9: variability.routing.drift: value 3 must be <= 2 (the log-space sd of "
+              "an expert's popularity from step to step)");
+    EXPECT_TRUE(error_of(moe + "balance = \"sinkhorn\"\n")
+                    .starts_with("exp.toml:9:11: variability.routing.balance: unknown"));
+    EXPECT_EQ(error_of(moe + "skw = 0.1\n"),
+              "exp.toml:9:1: unknown key 'skw' in [variability.routing]; did you mean 'skew'?");
+}
+
 namespace prism::test {
 namespace {
 

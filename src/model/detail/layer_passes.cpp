@@ -12,14 +12,14 @@ namespace prism::detail {
 // ---- PassBuilder ----------------------------------------------------------------------------
 
 void PassBuilder::compute(KernelClass cls, double time_s, int sync) {
-    list.push_back(Segment{{Op{cls, time_s, sync, LinkLevel::local}}});
+    list.push_back(Segment{{Op{cls, time_s, sync, LinkLevel::local, routed}}});
     ++kernels;
     compute_s += time_s;
 }
 
 void PassBuilder::comm(KernelClass cls, double time_s, LinkLevel link, Category cat) {
     if (time_s <= 0) return;
-    list.push_back(Segment{{Op{cls, time_s, 1, link}}});
+    list.push_back(Segment{{Op{cls, time_s, 1, link, routed}}});
     ++kernels;
     exposed[cat] += time_s;
 }
@@ -246,15 +246,16 @@ double cap(const Context& c) {
 }
 
 /// The grouped expert GEMMs of one pass on one GPU: E / ep local experts, each with n_e =
-/// T k ep etp / E tokens (x the capacity factor), f_e / etp wide. A grouped GEMM is one kernel:
-/// timed on the GEMM curve at the FLOPs of all local experts together, with every expert's rows
-/// padded to the kernel's 128-row tile (kGroupedGemmTileRows): few tokens per expert waste most
-/// of their last tile, and small groups fill the GPU as badly as a small GEMM. Every expert's
+/// T k ep etp / E tokens (x the busiest rank's load factor: the capacity factor with forced
+/// balance, E[min(Z, capacity)] with the routing law), f_e / etp wide. A grouped GEMM is one
+/// kernel: timed on the GEMM curve at the FLOPs of all local experts together, with every expert's
+/// rows padded to the kernel's 128-row tile (kGroupedGemmTileRows): few tokens per expert waste
+/// most of their last tile, and small groups fill the GPU as badly as a small GEMM. Every expert's
 /// weights are read once.
 double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     const ModelSpec& m = c.m;
     const double local = double(m.experts) / c.ep;
-    const double n_e = c.moe_tokens * m.top_k * c.ep * c.etp / m.experts * cap(c) * c.busiest_rank;
+    const double n_e = c.moe_tokens * m.top_k * c.ep * c.etp / m.experts * c.busiest_rank;
     if (n_e <= 0) return 0;
     const double rows = std::ceil(n_e / kGroupedGemmTileRows) * kGroupedGemmTileRows;
     const double flops = 2.0 * local * rows * k_dim * n_dim;
@@ -304,7 +305,9 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
         if (deferred != nullptr) {
             *deferred += time_s;
         } else {
+            b.routed = true;  // at the busiest rank's load
             b.comm(KernelClass::alltoall, time_s, ep_level(c), kEp);
+            b.routed = false;
         }
     };
     auto etp_comm = [&](KernelClass cls, double& line) {
@@ -326,13 +329,21 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
                           c.memory(2.0 * c.tokens * (gates + 1.0) * fs / c.t), c.sync);
                 row_forward(c, b, fs / c.t, h);
             }
+            b.routed = true;  // the grouped GEMMs at the busiest rank's load
             b.compute(KernelClass::gemm, fc1, c.sync);
+            b.routed = false;
             b.compute(KernelClass::elementwise, act, c.sync);
+            b.routed = true;
             b.compute(KernelClass::gemm, fc2, c.sync);
+            b.routed = false;
         } else {
+            b.routed = true;
             b.compute(KernelClass::gemm, 2.0 * fc2, c.sync);
+            b.routed = false;
             b.compute(KernelClass::elementwise, act, c.sync);
+            b.routed = true;
             b.compute(KernelClass::gemm, 2.0 * fc1, c.sync);
+            b.routed = false;
             if (fs > 0) {
                 // the shared expert's backward as the dense MLP's, without TP overlap detail
                 const Op g2 = gemm_rows(c, c.tokens, fs / c.t, h);
@@ -348,7 +359,7 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
         lines.expert_compute_s += b.compute_s - before;
     };
     // the a2a ends when the busiest rank has received (sent back) its tokens
-    const double load = T * cap(c) * c.busiest_rank;
+    const double load = T * c.busiest_rank;
     const double dispatch = dispatch_time_s(c, load, dispatch_bytes_per_token(c, true));
     const double combine = dispatch_time_s(c, load, dispatch_bytes_per_token(c, false));
     if (!backward) {
@@ -376,7 +387,9 @@ void settle_overlapped_a2a(const Context& c, PassBuilder& b, double deferred,
                            double compute_before) {
     if (deferred <= 0) return;
     const double window = b.compute_s - compute_before;
+    b.routed = true;  // at the busiest rank's load
     b.comm(KernelClass::alltoall, std::max(0.0, deferred - window), ep_level(c), kEp);
+    b.routed = false;
 }
 
 }  // namespace

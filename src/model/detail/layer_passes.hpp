@@ -82,7 +82,8 @@ struct PassBuilder {
     /// A ReduceScatter pipelined behind the GEMM that produces it in k splits (each split's
     /// scatter beside the next split's GEMM): g / k + max(g, c) (k - 1) / k + c / k.
     void pipelined_scatter(const Op& gemm, const Op& scatter, int k, Category cat);
-    MoeLines moe;  ///< the MoE block's lines (zeros for a dense layer)
+    MoeLines moe;         ///< the MoE block's lines (zeros for a dense layer)
+    bool routed = false;  ///< ops added now are routed work (Op::routed)
 
     void append(const PassBuilder& other);
     /// Appends `other` with every op's time (and its accounted lines) scaled by `weight`: the
@@ -112,8 +113,9 @@ struct Context {
     int ep = 1, etp = 1;
     ExpertGroup ep_group, etp_group;  ///< a2a view: per-domain members, NIC share
     GroupLink ep_ring;                ///< the EP group as a ring (AllGather dispatcher)
-    /// The busiest EP rank's expected load over its balanced share (1 with moe_force_balance):
-    /// it sets the expert GEMMs and the dispatch / combine
+    /// The busiest EP rank's expected load over its balanced share: with moe_force_balance
+    /// the capacity factor (buffers padded to it; 1 dropless), with the routing law
+    /// E[min(Z, capacity)] (routing.hpp); it sets the expert GEMMs and the dispatch / combine
     double busiest_rank = 1;
     int sync = 1;             ///< tp * cp
     bool tp_overlap = false;  ///< --tp-comm-overlap in effect (tp > 1 with SP)

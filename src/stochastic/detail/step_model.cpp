@@ -127,7 +127,8 @@ class SegmentCosts {
             const bool comm = is_communication(op.cls);
             const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult_;
             const Moments y = cached_max_moments(ids_[c], m_.transient[c], n);
-            const Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
+            Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
+            if (op.routed && m_.routing_active) d = routed_moments(op.time_s, y);
             if (collect && !comm) {
                 (std::max(1, op.sync_size) == m_.group_gpus ? class_weight[c] : unsynced_weight) +=
                     repeat * d.mean;
@@ -154,6 +155,16 @@ class SegmentCosts {
         const int terms = random_ops > 0 ? repeat : 0;
         cost.random_terms += terms;
         if (random_ops == 1 && seg.ops.size() == 1) acc.single = term;
+    }
+
+    /// A routed op's duration b / base * Z * Y (Z the routing's load factor, independent of
+    /// the transient Y): E = b z1 E[Y], E[.^2] = b^2 z2 E[Y^2] (z = the moments over base).
+    Moments routed_moments(double b, const Moments& y) const {
+        const double base = m_.routing_base > 0 ? m_.routing_base : 1.0;
+        const double z1 = m_.routing.mean / base;
+        const double z2 = m_.routing.second / (base * base);
+        const double mean = b * z1 * y.mean;
+        return {mean, std::max(0.0, b * b * z2 * (y.var + y.mean * y.mean) - mean * mean)};
     }
 
     /// Adds `s` to the cost's mixed segments, merged with an equal one (the layers of a chunk).
@@ -369,8 +380,8 @@ void set_stage_sums(StepModel& m) {
 
 StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                            const HardwareSpec& hw, const ClusterSpec& cluster,
-                           const VariabilitySpec& variability,
-                           std::uint32_t deterministic_classes) {
+                           const VariabilitySpec& variability, std::uint32_t deterministic_classes,
+                           bool routing_draws) {
     StepModel m;
     m.stages = profile.stages;
     m.chunks = profile.chunks;
@@ -383,6 +394,21 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.periodic = timing::cached_periodic_pipeline({m.stages, m.chunks, m.microbatches});
     std::array<std::uint64_t, kKernelClassCount> ids{};
     set_variability(m, point, hw, variability, deterministic_classes, ids);
+    // the routing's law: inactive (forced balance), at its mean (the routing sensitivity
+    // class), the analytic law's moments or Monte Carlo's exact draws'
+    m.routing_base = profile.routing_mean_factor;
+    m.routing_active = profile.routing.active();
+    if (m.routing_active) {
+        m.routing = routing_draws
+                        ? stochastic::drawn_load_factor_moments(
+                              profile.routing, stochastic::kRoutingDraws, profile.routing.seed)
+                        : stochastic::load_factor_moments(profile.routing);
+        if (deterministic_classes & kRoutingClassBit) {
+            m.routing.second = m.routing.mean * m.routing.mean;
+        }
+    } else {
+        m.routing = {m.routing_base, m.routing_base * m.routing_base};
+    }
     SegmentCosts costs(m, ids);
     std::vector<SingleTerm> fwd_single, bwd_single;
     set_chunk_costs(m, profile, costs, ids, fwd_single, bwd_single);

@@ -123,6 +123,13 @@ struct StepModel {
     std::vector<std::int64_t> placement_key;
     double slow_probability = 0, slow_factor = 1;
     int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
+    /// MoE routing (docs/moe.md): a routed op of base b (at the profile's load factor
+    /// routing_base) takes b / routing_base * Z for its own draw Z of the busiest rank's load
+    /// factor, iid per op instance (microbatch, layer, pass), with these moments (the law's in
+    /// the analytic evaluator, exact multinomial draws' in Monte Carlo); {1, 1} when inactive.
+    stochastic::LoadMoments routing;
+    double routing_base = 1;
+    bool routing_active = false;
     bool persistent_deterministic = true;
     /// phi of the groups (null: g = max G, nothing random to correct)
     std::shared_ptr<const EffectiveFactor> effective;
@@ -150,11 +157,17 @@ struct StepModel {
     mutable std::shared_ptr<const timing::FlatPipeline> flat_;
 };
 
+/// The bit of `deterministic_classes` that makes the routing deterministic (Z at its mean: the
+/// `routing` sensitivity class); the bits below it are the kernel classes.
+inline constexpr std::uint32_t kRoutingClassBit = 1u << kKernelClassCount;
+
 /// Builds the model; `deterministic_classes` are made deterministic (X = 1) for sensitivity.
+/// `routing_draws`: the routing's moments from exact multinomial draws (Monte Carlo) instead of
+/// the analytic law.
 StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                            const HardwareSpec& hw, const ClusterSpec& cluster,
                            const VariabilitySpec& variability,
-                           std::uint32_t deterministic_classes = 0);
+                           std::uint32_t deterministic_classes = 0, bool routing_draws = false);
 
 /// Clark (1961): mean and variance of max(A, B) for independent normals A, B.
 Moments clark_max(Moments a, Moments b);
