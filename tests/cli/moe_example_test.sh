@@ -17,7 +17,7 @@ echo "sweep took $secs s"
 [ "$rc" = 0 ] || { echo "FAIL sweep exit $rc"; fails=1; }
 [ "$(echo "$secs < 60" | bc)" = 1 ] || { echo "FAIL sweep took $secs s"; fails=1; }
 grep -q '^points      384 evaluated' sweep.txt || { echo "FAIL point count"; fails=1; }
-grep -Eq '^index +ep +pp +tp' sweep.txt || { echo "FAIL ep column in the report"; fails=1; }
+grep -Eq '^index +gpus +ep +pp +tp' sweep.txt || { echo "FAIL ep column in the report"; fails=1; }
 
 "$prism" eval "$exp" --point gpus=1024,ep=64,pp=8,tp=2,microbatch=1,recompute=none >eval.txt 2>&1 ||
     { echo "FAIL eval exit"; fails=1; }
@@ -40,6 +40,6 @@ secs=$(echo "$(date +%s.%N) - $start" | bc)
 cat gb200.txt
 [ "$rc" = 0 ] || { echo "FAIL gb200 sweep exit $rc"; fails=1; }
 [ "$(echo "$secs < 60" | bc)" = 1 ] || { echo "FAIL gb200 sweep took $secs s"; fails=1; }
-grep -q '^points      48 evaluated' gb200.txt || { echo "FAIL gb200 point count"; fails=1; }
+grep -q '^points      96 evaluated' gb200.txt || { echo "FAIL gb200 point count"; fails=1; }
 [ "$fails" = 0 ] && echo "ok   moe example"
 exit "$fails"
