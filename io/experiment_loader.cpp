@@ -436,6 +436,10 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.nic_latency_s; }},
     {"collective_efficiency", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.collective_efficiency; }},
+    {"a2a_nvlink_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.a2a_nvlink_efficiency; }},
+    {"a2a_nic_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.a2a_nic_efficiency; }},
     {"gemm_max_efficiency", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
     {"gemm_half_flops", Quantity::dimensionless, false, false, false,
@@ -548,6 +552,7 @@ struct StackFactors {
     std::string source;
     std::string attention_kernel = "cudnn";
     double gemm = 1, fp8_gemm = 1, attention = 1, hbm = 1, collective = 1;
+    double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1;  ///< MoE factors
     double kernel_launch_s = 0;
     std::map<std::string, std::pair<bool, const toml::node*>> overlaps;  ///< default overlaps
 };
@@ -557,10 +562,18 @@ const std::vector<std::string> kStackOverlapKeys{"overlap_grad_reduce", "overlap
 
 void apply_stack_fields(const toml::table& table, const std::string& path, bool is_preset,
                         StackFactors& s) {
-    std::vector<std::string> allowed{
-        is_preset ? "source" : "preset", "attention_kernel",     "gemm_efficiency",
-        "fp8_gemm_efficiency",           "attention_efficiency", "hbm_efficiency",
-        "collective_efficiency",         "kernel_launch"};
+    std::vector<std::string> allowed{is_preset ? "source" : "preset",
+                                     "attention_kernel",
+                                     "gemm_efficiency",
+                                     "fp8_gemm_efficiency",
+                                     "attention_efficiency",
+                                     "hbm_efficiency",
+                                     "collective_efficiency",
+                                     "kernel_launch",
+                                     "a2a_nvlink_efficiency",
+                                     "a2a_nic_efficiency",
+                                     "grouped_gemm_efficiency",
+                                     "permute_efficiency"};
     allowed.insert(allowed.end(), kStackOverlapKeys.begin(), kStackOverlapKeys.end());
     check_keys(table, path, allowed);
     for (const auto& [key, node] : in_file_order(table)) {
@@ -584,11 +597,15 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                     "kernel ceiling)",
                                     full, format_number(value)));
             }
-            (name == "gemm_efficiency"        ? s.gemm
-             : name == "fp8_gemm_efficiency"  ? s.fp8_gemm
-             : name == "attention_efficiency" ? s.attention
-             : name == "hbm_efficiency"       ? s.hbm
-                                              : s.collective) = value;
+            (name == "gemm_efficiency"           ? s.gemm
+             : name == "fp8_gemm_efficiency"     ? s.fp8_gemm
+             : name == "attention_efficiency"    ? s.attention
+             : name == "hbm_efficiency"          ? s.hbm
+             : name == "a2a_nvlink_efficiency"   ? s.a2a_nvlink
+             : name == "a2a_nic_efficiency"      ? s.a2a_nic
+             : name == "grouped_gemm_efficiency" ? s.grouped_gemm
+             : name == "permute_efficiency"      ? s.permute
+                                                 : s.collective) = value;
         }
     }
 }
@@ -651,6 +668,12 @@ void apply_stack(const toml::table& root, Experiment& e) {
         g.attention_efficiency = ceiling * s.attention;
         g.hbm_efficiency *= s.hbm;
         hw.collective_efficiency *= s.collective;
+        // MoE dispatch / combine: the GPU's a2a ceiling per link level times the stack's factor
+        // (a GPU without one falls back to its collective efficiency, the stack's included)
+        hw.a2a_nvlink_efficiency *= s.a2a_nvlink;
+        hw.a2a_nic_efficiency *= s.a2a_nic;
+        hw.grouped_gemm_factor *= s.grouped_gemm;
+        hw.permute_factor *= s.permute;
         hw.kernel_launch_s += s.kernel_launch_s;
         g.source +=
             fmt::format("; stack {}{}{}", s.name, s.source.empty() ? "" : " (" + s.source + ")",

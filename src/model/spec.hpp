@@ -194,6 +194,16 @@ struct HardwareSpec {
     double nic_bytes_per_s = 0;  ///< per GPU (each GPU has its own NIC share), one direction
     double nic_latency_s = 0;
     double collective_efficiency = 0.8;  ///< achieved fraction of link bandwidth by NCCL rings
+    /// MoE token dispatch / combine (all-to-all, DeepEP): achieved fraction of the link
+    /// bandwidth on NVLink and on the NIC, anchored on DeepEP's microbenchmarks (GPU presets)
+    /// times the stack's factor; 0 = collective_efficiency (docs/moe_calibration.md).
+    double a2a_nvlink_efficiency = 0;
+    double a2a_nic_efficiency = 0;
+    /// The stack's factor on the GEMM curve's eff_max for grouped expert GEMMs (small
+    /// per-expert shapes; 1 = a dense GEMM's), and on hbm_efficiency for the router, permute and
+    /// unpermute kernels (index gathers, not streaming copies; 1 = a streaming kernel's).
+    double grouped_gemm_factor = 1;
+    double permute_factor = 1;
     /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
     /// times this (launch-bound small models). Fitted; see configs/presets/gpus.
     double kernel_launch_s = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# configs/examples/deepseek_v3_space.toml (issue 36): the DeepSeek-V3 / 1,024-H100 space sweeps
+# configs/examples/deepseek_v3_space.toml (issue 36): the DeepSeek-V3 / 1,024-2,048-H100 space sweeps
 # in under a minute, its result file has the ep column, and `prism eval` of Megatron-Bridge's
 # 25.09 H100 configuration (tp 2, pp 8, ep 64, microbatch 1; measured 25.26 s per step,
 # tests/data/reference/moe/megatron_bridge_h100.csv) shows the MoE lines and lands within 10%.
@@ -16,8 +16,8 @@ cat sweep.txt
 echo "sweep took $secs s"
 [ "$rc" = 0 ] || { echo "FAIL sweep exit $rc"; fails=1; }
 [ "$(echo "$secs < 60" | bc)" = 1 ] || { echo "FAIL sweep took $secs s"; fails=1; }
-grep -q '^points      192 evaluated' sweep.txt || { echo "FAIL point count"; fails=1; }
-grep -Eq '^index +ep +pp +tp' sweep.txt || { echo "FAIL ep column in the report"; fails=1; }
+grep -q '^points      384 evaluated' sweep.txt || { echo "FAIL point count"; fails=1; }
+grep -Eq '^index +gpus +ep +pp +tp' sweep.txt || { echo "FAIL ep column in the report"; fails=1; }
 
 "$prism" eval "$exp" --point gpus=1024,ep=64,pp=8,tp=2,microbatch=1,recompute=none >eval.txt 2>&1 ||
     { echo "FAIL eval exit"; fails=1; }
@@ -30,5 +30,16 @@ step=$(awk '$1 == "step_time_s" {print $2}' eval.txt)
 echo "step time $step s (measured 25.26 s)"
 [ -n "$step" ] && [ "$(echo "$step > 0.9 * 25.264 && $step < 1.1 * 25.264" | bc)" = 1 ] ||
     { echo "FAIL step time $step s not within 10% of 25.26 s"; fails=1; }
+
+# configs/examples/deepseek_v3_gb200.toml: 256 GB200 NVL72, EP inside the 64-GPU NVLink domain
+# (ep <= 64) or across it (128, 256); sweeps in under a minute too
+start=$(date +%s.%N)
+timeout 120 "$prism" sweep "$src/configs/examples/deepseek_v3_gb200.toml" -o gb200.h5 >gb200.txt 2>&1
+rc=$?
+secs=$(echo "$(date +%s.%N) - $start" | bc)
+cat gb200.txt
+[ "$rc" = 0 ] || { echo "FAIL gb200 sweep exit $rc"; fails=1; }
+[ "$(echo "$secs < 60" | bc)" = 1 ] || { echo "FAIL gb200 sweep took $secs s"; fails=1; }
+grep -q '^points      96 evaluated' gb200.txt || { echo "FAIL gb200 point count"; fails=1; }
 [ "$fails" = 0 ] && echo "ok   moe example"
 exit "$fails"

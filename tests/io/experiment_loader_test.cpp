@@ -175,6 +175,28 @@ TEST(ExperimentLoader, StackFactorsMultiplyTheHardwareCeilings) {
     EXPECT_NE(hw.gpu.source.find("stack llm-foundry"), std::string::npos) << hw.gpu.source;
 }
 
+// The MoE keys (docs/moe_calibration.md): the GPU preset's a2a ceilings per link level
+// (h100-sxm: DeepEP's 0.77 NVLink, 1.0 NIC) times the stack's factors; the grouped-GEMM and
+// permute factors are the stack's alone; a factor above 1 is rejected at its key.
+TEST(ExperimentLoader, MoeStackFactorsMultiplyTheA2aCeilings) {
+    const prism::Experiment e =
+        parse_experiment(kBase +
+                             "[stack]\npreset = \"megatron-core\"\na2a_nvlink_efficiency = 0.5\n"
+                             "a2a_nic_efficiency = 0.25\ngrouped_gemm_efficiency = 0.8\n"
+                             "permute_efficiency = 0.1\n",
+                         "exp.toml");
+    const prism::HardwareSpec& hw = e.hardware.at(0);
+    EXPECT_DOUBLE_EQ(hw.a2a_nvlink_efficiency, 0.77 * 0.5);
+    EXPECT_DOUBLE_EQ(hw.a2a_nic_efficiency, 1.0 * 0.25);
+    EXPECT_DOUBLE_EQ(hw.grouped_gemm_factor, 0.8);
+    EXPECT_DOUBLE_EQ(hw.permute_factor, 0.1);
+    EXPECT_EQ(error_of(kBase + "[stack]\npermute_efficiency = 2\n"),
+              "exp.toml:8:22: stack.permute_efficiency: value 2 must be <= 1 (a fraction of the "
+              "hardware's kernel ceiling)");
+    EXPECT_EQ(error_of(kBase + "a2a_nic_efficiency = 1.2\n"),
+              "exp.toml:7:22: hardware.h100.a2a_nic_efficiency: value 1.2 must be <= 1");
+}
+
 // The stack's default overlaps apply where [training] does not name them: deepspeed's preset
 // turns the overlapped gradient reduction off, megatron-core's (the default) leaves it on.
 TEST(ExperimentLoader, StackDefaultOverlapsApplyUnlessTrainingNamesThem) {

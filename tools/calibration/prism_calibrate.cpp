@@ -6,6 +6,9 @@
 //                                     factors as preset lines and every source's error
 //   prism_calibrate loso [DATA_DIR]   leave-one-source-out: for every source, fits on all the
 //                                     others and prints that source's error (a markdown table)
+//   prism_calibrate moe [DATA_DIR]    the MoE factors of the megatron-core stack on Megatron-
+//                                     Bridge's MoE rows, with each model and each GPU left out
+//                                     (tools/calibration/moe_fit.hpp; docs/moe_calibration.md)
 //   prism_calibrate check FILE.csv    a table that is never fitted (e.g. a kept-aside set kept
 //                                     outside the repository), with the shipped presets
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
@@ -37,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/calibration/moe_fit.hpp"
 #include "tools/calibration/stack_fit.hpp"
 
 namespace {
@@ -150,6 +154,68 @@ int run_check(const std::string& path) {
     return 0;
 }
 
+/// The MoE calibration: fits the megatron-core stack's MoE factors on the calibration set of
+/// Megatron-Bridge's MoE rows, prints them as preset lines, then every model and every GPU left
+/// out (fitted on the rest, the left-out rows' error), the in-sample errors per group, and the
+/// rows of the other containers with the fitted factors (checked, never fitted).
+int run_moe(const std::string& dir) {
+    const bool verbose = std::getenv("PRISM_CALIBRATE_ROWS") != nullptr;
+    std::vector<MoeItem> items = load_moe_items(megatron_bridge_moe(dir));
+    std::vector<MoeItem*> fit_rows, other_rows;
+    for (MoeItem& it : items) (it.c.calibration_set ? fit_rows : other_rows).push_back(&it);
+    const MoeFactors all = fit_moe(fit_rows, MoeFactors{});
+    fmt::print("[stack megatron-core: MoE factors, {} rows]\n", fit_rows.size());
+    MoeFactors shown = all;
+    for (int i = 0; i < 4; ++i) fmt::print("{} = {:.4f}\n", kMoeKeys[i], moe_field(shown, i));
+    fmt::print("\nin sample (all {} rows):\n", fit_rows.size());
+    const ErrorStats in = moe_errors(fit_rows, all, true);
+    fmt::print("MAPE {:.1f}% (max {:.1f}%)\n\n", 100 * in.mean_abs, 100 * in.max_abs);
+    int failures = 0;
+    for (const char* by : {"model", "gpu"}) {
+        std::set<std::string> groups;
+        for (MoeItem* it : fit_rows) groups.insert(by[0] == 'm' ? it->c.model : it->c.gpu);
+        fmt::print(
+            "| {} left out | rows | MAPE left out | max | MAPE in sample | a2a NVLink | "
+            "a2a NIC | grouped GEMM | permute | bound | |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n",
+            by);
+        for (const std::string& g : groups) {
+            std::vector<MoeItem*> train, test;
+            for (MoeItem* it : fit_rows) {
+                ((by[0] == 'm' ? it->c.model : it->c.gpu) == g ? test : train).push_back(it);
+            }
+            const MoeFactors f = fit_moe(train, MoeFactors{});
+            const ErrorStats left = moe_errors(test, f, verbose);
+            const ErrorStats inside = moe_errors(test, all);
+            const bool ok = left.mean_abs <= 0.10;
+            failures += ok ? 0 : 1;
+            fmt::print(
+                "| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.3f} | {:.3f} | {:.3f} | {:.3f} "
+                "| 10% | {} |\n",
+                g, test.size(), 100 * left.mean_abs, 100 * left.max_abs, 100 * inside.mean_abs,
+                f.a2a_nvlink, f.a2a_nic, f.grouped_gemm, f.permute, ok ? "ok" : "over");
+            std::fflush(stdout);
+        }
+        fmt::print("\n");
+    }
+    fmt::print("{} left-out groups over the 10% bound\n\n", failures);
+    std::map<std::string, std::vector<MoeItem*>> by_container;
+    for (MoeItem* it : other_rows) by_container[it->c.container].push_back(it);
+    fmt::print(
+        "| other container (checked, not fitted) | rows | MAPE | max |\n|---|---|---|---|\n");
+    std::vector<MoeItem*> rest;
+    for (auto& [name, rows] : by_container) {
+        const ErrorStats s = moe_errors(rows, all, verbose);
+        fmt::print("| {} | {} | {:.1f}% | {:.1f}% |\n", name, rows.size(), 100 * s.mean_abs,
+                   100 * s.max_abs);
+        rest.insert(rest.end(), rows.begin(), rows.end());
+    }
+    const ErrorStats s = moe_errors(rest, all);
+    fmt::print("| all other rows | {} | {:.1f}% | {:.1f}% |\n", rest.size(), 100 * s.mean_abs,
+               100 * s.max_abs);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,12 +224,13 @@ int main(int argc, char** argv) {
     try {
         if (which == "fit") return run_fit(dir);
         if (which == "loso") return run_loso(dir);
+        if (which == "moe") return run_moe(dir);
         if (which == "check" && argc > 2) return run_check(argv[2]);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "prism_calibrate: %s\n", e.what());
         return 1;
     }
-    std::fprintf(stderr, "prism_calibrate: unknown command '%s' (fit, loso, check FILE)\n",
+    std::fprintf(stderr, "prism_calibrate: unknown command '%s' (fit, loso, moe, check FILE)\n",
                  which.c_str());
     return 2;
 }

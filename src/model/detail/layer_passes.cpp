@@ -260,7 +260,9 @@ double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     const double rows = std::ceil(n_e / kGroupedGemmTileRows) * kGroupedGemmTileRows;
     const double flops = 2.0 * local * rows * k_dim * n_dim;
     const double bytes = 2.0 * local * (n_e * k_dim + k_dim * n_dim + n_e * n_dim);
-    return roofline_time_s(c.hw.gpu, c.gemm_curve, c.peak_gemm, flops, bytes);
+    GemmEfficiency curve = c.gemm_curve;
+    curve.max_efficiency *= c.hw.grouped_gemm_factor;  // the stack's grouped-GEMM factor
+    return roofline_time_s(c.hw.gpu, curve, c.peak_gemm, flops, bytes);
 }
 
 double dispatch_bytes_per_token(const Context& c, bool forward_dispatch) {
@@ -293,8 +295,11 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
     MoeLines& lines = b.moe;
     auto router_part = [&]() {
         const double gemm = pass * c.gemm_bf16(2.0 * T * h * E, T, h, E);
-        const double softmax = pass * c.memory(3.0 * 4.0 * T * E);  // fp32 logits, top-k
-        const double permute = pass * c.memory(2.0 * T * h + 2.0 * T * k * h * cap(c));
+        // index gathers at the stack's permute factor of a streaming kernel's bandwidth
+        const double softmax =
+            pass * c.memory(3.0 * 4.0 * T * E) / c.hw.permute_factor;  // fp32 logits, top-k
+        const double permute =
+            pass * c.memory(2.0 * T * h + 2.0 * T * k * h * cap(c)) / c.hw.permute_factor;
         b.compute(KernelClass::gemm, gemm, c.sync);
         b.compute(KernelClass::elementwise, softmax, c.sync);
         b.compute(KernelClass::elementwise, permute, c.sync);
@@ -433,11 +438,16 @@ double dispatch_time_s(const Context& c, double tokens, double bytes_per_token) 
     }
     const DispatchBytes d =
         dispatch_bytes(c.tr.moe_dispatcher, tokens, bytes_per_token, c.m.top_k, c.ep_group);
+    // each link level at its a2a efficiency (DeepEP-anchored ceiling x the stack's factor)
     const double eff = c.hw.collective_efficiency;
+    const double eff_nvlink = c.hw.a2a_nvlink_efficiency > 0 ? c.hw.a2a_nvlink_efficiency : eff;
+    const double eff_nic = c.hw.a2a_nic_efficiency > 0 ? c.hw.a2a_nic_efficiency : eff;
     const double nvlink =
-        d.nvlink > 0 ? d.nvlink / (c.hw.nvlink_bytes_per_s * eff) + c.hw.nvlink_latency_s : 0.0;
+        d.nvlink > 0 ? d.nvlink / (c.hw.nvlink_bytes_per_s * eff_nvlink) + c.hw.nvlink_latency_s
+                     : 0.0;
     const double nic =
-        d.nic > 0 ? d.nic / (c.ep_group.link.bytes_per_s * eff) + c.ep_group.link.latency_s : 0.0;
+        d.nic > 0 ? d.nic / (c.ep_group.link.bytes_per_s * eff_nic) + c.ep_group.link.latency_s
+                  : 0.0;
     return std::max(nvlink, nic);
 }
 

@@ -137,6 +137,46 @@ TEST(Moe, DispatchAndCombineTimesMatchHandCalculation) {
     EXPECT_LT(o.breakdown.ep_comm_exposed_s, b.ep_comm_exposed_s);
 }
 
+// The a2a efficiency of each link level (DeepEP-anchored ceilings x the stack's factors,
+// docs/moe_calibration.md) replaces the collective efficiency for the dispatch and combine only.
+TEST(Moe, DispatchRunsEachLinkLevelAtItsA2aEfficiency) {
+    Experiment e = small_moe();
+    e.hardware.at(0).a2a_nvlink_efficiency = 0.5;
+    e.hardware.at(0).a2a_nic_efficiency = 0.4;
+    const DesignPoint p = point(1, 16, 16);
+
+    const prism::DeterministicResult r = prism::evaluate_deterministic(e, p);
+
+    // as DispatchAndCombineTimesMatchHandCalculation: 1,835,008 bytes over NVLink at 300e9 x 0.5,
+    // 2,097,152 over the NIC at 25e9 x 0.4
+    const double a2a = std::max(1835008.0 / 150e9 + 3e-6, 2097152.0 / 10e9 + 10e-6);
+    EXPECT_NEAR(a2a, 219.7152e-6, 1e-12);
+    EXPECT_NEAR(r.breakdown.moe_dispatch_s, 8 * 2 * a2a, 1e-12);
+    EXPECT_NEAR(r.breakdown.moe_combine_s, 8 * 2 * a2a, 1e-12);
+    // the NVLink level alone: both ranks of an 8-GPU EP group on one node
+    const prism::DeterministicResult n = prism::evaluate_deterministic(e, point(1, 16, 8));
+    const double bytes = 1024.0 * 2 * 2048 * 7 / 8;  // 1024 tokens x top 2 x 2048 B, 7/8 away
+    EXPECT_NEAR(n.breakdown.moe_dispatch_s, 8 * 2 * (bytes / 150e9 + 3e-6), 1e-12);
+}
+
+// The stack's grouped-GEMM and permute factors scale those kernels' time and nothing else.
+TEST(Moe, GroupedGemmAndPermuteFactorsScaleTheirKernels) {
+    Experiment e = small_moe();
+    const DesignPoint p = point(1, 16, 1);
+    const prism::DeterministicResult base = prism::evaluate_deterministic(e, p);
+    e.hardware.at(0).permute_factor = 0.25;
+    const prism::DeterministicResult slow = prism::evaluate_deterministic(e, p);
+    // router GEMM + softmax / top-k + permute: only the memory-bound part is 4x slower
+    EXPECT_GT(slow.breakdown.moe_router_s, 2.0 * base.breakdown.moe_router_s);
+    EXPECT_LT(slow.breakdown.moe_router_s, 4.0 * base.breakdown.moe_router_s + 1e-12);
+    EXPECT_DOUBLE_EQ(slow.breakdown.moe_expert_compute_s, base.breakdown.moe_expert_compute_s);
+    e.hardware.at(0).permute_factor = 1;
+    e.hardware.at(0).grouped_gemm_factor = 0.5;
+    const prism::DeterministicResult grouped = prism::evaluate_deterministic(e, p);
+    EXPECT_GT(grouped.breakdown.moe_expert_compute_s, base.breakdown.moe_expert_compute_s);
+    EXPECT_DOUBLE_EQ(grouped.breakdown.moe_router_s, base.breakdown.moe_router_s);
+}
+
 TEST(Moe, SingleRankExpertParallelismHasNoDispatchTraffic) {
     const Experiment e = small_moe();
 
