@@ -22,6 +22,7 @@
 #include "src/fit/step_fit.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
+#include "src/stochastic/detail/step_model.hpp"
 
 namespace prism::explorer {
 
@@ -305,6 +306,44 @@ HiccupSpec group_hiccups(const std::vector<LoadedGroup>& groups, std::size_t ski
     return f.hiccup;
 }
 
+/// The link levels a fit starts from (and holds where it cannot fit them): the base profile's;
+/// with --regime-levels and a base without levels, the regime on the fabric alone (NVLink 0).
+RegimeLevels level_start(const StepsCommand& cmd, const VariabilitySpec& base) {
+    RegimeLevels levels = base.regime_levels;
+    if (cmd.regime_levels && !levels.active()) levels.nvlink = 0;
+    return levels;
+}
+
+/// "0.81 / 0.05 / 0.14 / 0": each level's share of the collective time (local with nvlink).
+std::string level_shares(const StepProfile& profile) {
+    const auto s = collective_seconds_by_level(profile);
+    double total = 0;
+    for (const double x : s) total += x;
+    if (!(total > 0)) return "(none)";
+    return fmt::format("{:.3g} / {:.3g} / {:.3g} / {:.3g}", (s[0] + s[1]) / total, s[2] / total,
+                       s[3] / total, s[4] / total);
+}
+
+/// The level fit's lines for the output and the profile.
+std::vector<std::string> level_lines(const fit::LevelFit& lf) {
+    const RegimeLevels& l = lf.fit.parameters.levels;
+    if (!lf.levels_fitted) {
+        return {
+            fmt::format("regime levels held (one group: its KS depends on the regime cv times "
+                        "the levels' mix alone): nvlink {:.3g}, nic {:.3g}, rack {:.3g}, pod "
+                        "{:.3g}",
+                        l.nvlink, l.nic, l.rack, l.pod)};
+    }
+    std::string tried;
+    for (const auto& [f, ks] : lf.grid) {
+        tried += fmt::format("{}{:.3g}: {:.3f}", tried.empty() ? "" : ", ", f, ks);
+    }
+    return {
+        fmt::format("regime levels: nvlink multiplier {:.3g} fitted across the groups (worst "
+                    "KS per multiplier: {}); nic {:.3g}, rack {:.3g}, pod {:.3g} held",
+                    l.nvlink, tried, l.nic, l.rack, l.pod)};
+}
+
 // `steps fit --runs-from RUNS.toml`: one profile for several scales of a platform; per group the
 // in-sample KS and the KS when that group is left out of the fit (issue 35, item 5).
 int fit_groups_command(const StepsCommand& cmd) {
@@ -350,6 +389,8 @@ int fit_groups_command(const StepsCommand& cmd) {
     }
     fit::StepFitParameters start;
     start.regime_cv = base.comm_regime.cv;
+    start.levels = level_start(cmd, base);
+    std::vector<std::string> level_notes;
     const auto fit_without = [&](std::size_t skip, fit::HiccupFit* hiccup_fit) {
         VariabilitySpec b = base;
         if (cmd.hiccups) b.hiccup = group_hiccups(groups, skip, hiccup_fit);
@@ -357,16 +398,34 @@ int fit_groups_command(const StepsCommand& cmd) {
         for (std::size_t k = 0; k < groups.size(); ++k) {
             if (k != skip) g.push_back(groups[k].group);
         }
-        const fit::StepFit f = fit::fit_steps_groups(g, b, parse_target(cmd.target), start);
-        return std::pair{fit::with_parameters(b, f.parameters), f};
+        if (!cmd.regime_levels) {
+            const fit::StepFit f = fit::fit_steps_groups(g, b, parse_target(cmd.target), start);
+            return std::pair{fit::with_parameters(b, f.parameters), f};
+        }
+        const fit::LevelFit lf =
+            fit::fit_steps_groups_levels(g, b, parse_target(cmd.target), start);
+        if (skip == groups.size()) level_notes = level_lines(lf);
+        return std::pair{fit::with_parameters(b, lf.fit.parameters), lf.fit};
     };
     fit::HiccupFit hiccups;
     const auto [spec, all] = fit_without(groups.size(), &hiccups);
     if (cmd.hiccups) std::cout << hiccup_line(hiccups, 0) << "\n";
+    for (const std::string& line : level_notes) std::cout << line << "\n";
     std::cout << fmt::format(
         "\nfitted on all {} groups: transient scale {:.4g}, regime cv {:.4g}; worst group's KS "
         "shape {:.3f}\n",
         groups.size(), all.parameters.transient_scale, all.parameters.regime_cv, all.ks_shape);
+    if (cmd.regime_levels) {
+        for (std::size_t k = 0; k < groups.size(); ++k) {
+            std::cout << fmt::format(
+                "{}: collective time on nvlink / nic / rack / pod {}; job regime cv {:.4g}\n",
+                groups[k].label, level_shares(groups[k].group.model.profile),
+                all.parameters.regime_cv *
+                    stochastic::detail::level_amplitude(
+                        all.parameters.levels,
+                        collective_seconds_by_level(groups[k].group.model.profile)));
+        }
+    }
     std::vector<std::vector<Cell>> rows;
     std::vector<std::string> notes;
     for (std::size_t k = 0; k < groups.size(); ++k) {
@@ -414,6 +473,7 @@ int fit_groups_command(const StepsCommand& cmd) {
     p.spatial_notes = {"not fitted across scales: 0"};
     p.slow_notes = {"not fitted from step times: 0"};
     if (cmd.hiccups) p.hiccup_notes = {hiccup_line(hiccups, 0)};
+    p.level_notes = level_notes;
     io::write_variability_profile(cmd.output, p);
     std::cout << fmt::format("wrote {}\n", cmd.output);
     return kExitOk;
@@ -476,6 +536,7 @@ int fit_command(const StepsCommand& cmd) {
     }
     fit::StepFitParameters start;
     start.regime_cv = base.comm_regime.cv;
+    start.levels = level_start(cmd, base);
     const fit::StepFit f = fit::fit_steps(m, base, fit_runs, parse_target(cmd.target), start);
     std::cout << fmt::format(
         "\nfitted: transient scale {:.4g} (x the {} class cvs), regime cv {:.4g}, spatial cv "
@@ -551,6 +612,9 @@ CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
             sub->add_flag("--hiccups", command.hiccups,
                           "also fit periodic events and rare hiccups per node and step (steps far "
                           "above the median)");
+            sub->add_flag("--regime-levels", command.regime_levels,
+                          "the comm regime per link level: NVLink's multiplier fitted across "
+                          "--runs-from groups (from 0: the regime on the fabric alone)");
         } else {
             sub->add_option("--variability", command.variability,
                             "preset or .toml profile (default: the experiment's)");

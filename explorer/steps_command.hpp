@@ -25,9 +25,10 @@ struct StepsCommand {
     int monte_carlo_samples = 0;     ///< 0: the analytic evaluator for the within-run shape
     int warmup_steps = 5;
     bool keep_first_after_eval = false;
-    bool overwrite = false;  ///< fit: replace an existing --output
-    bool hiccups = false;    ///< fit: also fit rare hiccups (src/fit/hiccup_fit.hpp)
-    std::string runs_from;   ///< fit: a manifest of groups of runs (io/runs_manifest.hpp)
+    bool overwrite = false;      ///< fit: replace an existing --output
+    bool hiccups = false;        ///< fit: also fit rare hiccups (src/fit/hiccup_fit.hpp)
+    bool regime_levels = false;  ///< steps fit: the regime per link level (NVLink fitted)
+    std::string runs_from;       ///< fit: a manifest of groups of runs (io/runs_manifest.hpp)
 };
 
 /// Registers `steps compare` and `steps fit`; returns the `steps` subcommand.

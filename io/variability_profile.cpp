@@ -123,6 +123,12 @@ std::string format_variability_profile(const VariabilityProfile& p) {
     out << "\n";
     comments(out, p.regime_notes);
     out << "comm_regime = " << format_distribution(p.spec.comm_regime) << "\n";
+    if (p.spec.regime_levels.active()) {
+        const RegimeLevels& l = p.spec.regime_levels;
+        comments(out, p.level_notes);
+        out << "regime_levels = {nvlink = " << number(l.nvlink) << ", nic = " << number(l.nic)
+            << ", rack = " << number(l.rack) << ", pod = " << number(l.pod) << "}\n";
+    }
     if (p.spec.step_autocorrelation > 0) {
         out << "# lag-1 autocorrelation of consecutive steps (prism steps fit): the run model\n";
         out << "step_autocorrelation = " << number(p.spec.step_autocorrelation) << "\n";

@@ -27,6 +27,7 @@ struct VariabilityProfile {
     std::array<std::vector<std::string>, kKernelClassCount> class_notes;
     std::vector<std::string> regime_notes, spatial_notes, slow_notes;
     std::vector<std::string> hiccup_notes;    ///< above the hiccup keys (written when q > 0)
+    std::vector<std::string> level_notes;     ///< above regime_levels (written when set)
     std::vector<std::string> periodic_notes;  ///< above [periodic] (written when it has events)
 };
 

@@ -212,7 +212,7 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
     allowed.insert(allowed.end(),
                    {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
                     "hiccup_delay_sigma", "hiccup_delay_family", "hiccup_delay_tail", "periodic",
-                    "routing_skew", "routing", "step_autocorrelation"});
+                    "routing_skew", "routing", "step_autocorrelation", "regime_levels"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -277,6 +277,19 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
                 } else {
                     spec.periodic.push_back(event);
                 }
+            }
+        } else if (name == "regime_levels") {
+            // {nvlink = 0.2, nic = 1, rack = 1, pod = 1}: multipliers of comm_regime's cv per
+            // link level; levels not named keep theirs (1, or the preset's)
+            const toml::table& levels = as_table(*node, full);
+            check_keys(levels, full, {"nvlink", "nic", "rack", "pod"});
+            for (const auto& [lkey, lnode] : in_file_order(levels)) {
+                const std::string level(lkey->str());
+                const double x = as_positive(*lnode, join_key(full, level), true);
+                if (level == "nvlink") spec.regime_levels.nvlink = x;
+                if (level == "nic") spec.regime_levels.nic = x;
+                if (level == "rack") spec.regime_levels.rack = x;
+                if (level == "pod") spec.regime_levels.pod = x;
             }
         } else if (name == "comm_regime") {
             spec.comm_regime = parse_distribution(*node, full);
@@ -347,6 +360,17 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
         fail_at(*sigma, fmt::format("{}: hiccup_delay_sigma is the lognormal delay's; the Pareto "
                                     "delay takes hiccup_delay_tail",
                                     path));
+    }
+    // link levels scale the regime's cv: a parametric regime (here or in the preset)
+    const DistKind rk = spec.comm_regime.kind;
+    if (spec.regime_levels.active() && (rk == DistKind::empirical || rk == DistKind::mixture)) {
+        const std::string message = fmt::format(
+            "{}: regime_levels needs a normal, lognormal or gamma comm_regime (its cv is scaled "
+            "per link level), not {}",
+            path, rk == DistKind::empirical ? "an empirical one" : "a mixture");
+        if (const toml::node* p = table.get("regime_levels")) fail_at(*p, message);
+        if (const toml::node* p = table.get("comm_regime")) fail_at(*p, message);
+        throw error_at(table.source(), message);
     }
     // a hiccup needs its delay (here or in the preset this table amends)
     if (spec.hiccup.probability > 0 && !(spec.hiccup.delay_median_s > 0)) {

@@ -192,6 +192,7 @@ VariabilitySpec with_parameters(const VariabilitySpec& base, const StepFitParame
     }
     v.comm_regime = DistributionSpec{
         p.regime_cv > 0 ? DistKind::lognormal : DistKind::constant, 1.0, p.regime_cv, {}, {}};
+    v.regime_levels = p.levels;
     v.persistent.spatial = DistributionSpec{
         p.spatial_cv > 0 ? DistKind::normal : DistKind::constant, 1.0, p.spatial_cv, {}, {}};
     return v;
@@ -422,6 +423,24 @@ StepFit fit_steps_groups(const std::vector<StepGroup>& groups, const Variability
             return worst;
         },
         target, start);
+}
+
+LevelFit fit_steps_groups_levels(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
+                                 StepFitTarget target, const StepFitParameters& start) {
+    LevelFit out;
+    if (groups.size() < 2) {
+        out.fit = fit_steps_groups(groups, base, target, start);
+        return out;
+    }
+    out.levels_fitted = true;
+    for (const double f : kNvlinkLevelGrid) {
+        StepFitParameters s = start;
+        s.levels.nvlink = f;
+        StepFit fit = fit_steps_groups(groups, base, target, s);
+        out.grid.emplace_back(f, fit.ks_shape);
+        if (out.grid.size() == 1 || fit.ks_shape < out.fit.ks_shape) out.fit = std::move(fit);
+    }
+    return out;
 }
 
 double lag1_autocorrelation(const std::vector<MeasuredSteps>& runs) {

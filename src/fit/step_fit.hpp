@@ -26,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/model/spec.hpp"
@@ -59,11 +60,14 @@ struct StepFitParameters {
     double transient_scale = 1;  ///< every class's transient cv times this (lognormal)
     double regime_cv = 0;        ///< per-step comm regime (lognormal)
     double spatial_cv = 0;       ///< persistent per-GPU spread (normal)
+    /// the regime's multipliers per link level (spec.hpp RegimeLevels): regime_cv is then the
+    /// cv of a level at multiplier 1
+    RegimeLevels levels{};
 };
 
 /// The base profile with `p` applied: each transient factor lognormal with the base's cv times
-/// transient_scale, the regime lognormal with regime_cv, the spatial spread normal with
-/// spatial_cv; slow nodes as in the base.
+/// transient_scale, the regime lognormal with regime_cv and p's link-level multipliers, the
+/// spatial spread normal with spatial_cv; slow nodes as in the base.
 VariabilitySpec with_parameters(const VariabilitySpec& base, const StepFitParameters& p);
 
 /// Quantiles and moments of a step-time distribution, absolute and relative to its median.
@@ -153,5 +157,20 @@ struct StepGroup {
 /// Throws ModelError without groups or with a run of fewer than 2 steps.
 StepFit fit_steps_groups(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
                          StepFitTarget target, const StepFitParameters& start);
+
+/// The NVLink level's regime multiplier (kNvlinkLevelGrid; the other levels held at start's)
+/// fitted jointly with fit_steps_groups' parameters: the fit of least worst-group KS over the
+/// grid (ties: the smaller multiplier). Only groups whose collective time splits differently
+/// over the levels tell the multiplier from the regime cv (one group's KS depends on their
+/// product alone): with fewer than 2 groups it is held at start's (`levels_fitted` false).
+struct LevelFit {
+    StepFit fit;
+    bool levels_fitted = false;
+    std::vector<std::pair<double, double>> grid;  ///< (multiplier, worst KS) tried
+};
+LevelFit fit_steps_groups_levels(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
+                                 StepFitTarget target, const StepFitParameters& start);
+
+inline constexpr std::array<double, 8> kNvlinkLevelGrid{0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1};
 
 }  // namespace prism::fit

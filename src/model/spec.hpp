@@ -354,10 +354,28 @@ struct PeriodicEvent {
     bool operator==(const PeriodicEvent&) const = default;
 };
 
+/// The communication regime per link level (issue 35): a collective whose slowest link is on
+/// level L (NVLink domain, leaf = `nic`, spine = `rack`, core = `pod`; topology.hpp) sees a
+/// regime of comm_regime's family with cv `multiplier_L` x comm_regime's cv, one fabric state
+/// per step for every level (comonotone). The job's regime R is the collective-time-weighted
+/// mix: cv(R) = sum_L w_L multiplier_L cv, w_L the share of the step's collective time on
+/// level L (build_step_model), so the step's total collective time keeps its law and a job whose
+/// traffic crosses more racks or pods is noisier. All 1 (the default): every collective alike.
+struct RegimeLevels {
+    double nvlink = 1;  ///< inside an NVLink domain (and collectives that leave no GPU)
+    double nic = 1;     ///< across nodes under one leaf switch (a rack)
+    double rack = 1;    ///< across racks of a pod (the spine)
+    double pod = 1;     ///< across pods (the core)
+
+    bool active() const { return nvlink != 1 || nic != 1 || rack != 1 || pod != 1; }
+    bool operator==(const RegimeLevels&) const = default;
+};
+
 struct VariabilitySpec {
     std::array<DistributionSpec, kKernelClassCount> transient;  ///< X per kernel class
     PersistentSpec persistent;                                  ///< G per GPU
     DistributionSpec comm_regime;                               ///< R per step, all collectives
+    RegimeLevels regime_levels;                                 ///< R's amplitude per link level
     HiccupSpec hiccup;                                          ///< H per node and step
     std::vector<PeriodicEvent> periodic;                        ///< E at recurring steps
     /// MoE routing with moe_force_balance = false ([variability.routing], docs/moe.md): sigma

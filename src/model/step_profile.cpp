@@ -54,4 +54,44 @@ double deterministic_step_time(const StepProfile& profile) {
     return pipeline + tail;
 }
 
+namespace {
+
+void add_collectives(const SegmentList& segments, double times, std::array<double, 5>& out) {
+    if (times <= 0) return;
+    for (const auto& seg : segments) {
+        for (const auto& op : seg.ops) {
+            if (is_communication(op.cls))
+                out[static_cast<std::size_t>(op.link)] += times * op.time_s;
+        }
+    }
+}
+
+}  // namespace
+
+std::array<double, 5> collective_seconds_by_level(const StepProfile& profile) {
+    std::array<double, 5> out{};
+    const double m = profile.microbatches;
+    for (int s = 0; s < profile.stages; ++s) {
+        for (int c = 0; c < profile.chunks; ++c) {
+            const double layers = profile.chunk_layers(s, c);
+            add_collectives(profile.layer_forward, m * layers, out);
+            add_collectives(profile.layer_backward, m * layers, out);
+            if (s == 0 && c == 0) {
+                add_collectives(profile.embedding_forward, m, out);
+                add_collectives(profile.embedding_backward, m, out);
+            }
+            if (s == profile.stages - 1 && c == profile.chunks - 1) {
+                add_collectives(profile.head_forward, m, out);
+                add_collectives(profile.head_backward, m, out);
+            }
+        }
+    }
+    const double transfers = 2.0 * m * (profile.stages * profile.chunks - 1);
+    add_collectives(SegmentList{Segment{{profile.p2p}}}, transfers, out);
+    add_collectives(profile.dp_sync, profile.stages, out);
+    add_collectives(profile.optimizer, profile.stages, out);
+    add_collectives(profile.dataloader, profile.stages, out);
+    return out;
+}
+
 }  // namespace prism

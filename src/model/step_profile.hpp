@@ -19,6 +19,7 @@
 //   - with ZeRO-3/FSDP the layer segments include the per-layer AllGather/ReduceScatter over
 //     the DP group, and `dp_lockstep` says every layer synchronizes all replicas.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -98,5 +99,11 @@ struct StepProfile {
 
 /// Deterministic step time: the pipeline schedule of `profile` evaluated with base durations.
 double deterministic_step_time(const StepProfile& profile);
+
+/// The collective time of one replica's step on each link level (indexed by LinkLevel), at base
+/// durations: every stage's chunks' collectives times the microbatches (forward and backward),
+/// 2 m (p v - 1) point-to-point transfers, each stage's DP sync, the optimizer and the
+/// dataloader once per stage. Concurrent ops count each (traffic, not the critical path).
+std::array<double, 5> collective_seconds_by_level(const StepProfile& profile);
 
 }  // namespace prism

@@ -74,6 +74,34 @@ struct Accumulator {
 
 }  // namespace
 
+double level_amplitude(const RegimeLevels& levels, const std::array<double, 5>& seconds) {
+    const double mult[5] = {levels.nvlink, levels.nvlink, levels.nic, levels.rack, levels.pod};
+    double total = 0, weighted = 0;
+    for (std::size_t l = 0; l < seconds.size(); ++l) {
+        total += seconds[l];
+        weighted += seconds[l] * mult[l];
+    }
+    return total > 0 ? weighted / total : 1.0;
+}
+
+DistributionSpec job_regime(const DistributionSpec& regime, const RegimeLevels& levels,
+                            const std::array<double, 5>& seconds) {
+    if (!levels.active() || regime.kind == DistKind::constant) return regime;
+    if (regime.kind != DistKind::normal && regime.kind != DistKind::lognormal &&
+        regime.kind != DistKind::gamma) {
+        throw ConfigError(
+            "variability.regime_levels needs a normal, lognormal or gamma comm_regime (its cv is "
+            "scaled per link level)");
+    }
+    DistributionSpec out = regime;
+    out.cv = regime.cv * level_amplitude(levels, seconds);
+    if (!(out.cv > 0)) {
+        out.kind = DistKind::constant;
+        out.cv = 0;
+    }
+    return out;
+}
+
 Moments clark_max(Moments a, Moments b) {
     const double s2 = a.var + b.var;
     if (s2 <= 0) return a.mean >= b.mean ? a : b;
@@ -186,8 +214,9 @@ class SegmentCosts {
 
 /// The variability of the model: the transient, regime and spatial laws (classes in
 /// `deterministic_classes` made deterministic), their ids, and the slow units.
-void set_variability(StepModel& m, const DesignPoint& point, const HardwareSpec& hw,
-                     const VariabilitySpec& variability, std::uint32_t deterministic_classes,
+void set_variability(StepModel& m, const StepProfile& profile, const DesignPoint& point,
+                     const HardwareSpec& hw, const VariabilitySpec& variability,
+                     std::uint32_t deterministic_classes,
                      std::array<std::uint64_t, kKernelClassCount>& ids) {
     std::array<DistributionSpec, kKernelClassCount> specs = variability.transient;
     for (int c = 0; c < kKernelClassCount; ++c) {
@@ -195,10 +224,17 @@ void set_variability(StepModel& m, const DesignPoint& point, const HardwareSpec&
         m.transient[c] = Distribution(specs[c]);
         ids[c] = spec_id(specs[c]);
     }
-    m.regime = Distribution(variability.comm_regime);
+    // the job's regime: the link levels' amplitudes weighted by the step's collective time on
+    // each (both evaluators draw or integrate m.regime; unchanged when the levels are all 1)
+    const DistributionSpec regime =
+        variability.regime_levels.active()
+            ? job_regime(variability.comm_regime, variability.regime_levels,
+                         collective_seconds_by_level(profile))
+            : variability.comm_regime;
+    m.regime = Distribution(regime);
     m.spatial = Distribution(variability.persistent.spatial);
     m.spatial_id = spec_id(variability.persistent.spatial);
-    m.regime_id = spec_id(variability.comm_regime);
+    m.regime_id = spec_id(regime);
     m.placement_key = {point.tp, point.cp, static_cast<std::int64_t>(point.placement.kind)};
     for (const ParallelDim d : point.placement.order) {
         m.placement_key.push_back(static_cast<std::int64_t>(d));
@@ -393,7 +429,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     m.deterministic_s = deterministic_step_time(profile);
     m.periodic = timing::cached_periodic_pipeline({m.stages, m.chunks, m.microbatches});
     std::array<std::uint64_t, kKernelClassCount> ids{};
-    set_variability(m, point, hw, variability, deterministic_classes, ids);
+    set_variability(m, profile, point, hw, variability, deterministic_classes, ids);
     // the routing's law: inactive (forced balance), at its mean (the routing sensitivity
     // class), the analytic law's moments or Monte Carlo's exact draws'
     m.routing_base = profile.routing_mean_factor;

@@ -169,6 +169,16 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                            const VariabilitySpec& variability,
                            std::uint32_t deterministic_classes = 0, bool routing_draws = false);
 
+/// The amplitude of the job's regime relative to comm_regime (RegimeLevels in spec.hpp): the
+/// levels' multipliers weighted by the collective seconds per level (collective_seconds_by_level;
+/// local counts as nvlink); 1 without collectives.
+double level_amplitude(const RegimeLevels& levels, const std::array<double, 5>& seconds);
+
+/// The job's regime: `regime` with its cv times level_amplitude (a constant when that is 0).
+/// Throws ConfigError for an empirical or mixture regime with levels set.
+DistributionSpec job_regime(const DistributionSpec& regime, const RegimeLevels& levels,
+                            const std::array<double, 5>& seconds);
+
 /// Clark (1961): mean and variance of max(A, B) for independent normals A, B.
 Moments clark_max(Moments a, Moments b);
 
