@@ -8,12 +8,14 @@
 #include <exception>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "explorer/messages.hpp"
 #include "io/verify_store.hpp"
+#include "src/model/deterministic.hpp"
 #include "src/model/evaluate.hpp"
 
 namespace prism::explorer {
@@ -44,6 +46,34 @@ stochastic::Verification from_figures(const double* x, int samples) {
     v.mc_p99_s = x[8];
     return v;
 }
+
+}  // namespace
+
+std::vector<std::size_t> same_law_as(const Experiment& experiment, const DesignSpace& space,
+                                     const std::vector<std::uint64_t>& front) {
+    std::vector<std::size_t> rep(front.size());
+    std::vector<DesignPoint> points(front.size());
+    std::vector<std::optional<StepProfile>> profiles(front.size());
+    for (std::size_t k = 0; k < front.size(); ++k) {
+        rep[k] = k;
+        points[k] = space.decode(front[k]).point;
+        const DeterministicResult det = evaluate_deterministic(experiment, points[k]);
+        if (det.feasible) profiles[k] = det.profile;
+        if (!profiles[k]) continue;
+        for (std::size_t j = 0; j < k; ++j) {
+            if (rep[j] != j || !profiles[j]) continue;
+            DesignPoint p = points[k];
+            p.zero_stage = points[j].zero_stage;
+            if (p == points[j] && *profiles[k] == *profiles[j]) {
+                rep[k] = j;
+                break;
+            }
+        }
+    }
+    return rep;
+}
+
+namespace {
 
 /// Test hook: PRISM_TEST_VERIFY_DELAY_MS makes each point's verification this much slower (the
 /// signal and time-limit tests need a verification that lasts).
@@ -152,19 +182,41 @@ VerifyOutcome verify_front(const Experiment& experiment, const DesignSpace& spac
             front.size(), samples, std::max<std::size_t>(workers, 1), workers > 1 ? "es" : "");
     }
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<double> figures(front.size() * kFigures);
+    // points of one law (equal but for the ZeRO stage, equal step profiles) verified once
+    const std::vector<std::size_t> rep = same_law_as(experiment, space, front);
+    std::vector<std::uint64_t> distinct;
+    std::vector<std::size_t> slot(front.size());
+    for (std::size_t k = 0; k < front.size(); ++k) {
+        if (rep[k] == k) {
+            slot[k] = distinct.size();
+            distinct.push_back(front[k]);
+        } else {
+            slot[k] = slot[rep[k]];
+        }
+    }
+    if (!quiet && distinct.size() < front.size()) {
+        log << fmt::format(
+            "verify: {} of them share the step-time law of another front point (equal but for "
+            "the ZeRO stage, equal step profiles): verified once\n",
+            front.size() - distinct.size());
+    }
+    std::vector<double> once(distinct.size() * kFigures);
     if (workers == 0) {
         try {
-            for (std::size_t k = 0; k < front.size(); ++k) {
+            for (std::size_t k = 0; k < distinct.size(); ++k) {
                 if (stop && stop()) return VerifyOutcome::stopped;
-                verify_one(experiment, space, front[k], figures.data() + k * kFigures, stop);
+                verify_one(experiment, space, distinct[k], once.data() + k * kFigures, stop);
             }
         } catch (const stochastic::VerificationStopped&) {
             return VerifyOutcome::stopped;
         }
     } else {
-        const VerifyOutcome outcome = verify_on_workers(front, workers, figures, stop, grace_s);
+        const VerifyOutcome outcome = verify_on_workers(distinct, workers, once, stop, grace_s);
         if (outcome != VerifyOutcome::written) return outcome;
+    }
+    std::vector<double> figures(front.size() * kFigures);
+    for (std::size_t k = 0; k < front.size(); ++k) {
+        std::copy_n(once.data() + slot[k] * kFigures, kFigures, figures.data() + k * kFigures);
     }
     if (stop && stop()) return VerifyOutcome::stopped;  // a stop during the last point
     std::vector<io::VerifiedPoint> rows(front.size());

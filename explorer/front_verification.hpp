@@ -32,6 +32,14 @@ enum class VerifyOutcome {
     workers_busy,  ///< stopped, but a worker was still on its point `grace_s` later
 };
 
+/// For each front point k, the first point j <= k of `front` with the same step-time law:
+/// equal design points but for the ZeRO stage, and equal step profiles (at dp 1 the ZeRO stages
+/// 0-2 are one step). The verification of j then serves k (its figures, from j's random
+/// streams): the stochastic evaluators read nothing of a point but its profile and the fields
+/// compared. A point that does not fit is its own.
+std::vector<std::size_t> same_law_as(const Experiment& experiment, const DesignSpace& space,
+                                     const std::vector<std::uint64_t>& front);
+
 /// Master (rank 0): verifies `front` (design-space indices; empty: an empty /verify) and writes
 /// /verify into the closed result file at `path`. With more than one rank every worker must be
 /// in verify_front_worker; they are released when it returns `written` or `stopped`. A point

@@ -232,6 +232,8 @@ struct Placement {
     PlacementKind kind = PlacementKind::ordered;
     std::array<ParallelDim, 4> order{ParallelDim::tp, ParallelDim::cp, ParallelDim::pp,
                                      ParallelDim::dp};
+
+    bool operator==(const Placement&) const = default;
 };
 
 /// One point of the design space: what `evaluate` takes. Fields not varied in [space]
@@ -263,6 +265,8 @@ struct DesignPoint {
         const std::int64_t ranks = std::int64_t{tp} * cp * dp, inner = std::int64_t{etp} * ep;
         return inner > 0 && ranks % inner == 0 ? int(ranks / inner) : 0;
     }
+
+    bool operator==(const DesignPoint&) const = default;
 };
 
 // ---- variability (DESIGN.md section 2) -------------------------------------------------------

@@ -43,12 +43,16 @@ struct Op {
     /// EP rank's expected load; the evaluators scale it by the load factor's law
     /// (StepProfile::routing) when the router is not forced to balance.
     bool routed = false;
+
+    bool operator==(const Op&) const = default;
 };
 
 /// Ops that run concurrently (e.g. a GEMM and a prefetched AllGather on another stream); the
 /// segment ends when the last of them ends. Segments of a list run in series.
 struct Segment {
     std::vector<Op> ops;
+
+    bool operator==(const Segment&) const = default;
 };
 
 using SegmentList = std::vector<Segment>;
@@ -95,6 +99,10 @@ struct StepProfile {
     /// Deterministic durations of one chunk's forward / backward on `stage`, chunk `chunk`.
     double chunk_forward_s(int stage, int chunk) const;
     double chunk_backward_s(int stage, int chunk) const;
+
+    /// Every field equal (front verification: two points with equal profiles and equal points
+    /// but for the ZeRO stage have one step-time law).
+    bool operator==(const StepProfile&) const = default;
 };
 
 /// Deterministic step time: the pipeline schedule of `profile` evaluated with base durations.

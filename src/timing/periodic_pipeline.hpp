@@ -45,6 +45,8 @@ class PeriodicPipeline {
     }
     int stage_of_class(int cls) const { return cls / (2 * program_.shape.chunks); }
     const detail::RoundProgram& program() const { return program_; }
+    /// The program's rows (Monte Carlo runs its drawn schedules on them).
+    const detail::RoundExec& exec() const { return exec_; }
 
     /// Schedules evaluated together, one per lane; arrays are class-major: x[c * lanes + k].
     struct Lanes {

@@ -18,10 +18,17 @@ namespace prism::stochastic::detail {
 /// which compare the two samplers of the same law).
 enum class McSampler { automatic, dense };
 
+/// How Monte Carlo runs a replica's drawn schedule (montecarlo.cpp): on the rounds of
+/// PeriodicPipeline's program (the default: small buffers, whatever the microbatches), or op
+/// by op over the flat DAG (the earlier path, kept for tests that compare the two: the same
+/// law, other draws).
+enum class McPath { rounds, ops };
+
 /// Monte Carlo: `samples` step times, each on its own cluster realization (the marginal law).
 std::vector<double> monte_carlo(const StepModel& model, const PersistentLayout& layout, int samples,
                                 std::uint64_t seed, std::uint64_t point_index,
-                                McSampler sampler = McSampler::automatic);
+                                McSampler sampler = McSampler::automatic,
+                                McPath path = McPath::rounds);
 
 /// Replica pruning audit (tests, bench/mc_breakdown): over `samples` Monte Carlo steps, how
 /// many replicas were skipped as unable to be the slowest, and how many of those, drawn anyway,

@@ -58,6 +58,67 @@ void cluster_factors(const StepModel& m, const PersistentLayout& layout, std::ui
     }
 }
 
+/// K steady rounds of a compiled schedule (timing/detail/round_program.hpp) as one list of
+/// ops for Monte Carlo's draws, in dependency-level order: every op its own row (no row
+/// reused), so that the ops of one level, independent of each other, follow each other and
+/// the CPU overlaps them (one round of a 1F1B body is a chain through the stages; K rounds
+/// together are a wavefront K rounds wide). Rows: 0, 1, 2 the sentinels (0, the start, -inf),
+/// 3 + k the state slot k before the K rounds, then the ops; `next[k]`: the row that holds
+/// state slot k after them.
+struct UnrolledRounds {
+    std::vector<timing::detail::ExecOp> ops;
+    std::vector<std::uint8_t> has_input;  ///< per op: it has an input (a transfer is drawn)
+    std::vector<std::int32_t> next;
+    std::size_t rows = 0;
+    std::int64_t rounds = 0;  ///< K
+    std::size_t normals = 0;  ///< one per op and one per transfer
+};
+
+UnrolledRounds unroll_rounds(const timing::detail::RoundProgram& pr, std::int64_t k_rounds) {
+    using timing::detail::kSentinelRows;
+    UnrolledRounds u;
+    u.rounds = k_rounds;
+    const auto d = static_cast<std::int32_t>(pr.live.size());
+    const auto b = static_cast<std::int32_t>(pr.body.size());
+    const auto n = static_cast<std::int32_t>(k_rounds) * b;
+    const std::int32_t base = kSentinelRows + d;
+    const int v = pr.shape.chunks;
+    // op r b + i (round r, body op i) in program order, its row base + r b + i
+    std::vector<timing::detail::ExecOp> ops(n);
+    std::vector<std::int32_t> level(n, 0);
+    for (std::int32_t r = 0; r < k_rounds; ++r) {
+        for (std::int32_t i = 0; i < b; ++i) {
+            const auto& op = pr.body[i];
+            auto row = [&](std::int32_t slot, std::int32_t none) {
+                if (slot < 0) return none;
+                if (slot >= d) return base + r * b + (slot - d);
+                return r == 0 ? kSentinelRows + slot : base + (r - 1) * b + pr.live[slot];
+            };
+            auto& e = ops[r * b + i];
+            e.cls = op.cls;
+            e.prev = row(op.prev, op.cls < 2 * v ? 1 : 0);
+            e.in = row(op.in, 2);
+            e.out = base + r * b + i;
+            for (const auto x : {e.prev, e.in}) {
+                if (x >= base) level[r * b + i] = std::max(level[r * b + i], level[x - base] + 1);
+            }
+        }
+    }
+    std::vector<std::int32_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::int32_t a, std::int32_t c) { return level[a] < level[c]; });
+    for (const auto i : order) {
+        u.ops.push_back(ops[i]);
+        u.has_input.push_back(ops[i].in != 2 ? 1 : 0);
+        u.normals += 1 + u.has_input.back();
+    }
+    for (const auto l : pr.live)
+        u.next.push_back(base + (static_cast<std::int32_t>(k_rounds) - 1) * b + l);
+    u.rows = static_cast<std::size_t>(base + n);
+    return u;
+}
+
 constexpr double kLogInvEps = 27.631021115928547;  // ln 1e12
 
 /// Replicas evaluated at once by batch_makespan.
@@ -150,51 +211,24 @@ class StepSampler {
         for (size_t gi = 0; gi < rep_of_.size(); ++gi) rep_of_[gi] = static_cast<int>(gi) % m.dp;
         rep_rev_.resize(static_cast<size_t>(m.replicas) * m.stages);
         rep_nrev_.assign(m.replicas, 0);
-        // the schedule for batch_makespan: absent predecessors point at constant slots
-        const auto n = static_cast<std::int32_t>(ops.size());
-        const std::int32_t zero = n, start = n + 1, none = n + 2;
-        lane_ops_.resize(ops.size());
-        for (size_t i = 0; i < ops.size(); ++i) {
-            const auto& op = ops[i];
-            auto& l = lane_ops_[i];
-            l.prev = op.stage_prev >= 0 ? op.stage_prev : (op.stage == 0 ? start : zero);
-            l.own = op.own_forward >= 0 ? op.own_forward : zero;
-            l.input = op.input >= 0 ? op.input : none;
-            l.cost = 2 * op_j_[i] + op_bwd_[i];
+        const auto& pe = m.periodic->exec();
+        prefix_in_ = inputs_of(pe.prefix);
+        body_in_ = inputs_of(pe.body);
+        suffix_in_ = inputs_of(pe.suffix);
+        // the normals one replica's draw_rounds takes: one per op, one per transfer
+        auto normals = [](const std::vector<std::uint8_t>& in) {
+            return in.size() + static_cast<size_t>(std::count(in.begin(), in.end(), 1));
+        };
+        rounds_normals_ = normals(prefix_in_) + normals(suffix_in_) +
+                          static_cast<size_t>(pe.rounds) * normals(body_in_);
+        if (pe.rounds > 0) {
+            // K rounds of at most ~1,024 ops (a wavefront wide enough, rows in cache)
+            const auto& pr = m.periodic->program();
+            const auto per = static_cast<std::int64_t>(std::max<size_t>(1, pr.body.size()));
+            const std::int64_t k = std::clamp<std::int64_t>(1024 / per, 1, 16);
+            unrolled_ = unroll_rounds(pr, std::min(k, pe.rounds));
+            single_ = unroll_rounds(pr, 1);
         }
-        // level order: every op after its predecessors, the ops of one level (independent of
-        // each other) together, so that consecutive ops do not wait on each other's result
-        // (in the pipeline's order runs of one stage's ops form a chain, and the longest path
-        // runs at the latency of its max / add chain); the same maxima and sums per op
-        {
-            std::vector<std::int32_t> level(ops.size(), 0), order(ops.size());
-            auto lv = [&](std::int32_t slot) { return slot < n ? level[slot] + 1 : 0; };
-            for (size_t i = 0; i < ops.size(); ++i) {
-                const auto& l = lane_ops_[i];
-                level[i] = std::max({lv(l.prev), lv(l.own), lv(l.input)});
-            }
-            std::iota(order.begin(), order.end(), 0);
-            std::stable_sort(order.begin(), order.end(),
-                             [&](std::int32_t a, std::int32_t b) { return level[a] < level[b]; });
-            std::vector<std::int32_t> pos(ops.size() + 3);
-            for (size_t k = 0; k < ops.size(); ++k) pos[order[k]] = static_cast<std::int32_t>(k);
-            for (std::int32_t c = n; c < n + 3; ++c) pos[c] = c;
-            std::vector<LaneOp> sorted(ops.size());
-            for (size_t k = 0; k < ops.size(); ++k) {
-                const LaneOp& l = lane_ops_[order[k]];
-                sorted[k] = {pos[l.prev], pos[l.own], pos[l.input], l.cost};
-            }
-            lane_ops_ = std::move(sorted);
-            // the last op of each stage (it finishes last there: durations are >= 0), whose
-            // finish times the makespan is the max of
-            std::vector<std::int32_t> last(m.stages, -1);
-            for (size_t i = 0; i < ops.size(); ++i)
-                last[ops[i].stage] = static_cast<std::int32_t>(i);
-            for (const auto i : last) {
-                if (i >= 0) last_slots_.push_back(pos[i]);
-            }
-        }
-        draw_fin_.resize(ops.size() + 3);
         draw_mean_.resize(2 * m.fwd.size());
         draw_sd_.resize(2 * m.fwd.size());
         lane_g_.resize(static_cast<size_t>(m.stages) * kLanes);
@@ -243,18 +277,10 @@ class StepSampler {
     /// the longest path over lane_ops_ (level order), fused: one pass.
     double draw(const double* gs, double r, Stream& rng) {
         const auto& m = m_;
-        const int v = m.chunks;
+        if (path_ == McPath::rounds) return draw_rounds(gs, r, rng);
+        build_lane_ops();
         const size_t n = lane_ops_.size();
-        for (int s = 0; s < m.stages; ++s) {
-            const double gg = gs[s];
-            for (int c = 0; c < v; ++c) {
-                const int j = s * v + c;
-                draw_mean_[2 * j] = m.fwd[j].mean(gg, r);
-                draw_sd_[2 * j] = std::sqrt(m.fwd[j].var(gg, r));
-                draw_mean_[2 * j + 1] = m.bwd[j].mean(gg, r);
-                draw_sd_[2 * j + 1] = std::sqrt(m.bwd[j].var(gg, r));
-            }
-        }
+        class_laws(gs, r);
         // op k's duration from z[2 k], its transfer from z[2 k + 1] (unused without an input:
         // the input slot is -inf), the dataloader from z[2 n]
         normals_.resize(2 * n + 1);
@@ -275,6 +301,193 @@ class StepSampler {
             fin[k] = max_of(max_of(fin[op.prev], fin[op.own]), fin[op.input] + x) + d;
         }
         return dag_end(fin);
+    }
+
+    /// The op-by-op schedule for draw()'s op path (McPath::ops), built on first use.
+    void build_lane_ops() {
+        if (lane_ops_built_) return;
+        lane_ops_built_ = true;
+        const auto& m = m_;
+        const auto& ops = m.flat().ops();
+        // the schedule for batch_makespan: absent predecessors point at constant slots
+        const auto n = static_cast<std::int32_t>(ops.size());
+        const std::int32_t zero = n, start = n + 1, none = n + 2;
+        lane_ops_.resize(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const auto& op = ops[i];
+            auto& l = lane_ops_[i];
+            l.prev = op.stage_prev >= 0 ? op.stage_prev : (op.stage == 0 ? start : zero);
+            l.own = op.own_forward >= 0 ? op.own_forward : zero;
+            l.input = op.input >= 0 ? op.input : none;
+            l.cost = 2 * op_j_[i] + op_bwd_[i];
+        }
+        // level order: every op after its predecessors, the ops of one level (independent of
+        // each other) together, so that consecutive ops do not wait on each other's result
+        // (in the pipeline's order runs of one stage's ops form a chain, and the longest path
+        // runs at the latency of its max / add chain); the same maxima and sums per op
+        {
+            std::vector<std::int32_t> level(ops.size(), 0), order(ops.size());
+            auto lv = [&](std::int32_t slot) { return slot < n ? level[slot] + 1 : 0; };
+            for (size_t i = 0; i < ops.size(); ++i) {
+                const auto& l = lane_ops_[i];
+                level[i] = std::max({lv(l.prev), lv(l.own), lv(l.input)});
+            }
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(),
+                             [&](std::int32_t a, std::int32_t b) { return level[a] < level[b]; });
+            std::vector<std::int32_t> pos(ops.size() + 3);
+            for (size_t k = 0; k < ops.size(); ++k) pos[order[k]] = static_cast<std::int32_t>(k);
+            for (std::int32_t c = n; c < n + 3; ++c) pos[c] = c;
+            std::vector<LaneOp> sorted(ops.size());
+            for (size_t k = 0; k < ops.size(); ++k) {
+                const LaneOp& l = lane_ops_[order[k]];
+                sorted[k] = {pos[l.prev], pos[l.own], pos[l.input], l.cost};
+            }
+            lane_ops_ = std::move(sorted);
+            // the last op of each stage (it finishes last there: durations are >= 0), whose
+            // finish times the makespan is the max of
+            std::vector<std::int32_t> last(m.stages, -1);
+            for (size_t i = 0; i < ops.size(); ++i)
+                last[ops[i].stage] = static_cast<std::int32_t>(i);
+            for (const auto i : last) {
+                if (i >= 0) last_slots_.push_back(pos[i]);
+            }
+        }
+        draw_fin_.resize(ops.size() + 3);
+    }
+
+    /// The law of every op class given the stage factors gs[0 .. p) and the regime r: the
+    /// mean and sd of an op of class 2 j + bwd (chunk j = stage v + chunk) into draw_mean_ and
+    /// draw_sd_. The one place where both paths (draw, draw_rounds) sample the per-class
+    /// factors: a per-op or per-class communication factor enters here.
+    void class_laws(const double* gs, double r) {
+        const auto& m = m_;
+        const int v = m.chunks;
+        for (int s = 0; s < m.stages; ++s) {
+            const double gg = gs[s];
+            for (int c = 0; c < v; ++c) {
+                const int j = s * v + c;
+                draw_mean_[2 * j] = m.fwd[j].mean(gg, r);
+                draw_sd_[2 * j] = std::sqrt(m.fwd[j].var(gg, r));
+                draw_mean_[2 * j + 1] = m.bwd[j].mean(gg, r);
+                draw_sd_[2 * j + 1] = std::sqrt(m.bwd[j].var(gg, r));
+            }
+        }
+    }
+
+    /// draw() on the rounds of PeriodicPipeline's program (timing/detail/round_program.hpp):
+    /// the same ops with the same law (each op a normal of its class's mean and sd given
+    /// (g, R), clamped at 0, each transfer into an op a p2p normal clamped at 0, the dataloader
+    /// the start of stage 0), run as the prefix, `rounds` copies of the body and the suffix
+    /// with small buffers that stay in cache, whatever the microbatches. The makespan of every
+    /// realization equals the op-by-op DAG's: the same maxima and sums over the same edges,
+    /// less the own-forward edge, which never binds when durations are >= 0 (the forward ran
+    /// earlier on the same stage). Only the order in which the stream's normals are taken
+    /// differs, so the samples differ from draw()'s by the draws, not by the law (tested:
+    /// McRounds.*).
+    double draw_rounds(const double* gs, double r, Stream& rng) {
+        const auto& m = m_;
+        const auto& ex = m.periodic->exec();
+        class_laws(gs, r);
+        const double pm = m.p2p.mean(1.0, r), psd = std::sqrt(m.p2p.var(1.0, r));
+        const double start = std::max(
+            0.0, m.dataloader.mean(1.0, r) + std::sqrt(m.dataloader.var(1.0, r)) * rng.normal32());
+        RoundOps laws{draw_mean_.data(), draw_sd_.data(), pm, psd};
+        pool_left_ = rounds_normals_;
+        pool_at_ = pool_end_ = 0;
+        double* pre = grow(rounds_pre_, ex.prefix_rows);
+        pre[0] = 0.0;
+        pre[1] = start;
+        pre[2] = -HUGE_VAL;
+        run_drawn(ex.prefix, prefix_in_, pre, laws, rng);
+        const double* x = pre;
+        if (ex.rounds > 0) {
+            // the steady rounds K at a time (unrolled_), the rest one at a time (single_), on
+            // a buffer laid out as theirs; then the suffix on one laid out as ex's work rows
+            // (both keep the state in rows 3 .. 3 + D)
+            double* w = grow(rounds_work_, std::max(unrolled_.rows, ex.work_rows));
+            w[0] = 0.0;
+            w[1] = start;
+            w[2] = -HUGE_VAL;
+            for (size_t k = 0; k < ex.state; ++k) {
+                const std::int32_t e = ex.entry[k];
+                w[timing::detail::kSentinelRows + k] = e >= 0 ? pre[e] : 0.0;
+            }
+            std::int64_t left = ex.rounds;
+            for (const UnrolledRounds* u : {&unrolled_, &single_}) {
+                for (; left >= u->rounds; left -= u->rounds) {
+                    run_drawn(u->ops, u->has_input, w, laws, rng);
+                    for (size_t k = 0; k < ex.state; ++k) {
+                        w[timing::detail::kSentinelRows + k] = w[u->next[k]];
+                    }
+                }
+            }
+            run_drawn(ex.suffix, suffix_in_, w, laws, rng);
+            x = w;
+        }
+        double end = 0.0;
+        for (const auto k : ex.last) end = max_of(end, x[k]);
+        return end;
+    }
+
+    /// The class laws draw_rounds runs its ops with.
+    struct RoundOps {
+        const double* mean;
+        const double* sd;
+        double pm, psd;
+    };
+
+    /// Ops into their rows of x, each with its own duration and (where it has an input) its
+    /// own transfer: normals drawn a block of ops at a time (in_ops[i]: op i has an input).
+    void run_drawn(const std::vector<timing::detail::ExecOp>& ops,
+                   const std::vector<std::uint8_t>& in_ops, double* x, const RoundOps& laws,
+                   Stream& rng) {
+        constexpr size_t kBlock = 256;
+        const size_t n = ops.size();
+        for (size_t b = 0; b < n; b += kBlock) {
+            const size_t e = std::min(n, b + kBlock);
+            size_t need = e - b;
+            for (size_t i = b; i < e; ++i) need += in_ops[i];
+            const double* zz = take_normals(need, rng);
+            for (size_t i = b; i < e; ++i) {
+                const timing::detail::ExecOp& op = ops[i];
+                const double d = max_of(0.0, laws.mean[op.cls] + laws.sd[op.cls] * *zz++);
+                double y = -HUGE_VAL;
+                if (in_ops[i] != 0) y = x[op.in] + max_of(0.0, laws.pm + laws.psd * *zz++);
+                x[op.out] = max_of(x[op.prev], y) + d;
+            }
+        }
+    }
+
+    /// n normals of draw_rounds' stream: from a pool refilled a few thousand at a time (one
+    /// call per round of a short 1F1B body would cost more than the draws), never more than
+    /// the replica's draw still needs (pool_left_), so no draw is wasted. Leftovers too few for
+    /// a block are dropped: which normals are used does not depend on their values.
+    const double* take_normals(size_t n, Stream& rng) {
+        constexpr size_t kPool = 4096;
+        if (pool_end_ - pool_at_ < n) {
+            const size_t k = std::max(n, std::min(kPool, pool_left_));
+            rng.normals_batch(grow(pool_, k), k);
+            pool_at_ = 0;
+            pool_end_ = k;
+        }
+        const double* z = pool_.data() + pool_at_;
+        pool_at_ += n;
+        pool_left_ = pool_left_ > n ? pool_left_ - n : 0;
+        return z;
+    }
+
+    template <class T>
+    static T* grow(std::vector<T>& v, size_t n) {
+        if (v.size() < n) v.resize(n);
+        return v.data();
+    }
+
+    /// in_ops of an op list: whether each op has an input (its transfer is drawn).
+    static std::vector<std::uint8_t> inputs_of(const std::vector<timing::detail::ExecOp>& ops) {
+        std::vector<std::uint8_t> out(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) out[i] = ops[i].in != 2 ? 1 : 0;
+        return out;
     }
 
     /// std::max(a, b) by value.
@@ -730,6 +943,7 @@ class StepSampler {
 
   public:
     PruningCheck* check_ = nullptr;
+    McPath path_ = McPath::rounds;  ///< how draw() runs the schedule
 
   private:
     const StepModel& m_;
@@ -751,6 +965,12 @@ class StepSampler {
     std::vector<int> drawn_;
     static constexpr int kLanes = detail::kLanes;
     std::vector<LaneOp> lane_ops_;
+    bool lane_ops_built_ = false;
+    std::vector<double> rounds_pre_, rounds_work_;               ///< draw_rounds' buffers
+    std::vector<std::uint8_t> prefix_in_, body_in_, suffix_in_;  ///< ops with an input
+    UnrolledRounds unrolled_, single_;  ///< K steady rounds and one, for draw_rounds
+    std::vector<double> pool_;          ///< take_normals' pool: [pool_at_, pool_end_) unused
+    size_t pool_at_ = 0, pool_end_ = 0, pool_left_ = 0, rounds_normals_ = 0;
     std::vector<double> lane_cost_, lane_tr_;
     std::vector<double> draw_fin_, draw_mean_, draw_sd_, draw_g_;  ///< draw()'s scratch
     std::vector<std::int32_t> last_slots_;  ///< of each stage's last op in lane_ops_
@@ -769,9 +989,11 @@ class StepSampler {
 }  // namespace
 
 std::vector<double> monte_carlo(const StepModel& m, const PersistentLayout& layout, int samples,
-                                std::uint64_t seed, std::uint64_t point_index, McSampler sampler) {
+                                std::uint64_t seed, std::uint64_t point_index, McSampler sampler,
+                                McPath path) {
     // every sample is a step on its own cluster realization: the marginal distribution
     StepSampler sample(m);
+    sample.path_ = path;
     std::vector<double> g, gk;
     std::vector<double> out(samples);
     const bool sparse = sampler == McSampler::automatic && StepSampler::sparse(m, layout);
