@@ -82,10 +82,6 @@ def kendall_tau(a, b):
     return (concordant - discordant) / denominator if denominator else 1.0
 
 
-def label(table, row, dims):
-    return " ".join(f"{d}={pr._format_value(table[d][row])}" for d in dims)
-
-
 def study(prism, experiment, gpus_per_node=8):
     with open(experiment) as f:
         text = f.read()
@@ -148,8 +144,8 @@ def study(prism, experiment, gpus_per_node=8):
         for name, source, moved, t, _ in changes:
             print(f"  {name}: {source}")
             for s, old, new in moved:
-                print(f"    {s} GPUs: best p99 was {label(base, old, dims)} "
-                      f"({base['step_time_p99_s'][old]:.3f} s), now {label(t, new, dims)} "
+                print(f"    {s} GPUs: best p99 was {pr.config_label(base, old, dims)} "
+                      f"({base['step_time_p99_s'][old]:.3f} s), now {pr.config_label(t, new, dims)} "
                       f"({t['step_time_p99_s'][new]:.3f} s; the former {t['step_time_p99_s'][old]:.3f} s)")
         print()
 

@@ -260,20 +260,23 @@ std::string hiccup_line(const fit::HiccupFit& h, double nodes) {
             "node and step at 95%)",
             h.steps, h.probability_upper_95);
     }
-    const std::string law =
-        h.hiccup.family == HiccupFamily::pareto
-            ? fmt::format(
-                  "Pareto tail alpha {:.3g} (log-likelihood {:.2f} against the "
-                  "lognormal's {:.2f})",
-                  h.hiccup.delay_tail, h.pareto_log_likelihood, h.lognormal_log_likelihood)
-            : fmt::format("lognormal sigma {:.3g}{}", h.hiccup.delay_sigma,
-                          h.sigma_fitted ? (std::isnan(h.pareto_log_likelihood)
-                                                ? ""
-                                                : fmt::format(" (log-likelihood {:.2f} against "
-                                                              "a Pareto tail's {:.2f})",
-                                                              h.lognormal_log_likelihood,
-                                                              h.pareto_log_likelihood))
-                                         : " (held: fewer than 5 hits; family not chosen)");
+    std::string law;
+    if (h.hiccup.family == HiccupFamily::pareto) {
+        law = fmt::format(
+            "Pareto tail alpha {:.3g} (log-likelihood {:.2f} against the lognormal's "
+            "{:.2f})",
+            h.hiccup.delay_tail, h.pareto_log_likelihood, h.lognormal_log_likelihood);
+    } else if (!h.sigma_fitted) {
+        law = fmt::format("lognormal sigma {:.3g} (held: fewer than 5 hits; family not chosen)",
+                          h.hiccup.delay_sigma);
+    } else if (std::isnan(h.pareto_log_likelihood)) {
+        law = fmt::format("lognormal sigma {:.3g}", h.hiccup.delay_sigma);
+    } else {
+        law = fmt::format(
+            "lognormal sigma {:.3g} (log-likelihood {:.2f} against a Pareto tail's "
+            "{:.2f})",
+            h.hiccup.delay_sigma, h.lognormal_log_likelihood, h.pareto_log_likelihood);
+    }
     std::string line = fmt::format(
         "hiccups: {} of {} steps above the threshold: probability {:.4g} per node and step, "
         "delay median {:.4g} s, {} (maximum likelihood, censored at 6 robust sd)",

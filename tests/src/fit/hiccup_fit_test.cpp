@@ -153,27 +153,31 @@ TEST(HiccupFit, FewHitsDoNotHideHiccupsInTheBody) {
     std::mt19937_64 rng(1536);
     std::normal_distribution<double> body(5.17, 0.0065);
     std::vector<MeasuredSteps> runs(3);
-    double threshold = 0;
     for (std::size_t r = 0; r < runs.size(); ++r) {
         runs[r].name = "run" + std::to_string(r);
         for (int k = 0; k < 176; ++k) runs[r].step_time_s.push_back(body(rng));
     }
-    {  // the run's threshold as the fit defines it: 6 x 1.4826 x MAD above the median
-        std::vector<double> t = runs[1].step_time_s;
+    // a run of 176 steps: its median, and its threshold as the fit defines it (6 x 1.4826 x MAD
+    // above the median)
+    const auto median_of_176 = [](std::vector<double> t) {
         std::sort(t.begin(), t.end());
-        const double median = 0.5 * (t[87] + t[88]);
+        return 0.5 * (t[87] + t[88]);
+    };
+    const auto threshold_of = [&](const std::vector<double>& t) {
+        const double median = median_of_176(t);
         std::vector<double> deviation;
         for (double x : t) deviation.push_back(std::fabs(x - median));
-        std::sort(deviation.begin(), deviation.end());
-        threshold = 6 * 1.4826 * 0.5 * (deviation[87] + deviation[88]);
-        // two hits replace two body steps on either side of the median: median and MAD stay
-        const std::size_t below = static_cast<std::size_t>(
-            std::min_element(runs[1].step_time_s.begin(), runs[1].step_time_s.end()) -
-            runs[1].step_time_s.begin());
-        runs[1].step_time_s[below] = median + 1.04 * threshold;
-        runs[1].step_time_s.push_back(median + 1.22 * threshold);
-        runs[1].step_time_s.push_back(median + 1.51 * threshold);
-        runs[1].step_time_s.push_back(t.front());
+        return 6 * 1.4826 * median_of_176(deviation);
+    };
+    const double median = median_of_176(runs[1].step_time_s);
+    const double threshold = threshold_of(runs[1].step_time_s);
+    {  // two hits replace two body steps on either side of the median: median and MAD stay
+        std::vector<double>& t = runs[1].step_time_s;
+        const double smallest = *std::min_element(t.begin(), t.end());
+        *std::min_element(t.begin(), t.end()) = median + 1.04 * threshold;
+        t.push_back(median + 1.22 * threshold);
+        t.push_back(median + 1.51 * threshold);
+        t.push_back(smallest);
     }
 
     const HiccupFit fit = fit_hiccups({{runs, 192.0}});
@@ -184,16 +188,8 @@ TEST(HiccupFit, FewHitsDoNotHideHiccupsInTheBody) {
     EXPECT_LT(share, 3 * seen);
     EXPECT_GT(share, seen / 3);
     // the smallest of the runs' thresholds (the bound; run 1's is the one above)
-    double smallest = threshold;
-    for (const std::size_t r : {0u, 2u}) {
-        std::vector<double> t = runs[r].step_time_s;
-        std::sort(t.begin(), t.end());
-        const double median = 0.5 * (t[87] + t[88]);
-        std::vector<double> deviation;
-        for (double x : t) deviation.push_back(std::fabs(x - median));
-        std::sort(deviation.begin(), deviation.end());
-        smallest = std::min(smallest, 6 * 1.4826 * 0.5 * (deviation[87] + deviation[88]));
-    }
+    const double smallest =
+        std::min({threshold, threshold_of(runs[0].step_time_s), threshold_of(runs[2].step_time_s)});
     EXPECT_NEAR(fit.hiccup.delay_median_s, smallest, 1e-9);  // held at the bound here
     EXPECT_GT(smallest, 0.8 * threshold);
 }

@@ -200,12 +200,7 @@ TEST(Hiccups, AnalyticMatchesMonteCarloWithHiccupsOn) {
         const std::vector<double> cdf =
             analytic_cdf(c.profile, c.point, c.hardware, c.cluster, c.spec, draws);
 
-        double ks = 0;
-        const double n = static_cast<double>(draws.size());
-        for (std::size_t i = 0; i < draws.size(); ++i) {
-            ks = std::max({ks, std::fabs(cdf[i] - static_cast<double>(i + 1) / n),
-                           std::fabs(cdf[i] - static_cast<double>(i) / n)});
-        }
+        const double ks = prism::testing::ks_against_cdf(cdf);
         EXPECT_LT(ks, 0.015) << "regime " << regime;
         // the hit steps sit in the upper 8%: p95 and p99 are hiccup quantiles
         EvaluationSpec analytic;
@@ -235,12 +230,7 @@ TEST(Hiccups, AnalyticMatchesMonteCarloWithAParetoTail) {
     const std::vector<double> cdf =
         analytic_cdf(c.profile, c.point, c.hardware, c.cluster, c.spec, draws);
 
-    double ks = 0;
-    const double n = static_cast<double>(draws.size());
-    for (std::size_t i = 0; i < draws.size(); ++i) {
-        ks = std::max({ks, std::fabs(cdf[i] - static_cast<double>(i + 1) / n),
-                       std::fabs(cdf[i] - static_cast<double>(i) / n)});
-    }
+    const double ks = prism::testing::ks_against_cdf(cdf);
     EXPECT_LT(ks, 0.015);
 }
 
@@ -367,12 +357,7 @@ TEST(PeriodicEvents, AOneInAHundredEventMovesTheMeanAndTheTopQuantilesNotP95) {
     std::sort(draws.begin(), draws.end());
     const std::vector<double> cdf =
         analytic_cdf(c.profile, c.point, c.hardware, c.cluster, with, draws);
-    double ks = 0;
-    const double n = static_cast<double>(draws.size());
-    for (std::size_t i = 0; i < draws.size(); ++i) {
-        ks = std::max({ks, std::fabs(cdf[i] - static_cast<double>(i + 1) / n),
-                       std::fabs(cdf[i] - static_cast<double>(i) / n)});
-    }
+    const double ks = prism::testing::ks_against_cdf(cdf);
     EXPECT_LT(ks, 0.015);
 }
 

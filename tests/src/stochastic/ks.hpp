@@ -25,4 +25,16 @@ inline double ks_two_sample(std::vector<double> a, std::vector<double> b) {
     return d;
 }
 
+/// One-sample Kolmogorov-Smirnov distance of n sorted draws from a law, given the law's CDF at
+/// each draw (cdf[i] = F(x_(i))).
+inline double ks_against_cdf(const std::vector<double>& cdf) {
+    const double n = static_cast<double>(cdf.size());
+    double d = 0;
+    for (std::size_t i = 0; i < cdf.size(); ++i) {
+        d = std::max({d, std::fabs(cdf[i] - static_cast<double>(i + 1) / n),
+                      std::fabs(cdf[i] - static_cast<double>(i) / n)});
+    }
+    return d;
+}
+
 }  // namespace prism::testing

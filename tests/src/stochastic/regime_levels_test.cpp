@@ -13,6 +13,7 @@
 #include "src/model/topology.hpp"
 #include "src/stochastic/detail/step_model.hpp"
 #include "src/stochastic/step_distribution.hpp"
+#include "tests/src/stochastic/ks.hpp"
 #include "tests/src/stochastic/test_profiles.hpp"
 
 namespace prism::stochastic {
@@ -126,12 +127,7 @@ TEST(RegimeLevels, AnalyticMatchesMonteCarloAndCrossingPodsIsNoisier) {
         std::sort(draws.begin(), draws.end());
         const std::vector<double> cdf =
             analytic_cdf(c.profile, c.point, c.hardware, c.cluster, c.spec, draws);
-        double ks = 0;
-        const double n = static_cast<double>(draws.size());
-        for (std::size_t i = 0; i < draws.size(); ++i) {
-            ks = std::max({ks, std::fabs(cdf[i] - static_cast<double>(i + 1) / n),
-                           std::fabs(cdf[i] - static_cast<double>(i) / n)});
-        }
+        const double ks = prism::testing::ks_against_cdf(cdf);
         EXPECT_LT(ks, 0.015) << link_level_name(link);
         EvaluationSpec analytic;
         analytic.sensitivity = false;
