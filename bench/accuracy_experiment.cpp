@@ -3,7 +3,7 @@
 // CDF of S Monte Carlo samples, and the largest relative error of the analytic p50/p95/p99
 // against the Monte Carlo ones. Points the structural filters drop are skipped; points that do
 // not fit in memory are measured anyway (their step would run the same way). A measurement, not
-// a test: the README quotes its summary lines.
+// a test: docs/model.md quotes its summary lines.
 //   ./accuracy_experiment [experiment.toml = configs/quickstart.toml] [samples = 10000]
 //                         [--transient-only]
 // --transient-only removes the persistent factors (spatial cv 0, no slow GPUs): what is left is

@@ -2,8 +2,8 @@
 // (preset name or file), with the persistent factors at 1 as `prism steps compare` takes a run
 // (spatial spread and slow nodes dropped; --all keeps them). Prints both evaluators' mean, sd
 // and quantiles, the KS distance of the analytic CDF to the samples, and with --cdf the two
-// CDFs at every 40th of the samples. A measurement, not a test (README "Measured step-time
-// distributions" and Known limitations quote it).
+// CDFs at every 40th of the samples. A measurement, not a test (docs/validation.md "Measured
+// step-time distributions" and docs/limitations.md quote it).
 //   ./accuracy_point EXPERIMENT.toml VARIABILITY [samples = 10000] [--all] [--cdf]
 // KS of an S-sample empirical CDF against its own true CDF exceeds 1.36 / sqrt(S) with
 // probability 5% (0.0136 at S = 10,000).

@@ -2,7 +2,7 @@
 # The model against the measured step times of the MLPerf Training v4.1 GPT-3 175B runs
 # (tests/data/steps): the deterministic step against each system's measured median, and the
 # step-time distribution with a variability profile fitted on another scale (or platform).
-# README "Measured step-time distributions" quotes its output. Usage, from the repository root:
+# docs/validation.md "Measured step-time distributions" quotes its output. Usage, from the repository root:
 #   bash bench/mlperf_steps.sh [PRISM_BINARY] [MONTE_CARLO_SAMPLES]
 # With MONTE_CARLO_SAMPLES (e.g. 2000) the within-run shapes are Monte Carlo's, not analytic.
 set -euo pipefail

@@ -4,7 +4,7 @@
 // points are re-evaluated by Monte Carlo (src/model/evaluate.hpp verify_point, the sweep's
 // random streams) and written to the result file's /verify group (io/verify_store.hpp). The
 // analytic evaluator's known weak spots (interleaved schedules, ZeRO-3 with pipeline stages;
-// README Known limitations) are where a front is worth this check. Under MPI the master hands
+// docs/limitations.md) are where a front is worth this check. Under MPI the master hands
 // the points out one at a time to whichever worker is free (their cost differs by 10x and more)
 // and waits without polling a core away; every point's figures depend only on the point, so
 // the file does not depend on the rank count.

@@ -1064,9 +1064,9 @@ void parse_objectives(const toml::table& table, Experiment& experiment) {
     }
 }
 
-/// The defaults that follow the hardware and the way people train (README, "Defaults"):
-/// fused attention when every GPU of the experiment has a fitted fused-attention efficiency
-/// (H100, H200, B200 presets; the A100 preset's published runs are unfused), sequence
+/// The defaults that follow the hardware and the way people train (docs/experiments.md,
+/// "Defaults"): fused attention when every GPU of the experiment has a fitted fused-attention
+/// efficiency (H100, H200, B200 presets; the A100 preset's published runs are unfused), sequence
 /// parallelism whenever tp > 1 unless [defaults] or [space] name it, the memory reserve and
 /// usable fraction of memory.hpp.
 void apply_stack_defaults(const toml::table& root, Experiment& e) {

@@ -50,8 +50,8 @@ struct StepModelInput {
     ClusterSpec cluster;
     std::uint64_t seed = 0;
     /// 0: the analytic evaluator; else the model's within-run distribution is this many Monte
-    /// Carlo steps (slower; the reference, e.g. where the analytic one is coarse: README Known
-    /// limitations).
+    /// Carlo steps (slower; the reference, e.g. where the analytic one is coarse:
+    /// docs/limitations.md).
     int monte_carlo_samples = 0;
 };
 

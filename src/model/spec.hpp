@@ -406,7 +406,7 @@ struct EvaluationSpec {
     int histogram_bins = 64;
     bool sensitivity = true;  ///< per-kernel-class sensitivity metrics
     /// analytic evaluator: points of one replica's grid (and of the step's lattice step); fewer
-    /// is faster and coarser (README: the measured error and speed of 65, 129 and 257)
+    /// is faster and coarser (docs/model.md: the measured error and speed of 65, 129 and 257)
     int grid_points = 257;
     /// a sweep skips the stochastic evaluation of points whose bounds are dominated (exact
     /// Pareto front; explorer/pruning.hpp)

@@ -3,7 +3,7 @@
 // From steps to a training run (DESIGN.md section 4): the run-time distribution of a whole
 // training run with interruptions, restarts and checkpoints.
 //
-// The model, in one place (the README section states the same):
+// The model, in one place (docs/model.md, "From steps to a run", states the same):
 // - Compute. Given one realization k of the persistent factors (a simulated cluster), the steps
 //   of a run are independent with mean m_k and variance v_k (transient noise is drawn per step),
 //   so the sum of n steps is normal(n m_k, n v_k) by the central limit theorem (n is 1e4..1e6).

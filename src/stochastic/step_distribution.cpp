@@ -157,7 +157,7 @@ bool every_unit_slow(const VariabilitySpec& spec) {
 }
 
 /// Whether the analytic law is outside its stated domain for this point, so that the
-/// evaluator takes Monte Carlo instead (README, "Where the analytic evaluator hands over"):
+/// evaluator takes Monte Carlo instead (docs/model.md, "Where the analytic evaluator hands over"):
 /// a ZeRO-3 stage runs every layer in lockstep over all its GPUs and the analytic law maps the
 /// stage's largest GPU factor through phi_0 (effective_factor.hpp: the op's mean given one
 /// slow GPU), exact without slow GPUs, with one, or without transient compute noise; with

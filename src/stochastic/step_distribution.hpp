@@ -80,8 +80,8 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
                                           bool cluster_strata = true);
 
 /// Whether the analytic evaluator hands `profile` over to Monte Carlo: a ZeRO-3 stage likely to
-/// hold two or more slow units, with transient compute noise (README, "Where the analytic
-/// evaluator hands over"); step_distribution then samples it with `samples` draws.
+/// hold two or more slow units, with transient compute noise (docs/model.md, "Where the
+/// analytic evaluator hands over"); step_distribution then samples it with `samples` draws.
 bool analytic_hands_over(const StepProfile& profile, const DesignPoint& point,
                          const HardwareSpec& hardware, const VariabilitySpec& variability);
 

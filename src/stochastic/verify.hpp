@@ -2,7 +2,7 @@
 
 // The analytic step-time distribution of one point against a Monte Carlo run of the same model
 // (`[evaluation] verify = "montecarlo"`): where the analytic evaluator is known to be weak
-// (interleaved schedules, ZeRO-3 with pipeline stages, README Known limitations), a sweep's
+// (interleaved schedules, ZeRO-3 with pipeline stages, docs/limitations.md), a sweep's
 // Pareto front is worth checking by the reference evaluator.
 
 #include <cstdint>
