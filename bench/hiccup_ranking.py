@@ -20,17 +20,29 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 import prism_results as pr  # noqa: E402
 
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def preset_hiccups(name):
+    """(probability, delay median, delay sigma) of a shipped variability preset."""
+    with open(os.path.join(ROOT, "configs", "presets", "variability", name + ".toml"), "rb") as f:
+        preset = tomllib.load(f)
+    return (preset["hiccup_probability"], preset["hiccup_delay_median"],
+            preset["hiccup_delay_sigma"])
+
+
 # (label, probability per node and step, delay median s, delay sigma, where it comes from)
 SETTINGS = [
     ("eos-gpt3", 5.2e-5, 0.09, 0.73,
      "fitted on NVIDIA Eos GPT-3 175B, 256 + 512 H100 (docs/tails.md)"),
-    ("eos-dfw", 1.52727e-6, 3.13418, 0.5,
+    ("eos-dfw", *preset_hiccups("mlperf-eos-dfw-h100"),
      "preset mlperf-eos-dfw-h100 (Eos-dfw Llama 3.1 405B, 512 + 8,192 H100)"),
     ("q1e-5", 1e-5, 1.0, 1.0, "grid: 1 s median, lognormal sigma 1"),
     ("q1e-4", 1e-4, 1.0, 1.0, "grid"),
