@@ -34,6 +34,12 @@ struct System {
 const System kH100_256{"eos_h100_256", "mlperfv41_NVIDIA_eos_n32_", "mlperf-eos-h100"};
 const System kH100_512{"eos_h100_512", "mlperfv41_NVIDIA_eos_n64_", "mlperf-eos-h100"};
 const System kB200_64{"nyx_b200_64", "mlperfv41_NVIDIA_b200_n8_", "mlperf-nyx-b200"};
+const System kGB200_512{"carina_gb200_512", "mlperfv50_IBM-CoreWeave-NVIDIA_carina_",
+                        "mlperf-carina-gb200"};
+const System kH100_8192{"eos_dfw_h100_8192", "mlperfv50_NVIDIA_eos-dfw_n1024_",
+                        "mlperf-eos-dfw-h100"};
+const System kH100_512_llama{"eos_dfw_h100_512", "mlperfv50_NVIDIA_eos-dfw_n64_",
+                             "mlperf-eos-dfw-h100"};
 
 std::vector<fit::MeasuredSteps> runs_of(const System& s) {
     std::vector<fs::path> files;
@@ -102,6 +108,58 @@ TEST(MlperfSteps, EverySharedMedianWithinFivePercentWithTheNemoMlperfStack) {
         EXPECT_LE(std::abs(err), 0.05) << c.label;
         EXPECT_NE(e.hardware.at(0).gpu.source.find("stack nemo-mlperf"), std::string::npos);
     }
+}
+
+// Issue 34, must-show 3 and item 4: the two shared MLPerf runs that nothing is fitted on, with
+// the nemo-mlperf stack and the runs' own configurations (configs/examples/mlperf). Carina, 512
+// GB200 in NVL72 racks: -10.9% on the datasheet-peak ceilings (predicted too fast), -3.5% now
+// that gb200-nvl72 carries the B200's ceilings at the throughput a GB200 sustains on the same
+// configuration (BlackwellCeilings.*, fitted on Megatron-Bridge pairs, not on this run); with
+// its platform profile +0.4%. Eos-dfw, 8,192 H100: -5.2%, NOT within 5% (see the next test).
+TEST(MlperfSteps, TheNeverFittedMediansCarinaWithinFivePercentAndEosDfw8192Stated) {
+    for (const System& s : {kGB200_512, kH100_8192}) {
+        const fit::StepComparison c =
+            fit::compare_steps(model_of(s), io::load_variability(s.profile), runs_of(s));
+        const double err = c.deterministic_s / c.measured.p50_s - 1;
+        std::printf(
+            "  %-18s measured median %.3f s, deterministic %.3f s (%+.1f%%), predicted with "
+            "the platform profile %.3f s (%+.1f%%)\n",
+            s.experiment, c.measured.p50_s, c.deterministic_s, 100 * err, c.model_marginal_p50_s,
+            100 * (c.model_marginal_p50_s / c.measured.p50_s - 1));
+        // 8,192 H100: the miss is the per-step fixed cost below, held at its size until modelled
+        EXPECT_LE(std::abs(err), s.runs == kGB200_512.runs ? 0.05 : 0.06) << s.experiment;
+    }
+}
+
+// Why Eos-dfw 8,192 H100 misses, from the runs alone: its 512- and 8,192-GPU runs have the same
+// software and layout (tp 8, pp 8, vp 8, cp 2; config_DGXH100_{64,1024}x8x{288,24}xtp8pp8cp2.sh)
+// and differ only in dp (4, 64) and so in the microbatches per step m (288, 24). With a step
+// T = m c + F (c per microbatch, F per step: bubble, exposed DP sync, optimizer, host), the two
+// measured medians give by hand F = (288 T_8192 - 24 T_512) / 264 = (288 x 5.175 - 24 x 55.132)
+// / 264 = 0.63 s, the model's (same algebra on its two deterministic steps) 0.25 s, and c within
+// 3%. The 0.38 s the model lacks per step is 7% of the 8,192-GPU step and 0.7% of the 512-GPU
+// one: a scale-independent per-step cost the model does not have (an exposed DP reduce or
+// gather across 128 ranks, the pipeline's fill and drain, or host time per step); which of them
+// the shared runs cannot tell (docs/calibration.md, "MLPerf medians and Blackwell").
+TEST(MlperfSteps, EosDfwTwoScalesShowAPerStepCostTheModelLacks) {
+    const fit::StepComparison small =
+        fit::compare_steps(model_of(kH100_512_llama), io::load_variability(kH100_512_llama.profile),
+                           runs_of(kH100_512_llama));
+    const fit::StepComparison big = fit::compare_steps(
+        model_of(kH100_8192), io::load_variability(kH100_8192.profile), runs_of(kH100_8192));
+    auto fixed = [](double t_small, double t_big) { return (288 * t_big - 24 * t_small) / 264; };
+    auto per_microbatch = [](double t_small, double t_big) { return (t_small - t_big) / 264; };
+    const double f_measured = fixed(small.measured.p50_s, big.measured.p50_s);
+    const double f_model = fixed(small.deterministic_s, big.deterministic_s);
+    const double c_measured = per_microbatch(small.measured.p50_s, big.measured.p50_s);
+    const double c_model = per_microbatch(small.deterministic_s, big.deterministic_s);
+    std::printf(
+        "  per step F: measured %.3f s, model %.3f s; per microbatch c: measured %.4f s, "
+        "model %.4f s (%+.1f%%)\n",
+        f_measured, f_model, c_measured, c_model, 100 * (c_model / c_measured - 1));
+    EXPECT_NEAR(f_measured, 0.63, 0.02);  // the hand calculation above
+    EXPECT_NEAR(c_model / c_measured, 1.0, 0.03);
+    EXPECT_GT(f_measured - f_model, 0.3);  // fails once the model gains the missing cost
 }
 
 // "Measure a small job, predict the big one": the within-run shape fitted on the 256-GPU runs
