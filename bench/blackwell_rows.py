@@ -23,9 +23,19 @@ import tempfile
 
 PRISM = sys.argv[1] if len(sys.argv) > 1 else "build/explorer/prism"
 
+
+
+def ceilings(preset):
+    """(bf16 GEMM, fp8 GEMM, attention) ceilings of configs/presets/gpus/<preset>.toml."""
+    text = open(os.path.join("configs/presets/gpus", preset + ".toml")).read()
+    keys = ("gemm_max_efficiency", "fp8_gemm_max_efficiency", "attention_efficiency")
+    return tuple(float(re.search(r"^%s\s*=\s*([0-9.eE+-]+)" % k, text, re.M).group(1))
+                 for k in keys)
+
+
 # (experiment, measured median s, the GPU preset's ceilings (bf16 GEMM, fp8 GEMM, attention))
-B200 = (0.80, 0.70, 0.55)
-GB200 = (0.7239, 0.6334, 0.4976)
+B200 = ceilings("b200")
+GB200 = ceilings("gb200-nvl72")
 ROWS = [
     ("nyx_b200_64", 36.2338, B200),
     ("uf_b200_256", 27.6641, B200),
