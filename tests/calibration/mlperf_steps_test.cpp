@@ -34,6 +34,12 @@ struct System {
 const System kH100_256{"eos_h100_256", "mlperfv41_NVIDIA_eos_n32_", "mlperf-eos-h100"};
 const System kH100_512{"eos_h100_512", "mlperfv41_NVIDIA_eos_n64_", "mlperf-eos-h100"};
 const System kB200_64{"nyx_b200_64", "mlperfv41_NVIDIA_b200_n8_", "mlperf-nyx-b200"};
+const System kGB200_512{"carina_gb200_512", "mlperfv50_IBM-CoreWeave-NVIDIA_carina_",
+                        "mlperf-carina-gb200"};
+const System kH100_8192{"eos_dfw_h100_8192", "mlperfv50_NVIDIA_eos-dfw_n1024_",
+                        "mlperf-eos-dfw-h100"};
+const System kH100_512_llama{"eos_dfw_h100_512", "mlperfv50_NVIDIA_eos-dfw_n64_",
+                             "mlperf-eos-dfw-h100"};
 
 std::vector<fit::MeasuredSteps> runs_of(const System& s) {
     std::vector<fs::path> files;
@@ -67,9 +73,11 @@ fit::StepModelInput model_of(const System& s) {
 // model's over clusters (the deterministic step, which the variability raises by 0.8-2.4%
 // through the slowest GPU). The experiment files use the nemo-mlperf stack (issue 34), fitted on
 // the eight shared MLPerf medians, these three among them (in sample; left out: docs/
-// calibration.md). Measured: +3.8% (256 H100), +1.9% (512 H100), +5.7% (64 B200, deterministic
-// +4.8%): B200 is held to 7% because its kernel ceilings are the H100's fractions of peak (no
-// B200 microbenchmark used yet; configs/presets/gpus/b200.toml), H100 to 5%.
+// calibration.md). Measured: +3.9% (256 H100), +2.0% (512 H100), +5.6% (64 B200, deterministic
+// +4.6%): B200 is held to 7%, H100 to 5%. Not within 5% on B200: Blackwell's own rows put one
+// factor on the B200 ceilings within 1% of 1 (bench/blackwell_rows.py: 0.990, 1.001 on the B200
+// rows alone), so no Blackwell constant removes the gap between this GPT-3 run (+4.6%) and the
+// University of Florida's Llama 3.1 405B (-4.5%).
 TEST(MlperfSteps, PredictedMedianWithinFivePercentOfEachSystemsMeasuredMedian) {
     for (const System& s : {kH100_256, kH100_512, kB200_64}) {
         const fit::StepComparison c =
@@ -101,6 +109,72 @@ TEST(MlperfSteps, EverySharedMedianWithinFivePercentWithTheNemoMlperfStack) {
                     c.label.c_str(), c.measured, step_s, 100 * err);
         EXPECT_LE(std::abs(err), 0.05) << c.label;
         EXPECT_NE(e.hardware.at(0).gpu.source.find("stack nemo-mlperf"), std::string::npos);
+    }
+}
+
+// Issue 34, must-show 3 and item 4: the two shared MLPerf runs that nothing is fitted on, with
+// the nemo-mlperf stack and the runs' own configurations (configs/examples/mlperf). Carina, 512
+// GB200 in NVL72 racks: -10.9% on the datasheet-peak ceilings (predicted too fast), -3.5% now
+// that gb200-nvl72 carries the B200's ceilings at the throughput a GB200 sustains on the same
+// configuration (BlackwellCeilings.*, fitted on Megatron-Bridge pairs, not on this run); with
+// its platform profile +0.4%. Eos-dfw, 8,192 H100: -5.2%, NOT within 5% (see the next test).
+TEST(MlperfSteps, TheNeverFittedMediansCarinaWithinFivePercentAndEosDfw8192Stated) {
+    for (const System& s : {kGB200_512, kH100_8192}) {
+        const fit::StepComparison c =
+            fit::compare_steps(model_of(s), io::load_variability(s.profile), runs_of(s));
+        const double err = c.deterministic_s / c.measured.p50_s - 1;
+        std::printf(
+            "  %-18s measured median %.3f s, deterministic %.3f s (%+.1f%%), predicted with "
+            "the platform profile %.3f s (%+.1f%%)\n",
+            s.experiment, c.measured.p50_s, c.deterministic_s, 100 * err, c.model_marginal_p50_s,
+            100 * (c.model_marginal_p50_s / c.measured.p50_s - 1));
+        // 8,192 H100: the miss is the per-step fixed cost below, held at its size until modelled
+        EXPECT_LE(std::abs(err), s.runs == kGB200_512.runs ? 0.05 : 0.06) << s.experiment;
+    }
+}
+
+// Why Eos-dfw 8,192 H100 misses, from the runs alone: its 512- and 8,192-GPU runs have the same
+// software and layout (tp 8, pp 8, vp 8, cp 2; config_DGXH100_{64,1024}x8x{288,24}xtp8pp8cp2.sh)
+// and differ only in dp (4, 64) and so in the microbatches per step m (288, 24). With a step
+// T = m c + F (c per microbatch, F per step: bubble, exposed DP sync, optimizer, host), the two
+// measured medians give by hand F = (288 T_8192 - 24 T_512) / 264 = (288 x 5.175 - 24 x 55.132)
+// / 264 = 0.63 s, the model's (same algebra on its two deterministic steps) 0.25 s, and c within
+// 3%. NVIDIA's GPT-3 pair on Eos (v4.1, another model and software release; tp 4, pp 8, vp 6,
+// m 128 and 64 on 256 and 512 GPUs) gives the same by hand: F = 2 x 9.501 - 18.378 = 0.62 s
+// measured, 0.27 s in the model. The 0.35-0.38 s the model lacks per step is 7% of the
+// 8,192-GPU step and under 4% of the others: a per-step cost of these pipelined H100 runs the
+// model does not have (an exposed DP reduce or gather, a longer pipeline fill and drain, or host
+// time per step; not a constant host time of the stack: the 8B run's whole step is 0.19 s);
+// which, the shared runs cannot tell (docs/calibration.md, "MLPerf medians and Blackwell").
+TEST(MlperfSteps, TwoScalesOfOneConfigurationShowAPerStepCostTheModelLacks) {
+    struct Pair {
+        System small, big;
+        double m_small, m_big, f_by_hand;
+    };
+    for (const Pair& pr : {Pair{kH100_512_llama, kH100_8192, 288, 24, 0.634},
+                           Pair{kH100_256, kH100_512, 128, 64, 0.623}}) {
+        const fit::StepComparison small = fit::compare_steps(
+            model_of(pr.small), io::load_variability(pr.small.profile), runs_of(pr.small));
+        const fit::StepComparison big = fit::compare_steps(
+            model_of(pr.big), io::load_variability(pr.big.profile), runs_of(pr.big));
+        const double dm = pr.m_small - pr.m_big;
+        auto fixed = [&](double t_small, double t_big) {
+            return (pr.m_small * t_big - pr.m_big * t_small) / dm;
+        };
+        auto per_microbatch = [&](double t_small, double t_big) { return (t_small - t_big) / dm; };
+        const double f_measured = fixed(small.measured.p50_s, big.measured.p50_s);
+        const double f_model = fixed(small.deterministic_s, big.deterministic_s);
+        const double c_measured = per_microbatch(small.measured.p50_s, big.measured.p50_s);
+        const double c_model = per_microbatch(small.deterministic_s, big.deterministic_s);
+        std::printf(
+            "  %s / %s: per step F measured %.3f s, model %.3f s; per microbatch c measured "
+            "%.4f s, model %.4f s (%+.1f%%)\n",
+            pr.small.experiment, pr.big.experiment, f_measured, f_model, c_measured, c_model,
+            100 * (c_model / c_measured - 1));
+        EXPECT_NEAR(f_measured, pr.f_by_hand, 0.01) << pr.big.experiment;  // by hand, above
+        EXPECT_NEAR(c_model / c_measured, 1.0, 0.07) << pr.big.experiment;
+        // fails once the model gains the missing cost
+        EXPECT_GT(f_measured - f_model, 0.3) << pr.big.experiment;
     }
 }
 
