@@ -123,6 +123,20 @@ TEST(Deterministic, SeparateFp8CastsAddTorchaosCastBytesPerLinear) {
     EXPECT_NEAR(separate.breakdown.layer_backward_s - fused.breakdown.layer_backward_s, backward,
                 1e-12);
 
+    // tp 2 with sequence parallelism: every cast tensor is halved (the h-wide ones cast on their
+    // sequence shard before the gather, the others TP-local), so are the weights
+    DesignPoint tp2;
+    tp2.tp = 2;
+    tp2.sequence_parallel = true;
+    const double tp2_fused = [&] {
+        auto f = e;
+        f.hardware[0].fp8_cast_separate = false;
+        return prism::evaluate_deterministic(f, tp2).breakdown.layer_forward_s;
+    }();
+    const auto tp2_separate = prism::evaluate_deterministic(e, tp2);
+    EXPECT_NEAR(tp2_separate.breakdown.layer_forward_s - tp2_fused,
+                (4 * 3.5 * M * h + 6 * 6 * h * h) / bw + 4 * 2 * 2e-6, 1e-12);
+
     // bf16 training casts nothing
     e.training.precision = prism::Precision::bf16;
     const auto bf16_separate = prism::evaluate_deterministic(e, p);
