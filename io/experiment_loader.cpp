@@ -554,6 +554,10 @@ struct StackFactors {
     double gemm = 1, fp8_gemm = 1, attention = 1, hbm = 1, collective = 1;
     double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1;  ///< MoE factors
     double kernel_launch_s = 0;
+    bool fp8_cast_separate = false;  ///< fp8_cast = "separate" (torchao) | "fused" (TE)
+    /// The GEMM libraries' workspaces the stack holds ([memory] workspace unless given there);
+    /// none: default_memory_reserve()'s (TransformerEngine's)
+    std::optional<double> workspace_bytes;
     std::map<std::string, std::pair<bool, const toml::node*>> overlaps;  ///< default overlaps
 };
 
@@ -564,6 +568,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                         StackFactors& s) {
     std::vector<std::string> allowed{is_preset ? "source" : "preset",
                                      "attention_kernel",
+                                     "fp8_cast",
+                                     "workspace",
                                      "gemm_efficiency",
                                      "fp8_gemm_efficiency",
                                      "attention_efficiency",
@@ -584,6 +590,10 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.source = as_string(*node, full);
         } else if (name == "attention_kernel") {
             s.attention_kernel = as_choice(*node, full, {"cudnn", "fa2", "fa3"});
+        } else if (name == "fp8_cast") {
+            s.fp8_cast_separate = as_choice(*node, full, {"fused", "separate"}) == "separate";
+        } else if (name == "workspace") {
+            s.workspace_bytes = as_quantity(*node, full, Quantity::bytes, false, true);
         } else if (name == "kernel_launch") {
             s.kernel_launch_s = as_quantity(*node, full, Quantity::time, false, true);
         } else if (std::find(kStackOverlapKeys.begin(), kStackOverlapKeys.end(), name) !=
@@ -614,8 +624,9 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
 /// and may override its values; neither: megatron-core. Applied to every [hardware.<name>]:
 /// each efficiency becomes the hardware's kernel ceiling times the stack's factor, the host
 /// time per kernel the hardware's plus the stack's, and the overlaps [training] does not name
-/// take the stack's defaults.
-void apply_stack(const toml::table& root, Experiment& e) {
+/// take the stack's defaults. Returns the stack's GEMM workspace bytes, if it names them (the
+/// memory reserve is filled later: apply_stack_defaults, then [memory]).
+std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
     const toml::node* by_training = root["training"]["stack"].node();
     const toml::table* table =
         root.get("stack") != nullptr ? root.get("stack")->as_table() : nullptr;
@@ -675,10 +686,12 @@ void apply_stack(const toml::table& root, Experiment& e) {
         hw.grouped_gemm_factor *= s.grouped_gemm;
         hw.permute_factor *= s.permute;
         hw.kernel_launch_s += s.kernel_launch_s;
+        hw.fp8_cast_separate = s.fp8_cast_separate;
         g.source +=
             fmt::format("; stack {}{}{}", s.name, s.source.empty() ? "" : " (" + s.source + ")",
                         overridden.empty() ? "" : " (overridden: " + overridden + ")");
     }
+    return s.workspace_bytes;
 }
 
 // ---- [cluster] -------------------------------------------------------------------------------
@@ -1126,7 +1139,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     parse_model(root, source_name, experiment);
     parse_training(root, source_name, batch_in_space, experiment);
     parse_hardware(root, source_name, experiment);
-    apply_stack(root, experiment);
+    const std::optional<double> stack_workspace = apply_stack(root, experiment);
     if (experiment.training.precision == Precision::fp8) {
         for (const HardwareSpec& hw : experiment.hardware) {
             if (hw.gpu.peak_fp8_flop_per_s <= 0) {
@@ -1179,6 +1192,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "cotune")) detail::parse_cotune(*t, experiment);
     detail::check_b_noise_dimension(root, experiment);
     apply_stack_defaults(root, experiment);
+    if (stack_workspace) experiment.memory_reserve.workspace_bytes = *stack_workspace;
     if (const toml::table* t = optional_table(root, "constraints")) {
         detail::parse_constraints(*t, experiment.constraints);
     }

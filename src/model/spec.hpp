@@ -207,6 +207,11 @@ struct HardwareSpec {
     /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
     /// times this (launch-bound small models). Fitted; see configs/presets/gpus.
     double kernel_launch_s = 0;
+    /// The stack casts each FP8 GEMM input in kernels of its own (torchao Float8 with dynamic
+    /// tensorwise scaling: an amax reduction and a quantize pass per tensor) instead of fusing
+    /// the cast into the kernel that produces it (TransformerEngine): `fp8_cast = "separate"`
+    /// of configs/presets/stacks. Memory-bound kernels per FP8 GEMM (layer_passes.hpp).
+    bool fp8_cast_separate = false;
 
     /// GPUs per NVLink domain: nvlink_domain, or the node when it is not set.
     int nvlink_domain_gpus() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "src/common/error.hpp"
+#include "src/model/memory.hpp"
 #include "tests/io/loader_test_helpers.hpp"
 
 namespace {
@@ -173,6 +174,43 @@ TEST(ExperimentLoader, StackFactorsMultiplyTheHardwareCeilings) {
     EXPECT_DOUBLE_EQ(hw.collective_efficiency, 0.8 * 0.25);
     EXPECT_DOUBLE_EQ(hw.kernel_launch_s, 30e-6);
     EXPECT_NE(hw.gpu.source.find("stack llm-foundry"), std::string::npos) << hw.gpu.source;
+}
+
+// fp8_cast: torchtitan's preset casts separately (torchao), megatron-core's fuses (TE, the
+// default); a [stack] table may override it; another word is rejected at the key.
+TEST(ExperimentLoader, StackFp8CastSeparateOrFused) {
+    EXPECT_FALSE(parse_experiment(kBase, "exp.toml").hardware.at(0).fp8_cast_separate);
+    EXPECT_TRUE(parse_experiment(kBase + "[stack]\npreset = \"torchtitan\"\n", "exp.toml")
+                    .hardware.at(0)
+                    .fp8_cast_separate);
+    EXPECT_FALSE(parse_experiment(
+                     kBase + "[stack]\npreset = \"torchtitan\"\nfp8_cast = \"fused\"\n", "exp.toml")
+                     .hardware.at(0)
+                     .fp8_cast_separate);
+    EXPECT_EQ(error_of(kBase + "[stack]\nfp8_cast = \"unfused\"\n"),
+              "exp.toml:8:12: stack.fp8_cast: unknown value 'unfused'; expected one of "
+              "\"fused\", \"separate\"");
+}
+
+// The stack's GEMM workspaces replace the default reserve's (TransformerEngine's 96 MiB: PyTorch's
+// 32 MiB cuBLAS workspace on Hopper + 2 x 32 MiB cuBLASLt): torchtitan holds PyTorch's alone
+// (32 MiB), so its reserve is 64 MiB less; [memory] workspace still overrides the stack.
+TEST(ExperimentLoader, StackWorkspaceReplacesTheDefaultReserveUnlessMemoryNamesIt) {
+    constexpr double kMiB = 1024.0 * 1024.0;
+    const prism::Experiment core = parse_experiment(kBase, "exp.toml");
+    const prism::Experiment titan =
+        parse_experiment(kBase + "[stack]\npreset = \"torchtitan\"\n", "exp.toml");
+    EXPECT_DOUBLE_EQ(core.memory_reserve.workspace_bytes, 96 * kMiB);
+    EXPECT_DOUBLE_EQ(titan.memory_reserve.workspace_bytes, 32 * kMiB);
+    EXPECT_DOUBLE_EQ(titan.memory_reserve.cuda_context_bytes,
+                     core.memory_reserve.cuda_context_bytes);
+    const prism::DesignPoint p;
+    EXPECT_DOUBLE_EQ(prism::reserved_bytes(core.memory_reserve, p) -
+                         prism::reserved_bytes(titan.memory_reserve, p),
+                     64 * kMiB);
+    const prism::Experiment given = parse_experiment(
+        kBase + "[stack]\npreset = \"torchtitan\"\n[memory]\nworkspace = \"8 MiB\"\n", "exp.toml");
+    EXPECT_DOUBLE_EQ(given.memory_reserve.workspace_bytes, 8 * kMiB);
 }
 
 // The MoE keys (docs/moe_calibration.md): the GPU preset's a2a ceilings per link level

@@ -122,6 +122,18 @@ double Context::coll(KernelClass cls, double bytes, const GroupLink& link) const
     return collective_time_s(cls, bytes, link, hw.collective_efficiency);
 }
 
+double fp8_cast_forward_s(const Context& c, double input_elements, double weight_elements) {
+    if (c.tr.precision != Precision::fp8 || !c.hw.fp8_cast_separate) return 0;
+    return c.memory(kFp8CastActivationBytes * input_elements +
+                    kFp8CastWeightBytes * weight_elements) +
+           2 * kFp8AmaxStageTime_s;
+}
+
+double fp8_cast_backward_s(const Context& c, double grad_elements) {
+    if (c.tr.precision != Precision::fp8 || !c.hw.fp8_cast_separate) return 0;
+    return c.memory(kFp8CastActivationBytes * grad_elements) + kFp8AmaxStageTime_s;
+}
+
 // ---- one layer -------------------------------------------------------------------------------
 
 namespace {
@@ -151,9 +163,17 @@ Op gemm_op(const Context& c, double k, double n) {
     return Op{KernelClass::gemm, c.gemm(2.0 * rows * k * n, rows, k, n), c.sync, LinkLevel::local};
 }
 
+/// Adds a linear layer's separate FP8 casts (fp8_cast_forward_s / fp8_cast_backward_s).
+void add_cast(const Context& c, PassBuilder& b, double time_s) {
+    if (time_s > 0) b.compute(KernelClass::elementwise, time_s, c.sync);
+}
+
 /// A column-parallel GEMM with its input gathered first (SP), or by a ring exchange (overlap).
+/// Separate FP8 casts: of the input before it is gathered (the SP shard: torchao's FP8
+/// all-gather for TP) and of the local weight.
 void column_forward(const Context& c, PassBuilder& b, double k, double n) {
     const Op g = gemm_op(c, k, n);
+    add_cast(c, b, fp8_cast_forward_s(c, c.act(c.tokens * k), k * n));
     if (c.tp_overlap) {
         b.ring_exchange(g, tp_op(c, KernelClass::allgather), c.p.tp, kTp);
         return;
@@ -165,6 +185,7 @@ void column_forward(const Context& c, PassBuilder& b, double k, double n) {
 /// A row-parallel GEMM with its output reduced after it, or pipelined behind it (overlap).
 void row_forward(const Context& c, PassBuilder& b, double k, double n) {
     const Op g = gemm_op(c, k, n);
+    add_cast(c, b, fp8_cast_forward_s(c, c.tokens * k, k * n));
     if (c.tp_overlap) {
         b.pipelined_scatter(g, tp_op(c, KernelClass::reducescatter), kPipelinedScatterSplits, kTp);
         return;
@@ -498,8 +519,11 @@ void layer_backward(const Context& c, PassBuilder& b, bool moe) {
     auto elementwise = [&](double bytes) {
         b.compute(KernelClass::elementwise, 2 * c.memory(bytes), c.sync);
     };
+    // separate FP8 casts of the output gradient: a row-parallel linear's (h wide) on the SP
+    // shard before its gather, a column-parallel linear's (n / t wide) whole
     auto row_parallel = [&](double k, double n) {
         const Op g = gemm_op(c, k, n);
+        add_cast(c, b, fp8_cast_backward_s(c, c.act(c.tokens * n)));
         if (c.tp_overlap) {
             b.ring_exchange(g, tp_op(c, KernelClass::allgather), c.p.tp, kTp);
         } else {
@@ -510,6 +534,7 @@ void layer_backward(const Context& c, PassBuilder& b, bool moe) {
     };
     auto column_parallel = [&](double k, double n) {
         const Op g = gemm_op(c, k, n);
+        add_cast(c, b, fp8_cast_backward_s(c, c.tokens * n));
         if (c.p.tp <= 1) {
             b.compute(KernelClass::gemm, g.time_s, c.sync);
             b.compute(KernelClass::gemm, g.time_s, c.sync);

@@ -62,6 +62,22 @@ inline double attention_sequence_factor(double keys) {
            kAttentionCeilingSeq;
 }
 
+/// FP8 casts in kernels of their own (HardwareSpec::fp8_cast_separate: torchao Float8 with
+/// dynamic tensorwise scaling, torchtitan's FP8). Sized as torchao's own roofline of them
+/// (pytorch/ao torchao/float8/roofline_utils.py, get_float8_mem_sympy): each bf16 GEMM input is
+/// cast by an amax pass (a read, 2 bytes per element; fused into the kernel that produces the
+/// tensor for activations and output gradients under torch.compile, not for weights), a small
+/// second amax stage, and a quantize pass that reads it (2 bytes) and writes it in FP8 twice,
+/// row- and column-major (2 x 1 byte), the second for the backward's transposed GEMM. A linear
+/// layer casts its input (4 bytes per element) and weight (6) in the forward and its output
+/// gradient (4) in the backward; the FP8 input and weight are saved for the backward (no
+/// recast). TransformerEngine fuses the cast into the producing kernel: nothing extra.
+inline constexpr double kFp8CastActivationBytes = 4;  ///< per element: quantize read 2, write 2
+inline constexpr double kFp8CastWeightBytes = 6;      ///< per element: amax read 2 + quantize 4
+/// The second stage of each tensor's amax reduction: torchao's measured single-element Triton
+/// kernel on H100 (roofline_utils.py, TRITON_KERNEL_1_ELEMENT_TIME_SEC).
+inline constexpr double kFp8AmaxStageTime_s = 2e-6;
+
 /// Builds one SegmentList, keeping its time per category: time_s() = compute_s + the exposed
 /// communication of every category + stretch_s, exactly (the breakdown's lines add up).
 struct PassBuilder {
@@ -133,6 +149,12 @@ struct Context {
     /// Activation bytes of elementwise kernels: replicated over TP unless sequence parallel.
     double act(double bytes) const { return p.sequence_parallel ? bytes / t : bytes; }
 };
+
+/// The separate FP8 casts of one linear layer's forward (its input of `input_elements` and its
+/// weight of `weight_elements` elements on this GPU) and backward (its output gradient of
+/// `grad_elements`); 0 unless the training precision is FP8 and the stack casts separately.
+double fp8_cast_forward_s(const Context& c, double input_elements, double weight_elements);
+double fp8_cast_backward_s(const Context& c, double grad_elements);
 
 /// Attention core (scores, softmax, dropout, scores x V) of one pass; `scale` = 1 forward,
 /// 2 backward. CP: the K/V ring exchange runs concurrently with the attention kernel.

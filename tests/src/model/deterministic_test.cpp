@@ -102,6 +102,48 @@ TEST(Deterministic, Fp8CurveHasItsOwnEffMaxAndHalfSizeScaledByPeak) {
     EXPECT_NEAR(r.breakdown.layer_forward_s, forward, 1e-15);
 }
 
+TEST(Deterministic, SeparateFp8CastsAddTorchaosCastBytesPerLinear) {
+    auto e = prism::test::small_experiment();
+    e.training.precision = prism::Precision::fp8;
+    const DesignPoint p;  // one GPU, microbatch 1: M = 1024 tokens, h = 1024, f = 4h, MHA
+    const auto fused = prism::evaluate_deterministic(e, p);
+    e.hardware[0].fp8_cast_separate = true;
+    const auto separate = prism::evaluate_deterministic(e, p);
+
+    // torchao's roofline (roofline_utils.py): forward, each linear's input at 4 bytes per
+    // element and its weight at 6; backward, its output gradient at 4; plus 2 us per tensor
+    // (the amax's second stage). Inputs: QKV, proj, fc1 M h each, fc2 M 4h (7 M h); weights
+    // 3h^2 + h^2 + 4h^2 + 4h^2 (12 h^2); output gradients 3 M h + M h + 4 M h + M h (9 M h);
+    // at 2 TB/s x 0.8
+    const double M = 1024, h = 1024, bw = 2e12 * 0.8;
+    const double forward = (4 * 7 * M * h + 6 * 12 * h * h) / bw + 4 * 2 * 2e-6;
+    const double backward = 4 * 9 * M * h / bw + 4 * 2e-6;
+    EXPECT_NEAR(separate.breakdown.layer_forward_s - fused.breakdown.layer_forward_s, forward,
+                1e-12);
+    EXPECT_NEAR(separate.breakdown.layer_backward_s - fused.breakdown.layer_backward_s, backward,
+                1e-12);
+
+    // tp 2 with sequence parallelism: every cast tensor is halved (the h-wide ones cast on their
+    // sequence shard before the gather, the others TP-local), so are the weights
+    DesignPoint tp2;
+    tp2.tp = 2;
+    tp2.sequence_parallel = true;
+    const double tp2_fused = [&] {
+        auto f = e;
+        f.hardware[0].fp8_cast_separate = false;
+        return prism::evaluate_deterministic(f, tp2).breakdown.layer_forward_s;
+    }();
+    const auto tp2_separate = prism::evaluate_deterministic(e, tp2);
+    EXPECT_NEAR(tp2_separate.breakdown.layer_forward_s - tp2_fused,
+                (4 * 3.5 * M * h + 6 * 6 * h * h) / bw + 4 * 2 * 2e-6, 1e-12);
+
+    // bf16 training casts nothing
+    e.training.precision = prism::Precision::bf16;
+    const auto bf16_separate = prism::evaluate_deterministic(e, p);
+    e.hardware[0].fp8_cast_separate = false;
+    EXPECT_DOUBLE_EQ(bf16_separate.step_time_s, prism::evaluate_deterministic(e, p).step_time_s);
+}
+
 TEST(Deterministic, FusedAttentionBackwardHasTwoAndAHalfTimesTheForwardFlops) {
     auto e = compute_only();
     e.training.flash_attention = true;
