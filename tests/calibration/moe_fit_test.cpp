@@ -67,7 +67,7 @@ TEST(MoeFit, RecoversKnownFactorsFromRowsTheModelGenerated) {
         it.c.measured = moe_predict(it);
     }
     std::vector<MoeItem*> rows = pointers(items);
-    const MoeFactors f = fit_moe(rows, MoeFactors{}, 400, 0.0);
+    const MoeFactors f = fit_moe(rows, MoeFactors{}, 400, 0.0, "11111");  // every factor free
     const ErrorStats s = moe_errors(rows, f);
     std::printf(
         "  fitted a2a NVLink %.4f NIC %.4f grouped GEMM %.4f permute %.4f wave %.3f experts; "
@@ -80,21 +80,19 @@ TEST(MoeFit, RecoversKnownFactorsFromRowsTheModelGenerated) {
     EXPECT_NEAR(wave_experts(f), 4.0, 0.05);
 }
 
-/// The issue's acceptance bound for every left-out group, and the groups that miss it: their
-/// left-out error as this calibration reaches it (docs/moe_calibration.md, rounded up by about
-/// one point). Qwen3-235B (10.9%: its B300 row +16% and B200 row -9% in sample, which no setting
-/// of the model tells apart), B300 (11.6%: that Qwen3-235B row) and H100 (11.3%: the DeepSeek-V3
-/// row -19% in sample; its recipe recomputes the MoE MLP, which prism cannot express, and only
-/// the H100 rows pin the NIC factor) are over 10%.
+/// The issue's acceptance bound for every left-out group, and the one group that misses it: B300
+/// (12.4%: its Qwen3-235B row, +18% in sample, 0.64x the same split on B200 measured; nothing in
+/// prism's B200 and B300 presets differs by that much), bounded by what this calibration reaches
+/// (docs/moe_calibration.md, rounded up by about one point).
 constexpr double kIssueBound = 0.10;
 const std::map<std::string, double> kMoeLeftOutBound{{"DeepSeekV3", kIssueBound},
-                                                     {"Qwen3_235B_a22B", 0.12},
+                                                     {"Qwen3_235B_a22B", kIssueBound},
                                                      {"Qwen3_30B_a3B", kIssueBound},
                                                      {"B200", kIssueBound},
-                                                     {"B300", 0.125},
+                                                     {"B300", 0.135},
                                                      {"GB200", kIssueBound},
                                                      {"GB300", kIssueBound},
-                                                     {"H100", 0.125}};
+                                                     {"H100", kIssueBound}};
 
 /// The shipped MoE factors (configs/presets/stacks/megatron-core.toml) are the fit on every row
 /// of the calibration set, and with them the rows stay within the in-sample error reached.
@@ -120,13 +118,13 @@ TEST(MoeFit, ShippedFactorsAreTheFitOnEveryRow) {
     shipped.finish();
     std::printf("  shipped factors: MAPE %.1f%% (max %.1f%%) over %d rows\n",
                 100 * shipped.mean_abs, 100 * shipped.max_abs, shipped.n);
-    EXPECT_LT(shipped.mean_abs, 0.06);
+    EXPECT_LT(shipped.mean_abs, 0.065);
     EXPECT_LT(shipped.max_abs, 0.20);
 }
 
 /// Every model and every GPU left out: the MoE factors fitted on the other rows, the left-out
-/// rows' mean absolute error: within the issue's 10% for five of the eight groups, within what
-/// this calibration reaches for the other three (kMoeLeftOutBound).
+/// rows' mean absolute error: within the issue's 10% for seven of the eight groups, within what
+/// this calibration reaches for B300 (kMoeLeftOutBound).
 TEST(MoeFit, EveryLeftOutModelAndGpuStaysWithinTheBound) {
     std::vector<MoeItem> items = load_moe_items(calibration_set());
     for (const char* by : {"model", "gpu"}) {

@@ -190,7 +190,10 @@ TEST(ExperimentLoader, MoeStackFactorsMultiplyTheA2aCeilings) {
     EXPECT_DOUBLE_EQ(hw.a2a_nic_efficiency, 1.0 * 0.25);
     EXPECT_DOUBLE_EQ(hw.grouped_gemm_factor, 0.8);
     EXPECT_DOUBLE_EQ(hw.permute_factor, 0.1);
-    EXPECT_DOUBLE_EQ(hw.grouped_gemm_wave_experts, 0);  // not in the test's [stack]
+    // the wave is the stack's: a stack without the key groups all local experts (0)
+    const prism::Experiment other =
+        parse_experiment(kBase + "[stack]\npreset = \"llm-foundry\"\n", "exp.toml");
+    EXPECT_DOUBLE_EQ(other.hardware.at(0).grouped_gemm_wave_experts, 0);
     const prism::Experiment wave = parse_experiment(
         kBase + "[stack]\npreset = \"megatron-core\"\ngrouped_gemm_wave_experts = 4.5\n",
         "exp.toml");

@@ -160,6 +160,12 @@ inline double& moe_field(MoeFactors& f, int i) {
                     : f.wave;
 }
 
+/// The factors the shipped fit frees (kMoeKeys order): the a2a factors, the grouped GEMM's
+/// factor and wave; the permute factor is held at 1 (the router, permute and unpermute kernels
+/// at the HBM ceiling): with the wave it is not needed (freeing it too gives a 0.7-point lower
+/// in-sample error and three left-out groups over 10% instead of one; docs/moe_calibration.md).
+inline constexpr const char* kMoeFree = "11101";
+
 /// grouped_gemm_wave_experts of `f` (0: all local experts).
 inline double wave_experts(const MoeFactors& f) { return f.wave > 0 ? 1.0 / f.wave : 0.0; }
 
@@ -198,12 +204,13 @@ inline std::vector<MoeItem> load_moe_items(const std::vector<MoeCase>& cases) {
 /// `start` (`prior` per squared log ratio, kPrior as in the stack fit) for the efficiency
 /// factors the rows cannot tell apart. The wave (1 / grouped_gemm_wave_experts) has no
 /// tie-breaker and is started from 1 / {1.5, 3, 6, 12, 24} in turn (its objective has several
-/// minima), the best kept; `start.wave` = 0 starts there too. PRISM_MOE_FREE (e.g. "01110")
-/// holds the factors marked 0 at `start` (the wave at 0 = all local experts when held).
+/// minima), the best kept. `free` (else PRISM_MOE_FREE, else kMoeFree; e.g. "01110") holds
+/// the factors marked 0 at `start` (the wave at 0 = all local experts when held).
 inline MoeFactors fit_moe(std::vector<MoeItem*>& rows, MoeFactors start, int iterations = 160,
-                          double prior = kPrior) {
+                          double prior = kPrior, const char* free = nullptr) {
     constexpr int n = kMoeParams;
-    const char* mask = std::getenv("PRISM_MOE_FREE");
+    const char* env = std::getenv("PRISM_MOE_FREE");
+    const char* mask = free != nullptr ? free : env != nullptr ? env : kMoeFree;
     auto is_free = [&](int i) {
         return mask == nullptr || int(std::strlen(mask)) <= i || mask[i] == '1';
     };
