@@ -319,6 +319,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "first_stage_layers",
                 "last_stage_layers",
                 "layers_per_stage",
+                "layers_per_chunk",
                 "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split",
                 "grad_reduce_in_fp32",
@@ -553,6 +554,7 @@ struct StackFactors {
     std::string attention_kernel = "cudnn";
     double gemm = 1, fp8_gemm = 1, attention = 1, hbm = 1, collective = 1;
     double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1;  ///< MoE factors
+    double grouped_gemm_wave_experts = 0;  ///< experts per curve call (0: all local experts)
     double kernel_launch_s = 0;
     bool fp8_cast_separate = false;  ///< fp8_cast = "separate" (torchao) | "fused" (TE)
     /// The GEMM libraries' workspaces the stack holds ([memory] workspace unless given there);
@@ -579,7 +581,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "a2a_nvlink_efficiency",
                                      "a2a_nic_efficiency",
                                      "grouped_gemm_efficiency",
-                                     "permute_efficiency"};
+                                     "permute_efficiency",
+                                     "grouped_gemm_wave_experts"};
     allowed.insert(allowed.end(), kStackOverlapKeys.begin(), kStackOverlapKeys.end());
     check_keys(table, path, allowed);
     for (const auto& [key, node] : in_file_order(table)) {
@@ -596,6 +599,13 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.workspace_bytes = as_quantity(*node, full, Quantity::bytes, false, true);
         } else if (name == "kernel_launch") {
             s.kernel_launch_s = as_quantity(*node, full, Quantity::time, false, true);
+        } else if (name == "grouped_gemm_wave_experts") {
+            s.grouped_gemm_wave_experts = as_positive(*node, full);
+            if (s.grouped_gemm_wave_experts < 1) {
+                fail_at(*node, fmt::format("{}: value {} must be >= 1 (experts whose GEMMs fill "
+                                           "the GPU together)",
+                                           full, format_number(s.grouped_gemm_wave_experts)));
+            }
         } else if (std::find(kStackOverlapKeys.begin(), kStackOverlapKeys.end(), name) !=
                    kStackOverlapKeys.end()) {
             s.overlaps[name] = {as_bool(*node, full), node};
@@ -685,6 +695,7 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
         hw.a2a_nic_efficiency *= s.a2a_nic;
         hw.grouped_gemm_factor *= s.grouped_gemm;
         hw.permute_factor *= s.permute;
+        hw.grouped_gemm_wave_experts = s.grouped_gemm_wave_experts;
         hw.kernel_launch_s += s.kernel_launch_s;
         hw.fp8_cast_separate = s.fp8_cast_separate;
         g.source +=

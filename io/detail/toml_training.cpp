@@ -12,6 +12,35 @@ namespace prism::io::detail {
 
 namespace {
 
+/// Megatron-Core's pipeline layout: the decoder layers of every virtual stage in model order;
+/// the first and the last (embedding, loss) may hold none.
+void apply_chunk_layout(const toml::table& table, const ModelSpec& model, TrainingSpec& training) {
+    const toml::node* n = table.get("layers_per_chunk");
+    if (n == nullptr) return;
+    if (training.first_stage_layers > 0 || training.last_stage_layers > 0 ||
+        training.account_for_embedding_in_pipeline_split ||
+        training.account_for_loss_in_pipeline_split) {
+        fail_at(*n,
+                "training.layers_per_chunk: give either layers_per_chunk or the other uneven "
+                "split settings, not both");
+    }
+    const toml::array& values = as_array(*n, "training.layers_per_chunk");
+    if (values.empty()) fail_at(*n, "training.layers_per_chunk: empty list");
+    const std::int64_t layers = std::max(1, model.layers);
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const bool end = i == 0 || i + 1 == values.size();
+        training.layers_per_chunk.push_back(static_cast<int>(
+            as_integer_in(*values.get(i), "training.layers_per_chunk", end ? 0 : 1, layers)));
+        sum += training.layers_per_chunk.back();
+    }
+    if (model.layers > 0 && sum != model.layers) {
+        fail_at(*n, fmt::format("training.layers_per_chunk: the virtual stages hold {} layers, "
+                                "the model has layers = {}",
+                                sum, model.layers));
+    }
+}
+
 /// Uneven pipeline splits: Megatron's embedding / loss slots, first_stage_layers /
 /// last_stage_layers (--decoder-first/last-pipeline-num-layers) or layers_per_stage.
 void apply_stage_layers(const toml::table& table, const ModelSpec& model, TrainingSpec& training) {
@@ -39,8 +68,14 @@ void apply_stage_layers(const toml::table& table, const ModelSpec& model, Traini
         (std::string_view(key) == "first_stage_layers" ? training.first_stage_layers
                                                        : training.last_stage_layers) = value;
     }
+    apply_chunk_layout(table, model, training);
     const toml::node* n = table.get("layers_per_stage");
     if (n == nullptr) return;
+    if (!training.layers_per_chunk.empty()) {
+        fail_at(*n,
+                "training.layers_per_stage: give either layers_per_stage or layers_per_chunk, "
+                "not both");
+    }
     if (training.first_stage_layers > 0 || training.last_stage_layers > 0 || slots) {
         fail_at(*n,
                 "training.layers_per_stage: give either layers_per_stage or the other uneven "

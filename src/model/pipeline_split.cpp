@@ -54,6 +54,23 @@ std::vector<int> stage_totals(const ModelSpec& m, const TrainingSpec& tr, int pp
 /// The chunk split, or empty with `problem` set.
 std::vector<int> split_chunks(const ModelSpec& m, const TrainingSpec& tr, int pp, int v,
                               std::string* problem) {
+    if (!tr.layers_per_chunk.empty()) {
+        // Megatron-Core's layout: virtual stage k (model order) is chunk k / pp of rank k % pp
+        const std::vector<int>& layout = tr.layers_per_chunk;
+        if (int(layout.size()) != pp * v) {
+            *problem = "layers_per_chunk does not have pp * interleave entries";
+            return {};
+        }
+        if (std::accumulate(layout.begin(), layout.end(), 0L) != m.layers) {
+            *problem = "layers_per_chunk does not sum to layers";
+            return {};
+        }
+        std::vector<int> split(layout.size());
+        for (std::size_t k = 0; k < layout.size(); ++k) {
+            split[(k % std::size_t(pp)) * std::size_t(v) + k / std::size_t(pp)] = layout[k];
+        }
+        return split;
+    }
     const int embedding_slot = tr.account_for_embedding_in_pipeline_split ? 1 : 0;
     const int loss_slot = tr.account_for_loss_in_pipeline_split ? 1 : 0;
     if (pp > 1 && embedding_slot + loss_slot > 0) {
@@ -89,7 +106,18 @@ std::optional<std::string> stage_split_problem(const ModelSpec& m, const Trainin
     std::string problem;
     const std::vector<int> split = split_chunks(m, tr, pp, std::max(1, interleave), &problem);
     if (split.empty()) return problem;
-    if (*std::min_element(split.begin(), split.end()) < 1) {
+    // a layout's first and last virtual stage may hold only the embedding / the loss
+    const bool ends_may_be_empty = !tr.layers_per_chunk.empty() && split.size() > 1;
+    const auto inner_begin = split.begin() + (ends_may_be_empty ? 1 : 0);
+    const auto inner_end = split.end() - (ends_may_be_empty ? 1 : 0);
+    const int v = std::max(1, interleave);
+    bool empty_stage = false;
+    for (std::size_t s = 0; s < split.size(); s += std::size_t(v)) {
+        empty_stage = empty_stage ||
+                      std::accumulate(split.begin() + long(s), split.begin() + long(s) + v, 0) == 0;
+    }
+    if (empty_stage || *std::min_element(split.begin(), split.end()) < 0 ||
+        (inner_begin < inner_end && *std::min_element(inner_begin, inner_end) < 1)) {
         return "a pipeline stage or model chunk has no layers";
     }
     return std::nullopt;

@@ -128,6 +128,12 @@ struct TrainingSpec {
     /// Explicit layers of every stage (Megatron --pipeline-model-parallel-layout in spirit);
     /// applies to points whose pp equals its length, others are filtered. Empty = not set.
     std::vector<int> layers_per_stage;
+    /// Explicit decoder layers of every virtual pipeline stage (Megatron-Core's
+    /// --pipeline-model-parallel-layout), in model order: entry k runs on pipeline rank k % pp
+    /// as its model chunk k / pp; the input embedding is in the first, the output layer and
+    /// loss in the last, which alone may hold no layers (DeepSeek-V3's "Et|(tt|)*30mL"). Applies
+    /// to points whose pp x interleave equals its length, others are filtered. Empty = not set.
+    std::vector<int> layers_per_chunk;
 
     // ---- Mixture-of-Experts (docs/moe.md) ----
     /// Token dispatcher: NCCL all-to-all, Megatron's AllGather dispatcher (every EP rank gathers
@@ -204,6 +210,10 @@ struct HardwareSpec {
     /// unpermute kernels (index gathers, not streaming copies; 1 = a streaming kernel's).
     double grouped_gemm_factor = 1;
     double permute_factor = 1;
+    /// The stack's grouped expert GEMM kernel: how many experts' GEMMs fill the GPU together,
+    /// i.e. the kernel is timed on the GEMM curve at the FLOPs of that many experts' GEMMs (at
+    /// most the rank's local experts); 0 = all local experts (one GEMM of their FLOPs).
+    double grouped_gemm_wave_experts = 0;
     /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
     /// times this (launch-bound small models). Fitted; see configs/presets/gpus.
     double kernel_launch_s = 0;

@@ -60,28 +60,39 @@ TEST(MoeFit, RecoversKnownFactorsFromRowsTheModelGenerated) {
     truth.a2a_nic = 0.45;
     truth.grouped_gemm = 0.7;
     truth.permute = 0.3;
+    truth.wave = 1.0 / 4;  // 4 experts' GEMMs per curve call
     std::vector<MoeItem> items = load_moe_items(calibration_set());
     for (MoeItem& it : items) {
         set_moe_factors(it, truth);
         it.c.measured = moe_predict(it);
     }
     std::vector<MoeItem*> rows = pointers(items);
-    const MoeFactors f = fit_moe(rows, MoeFactors{}, 400, 0.0);
+    const MoeFactors f = fit_moe(rows, MoeFactors{}, 400, 0.0, "11111");  // every factor free
     const ErrorStats s = moe_errors(rows, f);
-    std::printf("  fitted a2a NVLink %.4f NIC %.4f grouped GEMM %.4f permute %.4f; MAPE %.4f%%\n",
-                f.a2a_nvlink, f.a2a_nic, f.grouped_gemm, f.permute, 100 * s.mean_abs);
+    std::printf(
+        "  fitted a2a NVLink %.4f NIC %.4f grouped GEMM %.4f permute %.4f wave %.3f experts; "
+        "MAPE %.4f%%\n",
+        f.a2a_nvlink, f.a2a_nic, f.grouped_gemm, f.permute, wave_experts(f), 100 * s.mean_abs);
     EXPECT_LT(s.mean_abs, 1e-4);
     EXPECT_NEAR(f.grouped_gemm, truth.grouped_gemm, 0.01);
     EXPECT_NEAR(f.a2a_nic, truth.a2a_nic, 0.01);
     EXPECT_NEAR(f.permute, truth.permute, 0.01);
+    EXPECT_NEAR(wave_experts(f), 4.0, 0.05);
 }
 
-/// The left-out errors this calibration reaches (docs/moe_calibration.md, rounded up by about
-/// one point): the issue's acceptance bound is 10%, which DeepSeek-V3, Qwen3-30B, B200, GB200
-/// and GB300 miss when left out.
-const std::map<std::string, double> kMoeLeftOutBound{
-    {"DeepSeekV3", 0.115}, {"Qwen3_235B_a22B", 0.105}, {"Qwen3_30B_a3B", 0.205}, {"B200", 0.145},
-    {"B300", 0.05},        {"GB200", 0.125},           {"GB300", 0.12},          {"H100", 0.105}};
+/// The issue's acceptance bound for every left-out group, and the one group that misses it: B300
+/// (12.4%: its Qwen3-235B row, +18% in sample, 0.64x the same split on B200 measured; nothing in
+/// prism's B200 and B300 presets differs by that much), bounded by what this calibration reaches
+/// (docs/moe_calibration.md, rounded up by about one point).
+constexpr double kIssueBound = 0.10;
+const std::map<std::string, double> kMoeLeftOutBound{{"DeepSeekV3", kIssueBound},
+                                                     {"Qwen3_235B_a22B", kIssueBound},
+                                                     {"Qwen3_30B_a3B", kIssueBound},
+                                                     {"B200", kIssueBound},
+                                                     {"B300", 0.135},
+                                                     {"GB200", kIssueBound},
+                                                     {"GB300", kIssueBound},
+                                                     {"H100", kIssueBound}};
 
 /// The shipped MoE factors (configs/presets/stacks/megatron-core.toml) are the fit on every row
 /// of the calibration set, and with them the rows stay within the in-sample error reached.
@@ -100,18 +111,20 @@ TEST(MoeFit, ShippedFactorsAreTheFitOnEveryRow) {
         EXPECT_NEAR(hw.a2a_nic_efficiency, ceiling.a2a_nic_efficiency * f.a2a_nic, 2e-3) << c.label;
         EXPECT_NEAR(hw.grouped_gemm_factor, f.grouped_gemm, 2e-3) << c.label;
         EXPECT_NEAR(hw.permute_factor, f.permute, 2e-3) << c.label;
+        EXPECT_NEAR(hw.grouped_gemm_wave_experts, wave_experts(f), 0.02 * wave_experts(f))
+            << c.label;
         shipped.add(relative_error(evaluate_deterministic(e, e.defaults).step_time_s, c.measured));
     }
     shipped.finish();
     std::printf("  shipped factors: MAPE %.1f%% (max %.1f%%) over %d rows\n",
                 100 * shipped.mean_abs, 100 * shipped.max_abs, shipped.n);
-    EXPECT_LT(shipped.mean_abs, 0.075);
-    EXPECT_LT(shipped.max_abs, 0.26);
+    EXPECT_LT(shipped.mean_abs, 0.065);
+    EXPECT_LT(shipped.max_abs, 0.20);
 }
 
 /// Every model and every GPU left out: the MoE factors fitted on the other rows, the left-out
-/// rows' mean absolute error. kBound is what this calibration reaches (docs/moe_calibration.md);
-/// the issue's acceptance bound is 10%.
+/// rows' mean absolute error: within the issue's 10% for seven of the eight groups, within what
+/// this calibration reaches for B300 (kMoeLeftOutBound).
 TEST(MoeFit, EveryLeftOutModelAndGpuStaysWithinTheBound) {
     std::vector<MoeItem> items = load_moe_items(calibration_set());
     for (const char* by : {"model", "gpu"}) {

@@ -228,6 +228,17 @@ TEST(ExperimentLoader, MoeStackFactorsMultiplyTheA2aCeilings) {
     EXPECT_DOUBLE_EQ(hw.a2a_nic_efficiency, 1.0 * 0.25);
     EXPECT_DOUBLE_EQ(hw.grouped_gemm_factor, 0.8);
     EXPECT_DOUBLE_EQ(hw.permute_factor, 0.1);
+    // the wave is the stack's: a stack without the key groups all local experts (0)
+    const prism::Experiment other =
+        parse_experiment(kBase + "[stack]\npreset = \"llm-foundry\"\n", "exp.toml");
+    EXPECT_DOUBLE_EQ(other.hardware.at(0).grouped_gemm_wave_experts, 0);
+    const prism::Experiment wave = parse_experiment(
+        kBase + "[stack]\npreset = \"megatron-core\"\ngrouped_gemm_wave_experts = 4.5\n",
+        "exp.toml");
+    EXPECT_DOUBLE_EQ(wave.hardware.at(0).grouped_gemm_wave_experts, 4.5);
+    EXPECT_EQ(error_of(kBase + "[stack]\ngrouped_gemm_wave_experts = 0.5\n"),
+              "exp.toml:8:29: stack.grouped_gemm_wave_experts: value 0.5 must be >= 1 (experts "
+              "whose GEMMs fill the GPU together)");
     EXPECT_EQ(error_of(kBase + "[stack]\npermute_efficiency = 2\n"),
               "exp.toml:8:22: stack.permute_efficiency: value 2 must be <= 1 (a fraction of the "
               "hardware's kernel ceiling)");
@@ -776,6 +787,20 @@ TEST(ExperimentLoader, UnevenPipelineSplitKeys) {
     EXPECT_EQ(error_of(base + "account_for_loss_in_pipeline_split = true\nlast_stage_layers = 7\n"),
               "exp.toml:8:21: training.last_stage_layers: give either first/last stage layers "
               "or the account_for_*_in_pipeline_split slots, not both");
+    // Megatron-Core's layout: every virtual stage's decoder layers; only the ends may be empty
+    const auto layout = parse_experiment(base + "layers_per_chunk = [0, 63, 63, 0]\n", "exp.toml");
+    EXPECT_EQ(layout.training.layers_per_chunk, (std::vector<int>{0, 63, 63, 0}));
+    EXPECT_EQ(error_of(base + "layers_per_chunk = [1, 0, 125, 0]\n"),
+              "exp.toml:7:24: training.layers_per_chunk: value 0 must be >= 1");
+    EXPECT_EQ(error_of(base + "layers_per_chunk = [63, 62]\n"),
+              "exp.toml:7:20: training.layers_per_chunk: the virtual stages hold 125 layers, the "
+              "model has layers = 126");
+    EXPECT_EQ(error_of(base + "layers_per_chunk = [63, 63]\nlayers_per_stage = [62, 64]\n"),
+              "exp.toml:8:20: training.layers_per_stage: give either layers_per_stage or "
+              "layers_per_chunk, not both");
+    EXPECT_EQ(error_of(base + "first_stage_layers = 7\nlayers_per_chunk = [63, 63]\n"),
+              "exp.toml:8:20: training.layers_per_chunk: give either layers_per_chunk or the other "
+              "uneven split settings, not both");
 }
 
 }  // namespace

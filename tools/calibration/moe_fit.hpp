@@ -10,9 +10,11 @@
 // left out. Header-only, shared by prism_calibrate and tests/calibration.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,20 +74,37 @@ inline std::vector<MoeCase> megatron_bridge_moe(const std::string& data_dir) {
 }
 
 /// The pipeline split of a row. Qwen3-235B's 94 layers: Megatron's embedding and loss slots
-/// (96 = 94 + 2 share every pp x vp the tables use). Qwen3-30B's 48: even. DeepSeek-V3's 61
-/// has no even or slotted split at any pp x vp the tables use: the stages as even as they go
-/// (the lighter ones first, where Megatron-Bridge's layouts put the embedding and the dense
-/// layers), and no interleaving (prism's uneven split has no interleaved form): its rows with vp
-/// run as 1F1B, the bubble (pp - 1) / m instead of (pp - 1) / (vp m).
+/// (96 = 94 + 2 share every pp x vp the tables use). Qwen3-30B's 48: even. DeepSeek-V3's 61:
+/// Megatron-Bridge's layouts (`pipeline_model_parallel_layout` of its DeepSeek-V3 recipe and
+/// performance configs, e.g. "Et*4|(t*4|)*14tmL" at pp x vp = 16, "Et|(tt|)*30mL" at 32): pp x
+/// vp virtual stages of 64 / (pp vp) slots, the last one's 3 slots taken by the MTP layer and
+/// the loss ([8] x 7 + [5] at 8 virtual stages, [4] x 15 + [1] at 16) or, at 2 slots, the
+/// embedding and the MTP + loss taking a whole slot each ([1] + [2] x 30 + [0] at 32);
+/// interleaved as the row runs. The MTP layer itself is not modelled (the model preset).
 inline std::string moe_split(const MoeCase& c, int* interleave) {
     *interleave = 1;
     if (c.pp <= 1) return "";
     if (c.model_preset == "deepseek-v3") {
+        const int n = c.pp * c.vp, per = 64 / n;
+        std::vector<int> layout;
+        if (64 % n == 0 && per >= 4) {
+            layout.assign(std::size_t(n), per);
+            layout.back() = per - 3;
+        } else if (64 % n == 0 && per == 2) {
+            layout.assign(std::size_t(n), 2);
+            layout.front() = 1;
+            layout.back() = 0;
+        }
+        if (!layout.empty()) {
+            *interleave = c.vp;
+            return fmt::format("layers_per_chunk = [{}]\n", fmt::join(layout, ", "));
+        }
+        // no recipe layout: the stages as even as they go, lighter first, as 1F1B
         const int layers = 61;
         std::string list;
         for (int s = 0; s < c.pp; ++s) {
-            const int n = layers / c.pp + (s >= c.pp - layers % c.pp ? 1 : 0);
-            list += fmt::format("{}{}", s == 0 ? "" : ", ", n);
+            const int k = layers / c.pp + (s >= c.pp - layers % c.pp ? 1 : 0);
+            list += fmt::format("{}{}", s == 0 ? "" : ", ", k);
         }
         return fmt::format("layers_per_stage = [{}]\n", list);
     }
@@ -122,17 +141,33 @@ inline Experiment make_moe_experiment(const MoeCase& c, bool ceilings) {
     return io::parse_experiment(text, c.label);
 }
 
-/// The fitted MoE factors of the megatron-core stack (configs/presets/stacks keys).
+/// The fitted MoE factors of the megatron-core stack (configs/presets/stacks keys). `wave` is
+/// 1 / grouped_gemm_wave_experts (a fraction like the others; 0 = all local experts).
 struct MoeFactors {
-    double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1;
+    double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1, wave = 0;
 };
 
+inline constexpr int kMoeParams = 5;
 inline constexpr const char* kMoeKeys[] = {"a2a_nvlink_efficiency", "a2a_nic_efficiency",
-                                           "grouped_gemm_efficiency", "permute_efficiency"};
+                                           "grouped_gemm_efficiency", "permute_efficiency",
+                                           "grouped_gemm_wave_experts"};
 
 inline double& moe_field(MoeFactors& f, int i) {
-    return i == 0 ? f.a2a_nvlink : i == 1 ? f.a2a_nic : i == 2 ? f.grouped_gemm : f.permute;
+    return i == 0   ? f.a2a_nvlink
+           : i == 1 ? f.a2a_nic
+           : i == 2 ? f.grouped_gemm
+           : i == 3 ? f.permute
+                    : f.wave;
 }
+
+/// The factors the shipped fit frees (kMoeKeys order): the a2a factors, the grouped GEMM's
+/// factor and wave; the permute factor is held at 1 (the router, permute and unpermute kernels
+/// at the HBM ceiling): with the wave it is not needed (freeing it too gives a 0.7-point lower
+/// in-sample error and three left-out groups over 10% instead of one; docs/moe_calibration.md).
+inline constexpr const char* kMoeFree = "11101";
+
+/// grouped_gemm_wave_experts of `f` (0: all local experts).
+inline double wave_experts(const MoeFactors& f) { return f.wave > 0 ? 1.0 / f.wave : 0.0; }
 
 struct MoeItem {
     MoeCase c;
@@ -147,6 +182,7 @@ inline void set_moe_factors(MoeItem& it, const MoeFactors& f) {
     hw.a2a_nic_efficiency = std::min(1.0, c.a2a_nic_efficiency * f.a2a_nic);
     hw.grouped_gemm_factor = f.grouped_gemm;
     hw.permute_factor = f.permute;
+    hw.grouped_gemm_wave_experts = wave_experts(f);
 }
 
 inline double moe_predict(MoeItem& it) {
@@ -165,16 +201,23 @@ inline std::vector<MoeItem> load_moe_items(const std::vector<MoeCase>& cases) {
 
 /// Fits the MoE factors on `rows` (Nelder-Mead on the mean squared log error, each row weighted
 /// equally; each factor a logistic in (0, 1)), from `start`, with a small tie-breaker toward
-/// `start` (`prior` per squared log ratio, kPrior as in the stack fit) for factors the rows
-/// cannot tell apart. PRISM_MOE_FREE (e.g. "0111") holds the factors marked 0 at `start`.
+/// `start` (`prior` per squared log ratio, kPrior as in the stack fit) for the efficiency
+/// factors the rows cannot tell apart. The wave (1 / grouped_gemm_wave_experts) has no
+/// tie-breaker and is started from 1 / {1.5, 3, 6, 12, 24} in turn (its objective has several
+/// minima), the best kept. `free` (else PRISM_MOE_FREE, else kMoeFree; e.g. "01110") holds
+/// the factors marked 0 at `start` (the wave at 0 = all local experts when held).
 inline MoeFactors fit_moe(std::vector<MoeItem*>& rows, MoeFactors start, int iterations = 160,
-                          double prior = kPrior) {
-    constexpr int n = 4;
-    const char* mask = std::getenv("PRISM_MOE_FREE");
+                          double prior = kPrior, const char* free = nullptr) {
+    constexpr int n = kMoeParams;
+    const char* env = std::getenv("PRISM_MOE_FREE");
+    const char* mask = free != nullptr ? free : env != nullptr ? env : kMoeFree;
+    auto is_free = [&](int i) {
+        return mask == nullptr || int(std::strlen(mask)) <= i || mask[i] == '1';
+    };
     auto decode = [&](const Values& x) {
         MoeFactors f = start;
         for (int i = 0; i < n; ++i) {
-            if (mask == nullptr || mask[i] == '1') moe_field(f, i) = logistic(x[std::size_t(i)]);
+            if (is_free(i)) moe_field(f, i) = logistic(x[std::size_t(i)]);
         }
         return f;
     };
@@ -187,16 +230,28 @@ inline MoeFactors fit_moe(std::vector<MoeItem*>& rows, MoeFactors start, int ite
             sum += d * d;
         }
         double penalty = 0;
-        for (int i = 0; i < n; ++i) {
+        for (int i = 0; i < n - 1; ++i) {
             const double r = std::log(moe_field(f, i) / moe_field(start, i));
             penalty += prior * r * r;
         }
         return sum / double(std::max<std::size_t>(rows.size(), 1)) + penalty;
     };
-    Values x;
-    for (int i = 0; i < n; ++i) x.push_back(logit(std::clamp(moe_field(start, i), 1e-3, 0.98)));
-    for (int restart = 0; restart < 3; ++restart) x = nelder_mead(objective, x, 0.5, iterations);
-    return decode(x);
+    Values best;
+    double best_value = 0;
+    const std::vector<double> waves =
+        is_free(n - 1) ? std::vector<double>{1.5, 3, 6, 12, 24} : std::vector<double>{0};
+    for (double wave : waves) {
+        Values x;
+        for (int i = 0; i < n - 1; ++i) {
+            x.push_back(logit(std::clamp(moe_field(start, i), 1e-3, 0.98)));
+        }
+        x.push_back(logit(std::clamp(wave > 0 ? 1.0 / wave : start.wave, 1e-3, 0.98)));
+        for (int restart = 0; restart < 3; ++restart)
+            x = nelder_mead(objective, x, 0.5, iterations);
+        const double value = objective(x);
+        if (best.empty() || value < best_value) best = x, best_value = value;
+    }
+    return decode(best);
 }
 
 /// Mean and largest absolute error of `rows` with `f`; `verbose` prints every row.

@@ -166,7 +166,10 @@ int run_moe(const std::string& dir) {
     const MoeFactors all = fit_moe(fit_rows, MoeFactors{});
     fmt::print("[stack megatron-core: MoE factors, {} rows]\n", fit_rows.size());
     MoeFactors shown = all;
-    for (int i = 0; i < 4; ++i) fmt::print("{} = {:.4f}\n", kMoeKeys[i], moe_field(shown, i));
+    for (int i = 0; i < kMoeParams - 1; ++i) {
+        fmt::print("{} = {:.4f}\n", kMoeKeys[i], moe_field(shown, i));
+    }
+    fmt::print("{} = {:.3f}\n", kMoeKeys[kMoeParams - 1], wave_experts(shown));
     fmt::print("\nin sample (all {} rows):\n", fit_rows.size());
     const ErrorStats in = moe_errors(fit_rows, all, true);
     fmt::print("MAPE {:.1f}% (max {:.1f}%)\n\n", 100 * in.mean_abs, 100 * in.max_abs);
@@ -176,8 +179,8 @@ int run_moe(const std::string& dir) {
         for (MoeItem* it : fit_rows) groups.insert(by[0] == 'm' ? it->c.model : it->c.gpu);
         fmt::print(
             "| {} left out | rows | MAPE left out | max | MAPE in sample | a2a NVLink | "
-            "a2a NIC | grouped GEMM | permute | bound | |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "a2a NIC | grouped GEMM | permute | wave experts | bound | |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
             by);
         for (const std::string& g : groups) {
             std::vector<MoeItem*> train, test;
@@ -191,9 +194,10 @@ int run_moe(const std::string& dir) {
             failures += ok ? 0 : 1;
             fmt::print(
                 "| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.3f} | {:.3f} | {:.3f} | {:.3f} "
-                "| 10% | {} |\n",
+                "| {:.2f} | 10% | {} |\n",
                 g, test.size(), 100 * left.mean_abs, 100 * left.max_abs, 100 * inside.mean_abs,
-                f.a2a_nvlink, f.a2a_nic, f.grouped_gemm, f.permute, ok ? "ok" : "over");
+                f.a2a_nvlink, f.a2a_nic, f.grouped_gemm, f.permute, wave_experts(f),
+                ok ? "ok" : "over");
             std::fflush(stdout);
         }
         fmt::print("\n");

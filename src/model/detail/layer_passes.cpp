@@ -269,9 +269,11 @@ double cap(const Context& c) {
 /// The grouped expert GEMMs of one pass on one GPU: E / ep local experts, each with n_e =
 /// T k ep etp / E tokens (x the busiest rank's load factor: the capacity factor with forced
 /// balance, E[min(Z, capacity)] with the routing law), f_e / etp wide. A grouped GEMM is one
-/// kernel: timed on the GEMM curve at the FLOPs of all local experts together, with every expert's
-/// rows padded to the kernel's 128-row tile (kGroupedGemmTileRows): few tokens per expert waste
-/// most of their last tile, and small groups fill the GPU as badly as a small GEMM. Every expert's
+/// kernel, every expert's rows padded to the kernel's 128-row tile (kGroupedGemmTileRows): few
+/// tokens per expert waste most of their last tile. It is timed on the GEMM curve at the FLOPs
+/// of the experts whose tiles fill the GPU together (the stack's grouped_gemm_wave_experts,
+/// at most the local experts; 0 = all of them): small experts (few tokens, a narrow f_e) fill
+/// the GPU as badly as a small GEMM, however many of them the rank holds. Every expert's
 /// weights are read once.
 double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     const ModelSpec& m = c.m;
@@ -283,7 +285,11 @@ double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     const double bytes = 2.0 * local * (n_e * k_dim + k_dim * n_dim + n_e * n_dim);
     GemmEfficiency curve = c.gemm_curve;
     curve.max_efficiency *= c.hw.grouped_gemm_factor;  // the stack's grouped-GEMM factor
-    return roofline_time_s(c.hw.gpu, curve, c.peak_gemm, flops, bytes);
+    const double wave = c.hw.grouped_gemm_wave_experts > 0
+                            ? std::min(local, c.hw.grouped_gemm_wave_experts)
+                            : local;
+    const double compute = flops / (c.peak_gemm * gemm_efficiency(curve, flops / local * wave));
+    return std::max(compute, roofline_time_s(c.hw.gpu, curve, c.peak_gemm, 0, bytes));
 }
 
 double dispatch_bytes_per_token(const Context& c, bool forward_dispatch) {

@@ -177,6 +177,30 @@ TEST(Moe, GroupedGemmAndPermuteFactorsScaleTheirKernels) {
     EXPECT_DOUBLE_EQ(grouped.breakdown.moe_router_s, base.breakdown.moe_router_s);
 }
 
+// The grouped expert GEMM on the GEMM curve at the FLOPs of the experts that fill the GPU
+// together (the stack's grouped_gemm_wave_experts; 0 = all local experts). By hand: ep 1, 16
+// local experts of n_e = 1024 tokens x top 2 / 16 = 128 rows (one 128-row tile), h 1024, f_e 512
+// (not gated): each of fc1 and fc2 is 2 x 128 x 1024 x 512 = 2^27 FLOPs per expert, 2^31 for
+// the 16. On the curve eff(F) = 0.7 F / (F + 1e9), a call of 2^31 FLOPs takes
+// 2^31 / (300e12 x 0.7) x (1 + 1e9 / F): with F = 4 experts' 2^29 instead of all 16's 2^31 it
+// takes 2^31 / 2.1e14 x 1e9 x (2^-29 - 2^-31) = 3e9 / 2.1e14 s longer. 8 layers x (fc1 + fc2
+// forward, twice each backward) = 48 calls.
+TEST(Moe, GroupedGemmRunsOnTheCurveAtTheFlopsOfAWaveOfExperts) {
+    Experiment e = small_moe();
+    const DesignPoint p = point(1, 16, 1);
+    const prism::DeterministicResult all = prism::evaluate_deterministic(e, p);
+    e.hardware.at(0).grouped_gemm_wave_experts = 4;
+    const prism::DeterministicResult wave = prism::evaluate_deterministic(e, p);
+
+    EXPECT_NEAR(wave.breakdown.moe_expert_compute_s - all.breakdown.moe_expert_compute_s,
+                48 * 3e9 / 2.1e14, 1e-12);
+    EXPECT_DOUBLE_EQ(wave.breakdown.moe_router_s, all.breakdown.moe_router_s);
+    // a wave larger than the rank's experts is all of them
+    e.hardware.at(0).grouped_gemm_wave_experts = 32;
+    EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(e, p).breakdown.moe_expert_compute_s,
+                     all.breakdown.moe_expert_compute_s);
+}
+
 TEST(Moe, SingleRankExpertParallelismHasNoDispatchTraffic) {
     const Experiment e = small_moe();
 

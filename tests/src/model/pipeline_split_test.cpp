@@ -176,4 +176,75 @@ TEST(PipelineSplit, UnevenStepIsTheScheduleOfUnequalStages) {
     EXPECT_EQ(r.breakdown.stage, 1);
 }
 
+// Megatron-Core's pipeline layout (--pipeline-model-parallel-layout): the decoder layers of every
+// virtual stage in model order, virtual stage k on rank k % pp as its chunk k / pp. DeepSeek-V3's
+// 61 layers in Megatron-Bridge's layouts (its DeepSeek-V3 recipe): "Et*4|(t*4|)*14tmL" at pp 4 x
+// vp 4, "Et|(tt|)*30mL" at pp 8 x vp 4 (the first and last virtual stage may hold no decoder
+// layer: the embedding, the MTP layer and the loss take their slots).
+TEST(PipelineSplit, ChunkLayoutListsEveryVirtualStageInModelOrder) {
+    prism::TrainingSpec tr;
+    tr.layers_per_chunk.assign(16, 4);
+    tr.layers_per_chunk.back() = 1;
+    // rank 0 holds virtual stages 0, 4, 8, 12; rank 3 holds 3, 7, 11, 15 (the last: 1 layer)
+    std::vector<int> expected(16, 4);
+    expected.back() = 1;
+    EXPECT_EQ(prism::chunk_layers(layers(61), tr, 4, 4), expected);
+    EXPECT_EQ(prism::stage_layers(layers(61), tr, 4, 4), (std::vector<int>{16, 16, 16, 13}));
+
+    prism::TrainingSpec h100;
+    h100.layers_per_chunk.assign(32, 2);
+    h100.layers_per_chunk.front() = 1;
+    h100.layers_per_chunk.back() = 0;
+    const std::vector<int> chunks = prism::chunk_layers(layers(61), h100, 8, 4);
+    EXPECT_EQ(std::vector<int>(chunks.begin(), chunks.begin() + 4), (std::vector<int>{1, 2, 2, 2}));
+    EXPECT_EQ(std::vector<int>(chunks.end() - 4, chunks.end()), (std::vector<int>{2, 2, 2, 0}));
+    EXPECT_EQ(prism::stage_layers(layers(61), h100, 8, 4),
+              (std::vector<int>{7, 8, 8, 8, 8, 8, 8, 6}));
+
+    EXPECT_EQ(*prism::stage_split_problem(layers(61), tr, 4, 2),
+              "layers_per_chunk does not have pp * interleave entries");
+    EXPECT_EQ(*prism::stage_split_problem(layers(60), tr, 4, 4),
+              "layers_per_chunk does not sum to layers");
+    prism::TrainingSpec hole = tr;
+    hole.layers_per_chunk[5] = 0;
+    hole.layers_per_chunk[6] = 8;
+    EXPECT_EQ(*prism::stage_split_problem(layers(61), hole, 4, 4),
+              "a pipeline stage or model chunk has no layers");
+    prism::TrainingSpec empty_stage;  // pp 2, no interleaving: the last stage holds nothing
+    empty_stage.layers_per_chunk = {8, 0};
+    EXPECT_EQ(*prism::stage_split_problem(layers(8), empty_stage, 2, 1),
+              "a pipeline stage or model chunk has no layers");
+}
+
+TEST(PipelineSplit, InterleavedChunksOfUnequalLayersRunTheInterleavedSchedule) {
+    auto e = prism::test::small_experiment();  // 8 layers, 16 microbatches of 1
+    e.model.vocab = 8;                         // negligible head and embedding
+    e.hardware[0].gpu.gemm.half_flops = 0;
+    e.hardware[0].gpu.hbm_bytes_per_s = 1e30;
+    e.hardware[0].kernel_launch_s = 0;
+    e.hardware[0].nvlink_bytes_per_s = 1e30;
+    e.hardware[0].nvlink_latency_s = 0;
+    e.training.layers_per_chunk = {1, 3, 3, 1};  // rank 0: chunks of 1 and 3, rank 1: 3 and 1
+    DesignPoint p;
+    p.pp = 2;
+    p.interleave = 2;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // the event-driven interleaved 1F1B schedule (timing::evaluate_pipeline) with chunk c of
+    // stage s taking its layers' forward and backward
+    const double f = r.breakdown.layer_forward_s, b = r.breakdown.layer_backward_s;
+    const int split[2][2] = {{1, 3}, {3, 1}};
+    prism::timing::PipelineDurations d;
+    d.op_s = [&](int s, const prism::timing::PipeOp& op) {
+        return split[s][op.chunk] * (op.backward ? b : f);
+    };
+    d.transfer_s = [](int, int, const prism::timing::PipeOp&) { return 0.0; };
+    const prism::timing::PipelineShape shape{2, 2, 16};
+    const auto finish =
+        prism::timing::evaluate_pipeline(shape, prism::timing::build_schedule(shape), d);
+    // tolerance: the vocab-8 head and embedding and the p2p latencies remain (~1e-4 of a step)
+    EXPECT_NEAR(r.step_time_s / *std::max_element(finish.begin(), finish.end()), 1.0, 3e-4);
+}
+
 }  // namespace
