@@ -144,4 +144,38 @@ TEST(H100Fidelity, H200TakesTheH100FitAndB200ScalesItsCurveByPeak) {
     }
 }
 
+// NeMo 25.04's B200 long-sequence table (tests/data/reference/nemo_long_b200.csv) is published
+// in model TFLOP/s per GPU; the file holds tokens/s per GPU. Back through NeMo's Llama 3 FLOPs
+// formula (written out here, independent of the model's FLOPs count) each row gives the
+// published figure and parallel sizes again, and every run fits in a B200's memory.
+TEST(H100Fidelity, NemoLongB200RowsGiveThePublishedTflopsAndFit) {
+    const std::array<double, 8> published_tflops{1671, 1717, 1624, 1600, 1588, 1590, 1619, 1608};
+    const std::array<int, 8> published_dp{2, 4, 4, 4, 4, 4, 4, 4};
+    const std::array<int, 8> published_cp{1, 1, 2, 4, 4, 4, 8, 16};
+    const auto cases = nemo_long_b200(kData);
+    ASSERT_EQ(cases.size(), published_tflops.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const Case& c = cases[i];
+        EXPECT_EQ(c.seq, 8192 << i) << c.label;
+        EXPECT_EQ(c.dp, published_dp[i]) << c.label;
+        EXPECT_EQ(c.cp, published_cp[i]) << c.label;
+        EXPECT_EQ(c.gpu, "b200") << c.label;
+        const int gpus = c.dp * c.tp * c.pp * c.cp;
+        const double tokens_per_s_per_gpu = double(c.global_batch) * c.seq / (c.measured * gpus);
+        const double h = 4096, layers = 32;
+        const double flops_per_token =
+            layers * h * h *
+            (12 + 12.0 * 8 / 32 + 18 * 14336 / h + 12 * c.seq / h + 6 * 128256 / (layers * h));
+        EXPECT_NEAR(tokens_per_s_per_gpu * flops_per_token / 1e12, published_tflops[i],
+                    5e-4 * published_tflops[i])
+            << c.label;
+
+        const Experiment e = make_experiment(c, "b200");
+        const DeterministicResult r = evaluate_deterministic(e, e.defaults);
+        std::printf("  %-30s cp %2d  %5.1f GiB\n", c.label.c_str(), c.cp,
+                    r.memory.total_bytes() / (1024.0 * 1024 * 1024));
+        EXPECT_TRUE(r.feasible) << c.label << ": " << r.reason;
+    }
+}
+
 }  // namespace

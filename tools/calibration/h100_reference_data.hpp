@@ -26,17 +26,19 @@ inline double step_from_throughput(double tokens_per_s_per_gpu, std::int64_t glo
     return double(global_batch) * seq / (tokens_per_s_per_gpu * gpus);
 }
 
-/// NeMo 24.07 / 24.03 (long sequences) and Megatron-Bridge 25.09-26.02 performance summaries,
-/// DGX-H100; measured = step time (s). Settings of NVIDIA's performance recipes (NeMo-
-/// Framework-Launcher conf/training, Megatron-Bridge scripts/performance): Transformer Engine
-/// with FP8, fused (flash) attention, no activation recomputation, sequence parallelism and
+/// One of NVIDIA's NeMo / Megatron-Bridge performance tables on the given GPU preset (nemo_h100:
+/// NeMo 24.07 / 24.03 (long sequences) and Megatron-Bridge 25.09-26.02 performance summaries on
+/// DGX-H100; nemo_long_b200); measured = step time (s). Settings of NVIDIA's performance recipes
+/// (NeMo- Framework-Launcher conf/training, Megatron-Bridge scripts/performance): Transformer
+/// Engine with FP8, fused (flash) attention, no activation recomputation, sequence parallelism and
 /// --tp-comm-overlap with TP, the distributed optimizer with overlapped gradient reduction and
 /// parameter gather (Megatron-FSDP where the table says FSDP), Megatron's embedding and loss
 /// pipeline slots for Llama 3.1 405B's 126 layers.
 /// Split: every other row of each table fits (the first, third, ...); the GPT3-175B rows are
 /// held out (their configuration is MLPerf's, which checks the model elsewhere).
-inline std::vector<Case> nemo_h100(const std::string& data_dir) {
-    const Table t = read_table(data_file(data_dir, "nemo_h100.csv"));
+inline std::vector<Case> nemo_table(const std::string& data_dir, const std::string& file,
+                                    const std::string& gpu) {
+    const Table t = read_table(data_file(data_dir, file.c_str()));
     std::vector<Case> cases;
     std::string last_table;
     int index_in_table = 0;
@@ -71,13 +73,25 @@ inline std::vector<Case> nemo_h100(const std::string& data_dir) {
         c.overlap_grad_reduce = true;
         c.overlap_param_gather = true;
         c.pipeline_slots = c.layers % (c.pp * c.interleave) != 0;
-        c.gpu = "h100-sxm";
+        c.gpu = gpu;
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
         c.train = index_in_table % 2 == 0 && t.text(i, "model") != "GPT3-175B";
         cases.push_back(c);
     }
     return cases;
+}
+
+inline std::vector<Case> nemo_h100(const std::string& data_dir) {
+    return nemo_table(data_dir, "nemo_h100.csv", "h100-sxm");
+}
+
+/// NeMo 25.04's long-sequence table (docs/source/performance/performance_long_sequence.md):
+/// Llama 3 8B at 8K-1M tokens with CP up to 16 on DGX-B200, FP8, the same TE / cuDNN fused
+/// attention and settings as nemo_h100's; its TFLOP/s per GPU converted to tokens/s per GPU with
+/// NeMo's Llama 3 FLOPs formula (tests/data/reference/README.md). The same split.
+inline std::vector<Case> nemo_long_b200(const std::string& data_dir) {
+    return nemo_table(data_dir, "nemo_long_b200.csv", "b200");
 }
 
 /// llm-foundry (MosaicML) MPT throughput on H100-80GB, bf16 and fp8: PyTorch FSDP FULL_SHARD

@@ -150,6 +150,7 @@ inline std::vector<SourceRow> all_sources(const std::string& dir, int vtrain_str
     for (const Case& c : korthikanti_table5(dir)) rows.push_back({c});
     rows.push_back({bloom_176b(), Quantity::tflops_per_gpu});
     for (const Case& c : nemo_h100(dir)) rows.push_back({c});
+    for (const Case& c : nemo_long_b200(dir)) rows.push_back({c});
     for (const Case& c : llmfoundry_h100(dir)) rows.push_back({c});
     for (const Case& c : mlperf_medians(dir)) rows.push_back({c});
     for (const Case& c : torchtitan_llama3(dir)) rows.push_back({c});
