@@ -1,9 +1,9 @@
 #pragma once
 
 // The load of the busiest expert-parallel rank when the router is not balanced (issue 36 item 5,
-// docs/moe.md "Load imbalance"): the law, and the moments of the load factor that both
-// evaluators give every routed op (the analytic one from the law, Monte Carlo from exact
-// multinomial draws; stochastic/detail/step_model.cpp).
+// docs/moe.md "Load imbalance"): the law, the moments of the load factor that both
+// evaluators give every routed op, and the law of the drift that the routed ops of one step
+// share (stochastic/detail/step_model.cpp); exact multinomial draws check the law.
 //
 // One microbatch of one MoE layer routes N token copies (tokens x top_k) over E experts, each
 // copy to expert e with probability p_e (multinomial); EP rank r holds the contiguous experts
@@ -63,7 +63,8 @@ LoadMoments load_factor_moments(const RoutingLoad& r);
 
 /// The same moments from `draws` exact multinomial draws (the ranks' loads drawn as
 /// sequential binomials, a fresh drift vector per draw) on the Philox stream of (seed, the
-/// routing's hash): Monte Carlo's. Memoized per thread.
+/// routing's hash): the check of the law (tests; both evaluators take the law's moments, whose
+/// E[Z] the draws would set only to their standard error). Memoized per thread.
 LoadMoments drawn_load_factor_moments(const RoutingLoad& r, int draws, std::uint64_t seed);
 
 /// `draws` exact draws of Z (tests, and the moments above).
