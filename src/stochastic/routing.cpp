@@ -95,19 +95,20 @@ std::vector<double> drifted(const RoutingLoad& r, const std::vector<double>& w) 
 
 /// E[min(M, C)] and E[min(M, C)^2] over the law of M with rank means mu and variances var
 /// (conditioned on the total N), C the capacity in copies (<= 0: none); integer loads in bins of
-/// width sd / 16.
+/// width sd / `bins_per_sd` over +-`reach` sd of the ranks' loads.
 std::pair<double, double> capped_moments(double copies, const std::vector<double>& mu,
-                                         const std::vector<double>& var, double cap) {
+                                         const std::vector<double>& var, double cap,
+                                         double bins_per_sd = 16.0, double reach = 10.0) {
     double lo = 0, hi = 0, sd_min = copies;
     for (std::size_t r = 0; r < mu.size(); ++r) {
         const double sd = std::sqrt(var[r]);
-        lo = std::max(lo, mu[r] - 10.0 * sd);
-        hi = std::max(hi, mu[r] + 10.0 * sd + 1.0);
+        lo = std::max(lo, mu[r] - reach * sd);
+        hi = std::max(hi, mu[r] + reach * sd + 1.0);
         if (sd > 0) sd_min = std::min(sd_min, sd);
     }
     hi = std::min(hi, copies);
     lo = std::floor(std::min(lo, hi));
-    const double step = std::max(1.0, std::floor(sd_min / 16.0));
+    const double step = std::max(1.0, std::floor(sd_min / bins_per_sd));
     double m1 = 0, m2 = 0, prev = 0;  // P(M <= lo - 1) below 1e-23
     for (double x = lo; x < hi + step; x += step) {
         const double f = conditioned_max_cdf(x + step - 1.0, copies, mu, var);
@@ -234,6 +235,170 @@ LoadMoments drawn_load_factor_moments(const RoutingLoad& r, int draws, std::uint
         for (const double x : z) m1 += x, m2 += x * x;
         return LoadMoments{m1 / double(z.size()), m2 / double(z.size())};
     });
+}
+
+namespace {
+
+/// E[Z | w] and E[Z^2 | w] given the step's drift vector w: the law of M with the drifted
+/// rank probabilities and no over-dispersion (the multinomial given the popularity), in bins of
+/// sd / 8 over +-7 sd (within 1e-6 of the law's sd / 16 over +-10 sd).
+LoadMoments conditional_moments(const RoutingLoad& r, const std::vector<double>& w) {
+    const double share = r.copies / r.ep;
+    const double cap = r.capacity > 0 ? r.capacity * share : 0.0;
+    const std::vector<double> rank_p = rank_probabilities(drifted(r, w), r.ep);
+    std::vector<double> mu(rank_p.size());
+    for (std::size_t k = 0; k < rank_p.size(); ++k) mu[k] = r.copies * rank_p[k];
+    const auto [a, b] = capped_moments(r.copies, mu, mu, cap, 8.0, 7.0);
+    return {a / share, b / (share * share)};
+}
+
+/// E[M] / share and Var(M) / share^2 for rank probabilities p by Clark's (1961) moments of the
+/// max of the ranks' correlated normal loads (mean N P_r, covariance N (P_r 1{r = s} - P_r P_s):
+/// the multinomial's), the ranks taken in decreasing order of their means: O(ep^2), for the
+/// many nodes of shared_drift_law (no capacity: the exact nodes' regression carries it).
+LoadMoments clark_moments(double copies, const std::vector<double>& p) {
+    const std::size_t n = p.size();
+    thread_local std::vector<std::size_t> order;
+    thread_local std::vector<double> cov;  // Cov(running max, rank order[j])
+    order.resize(n);
+    for (std::size_t k = 0; k < n; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&p](std::size_t a, std::size_t b) { return p[a] > p[b]; });
+    const double N = copies;
+    double mx = N * p[order[0]], vx = N * p[order[0]] * (1 - p[order[0]]);
+    cov.resize(n);
+    for (std::size_t j = 1; j < n; ++j) cov[j] = -N * p[order[0]] * p[order[j]];
+    constexpr double kInvSqrt2Pi = 0.3989422804014327;
+    for (std::size_t j = 1; j < n; ++j) {
+        const double py = p[order[j]];
+        const double my = N * py, vy = N * py * (1 - py);
+        const double a2 = std::max(vx + vy - 2 * cov[j], 1e-300);
+        const double a = std::sqrt(a2);
+        const double al = (mx - my) / a;
+        const double fa = normal_cdf(al), fb = 1 - fa;
+        const double ph = kInvSqrt2Pi * std::exp(-0.5 * al * al);
+        const double m1 = mx * fa + my * fb + a * ph;
+        const double m2 = (mx * mx + vx) * fa + (my * my + vy) * fb + (mx + my) * a * ph;
+        for (std::size_t k = j + 1; k < n; ++k) {
+            cov[k] = cov[k] * fa + (-N * py * p[order[k]]) * fb;
+        }
+        mx = m1;
+        vx = std::max(0.0, m2 - m1 * m1);
+    }
+    const double share = N / double(n);
+    return {mx / share, (vx + mx * mx) / (share * share)};
+}
+
+/// Draws the drift vector w (one standard normal per expert) from `s`.
+void draw_drift(Stream& s, std::vector<double>& w) {
+    for (auto& x : w) x = s.normal32();
+}
+
+}  // namespace
+
+int shared_drift_nodes(const RoutingLoad& r) {
+    // about 2^20 expert and rank-pair operations: the nodes' cost bounded across shapes
+    const double work = double(r.popularity.size()) + double(r.ep) * double(r.ep);
+    const int n = int(std::clamp(std::ldexp(1.0, 20) / work, 1024.0, 8192.0));
+    return n - n % 2;
+}
+
+SharedDrift shared_drift_law(const RoutingLoad& r) {
+    if (!r.active() || !(r.drift > 0)) return {};
+    struct Entry {
+        RoutingLoad r;
+        SharedDrift law;
+    };
+    thread_local std::vector<Entry> cache;
+    for (const auto& e : cache) {
+        if (e.r == r) return e.law;
+    }
+    // shared_drift_nodes drift vectors on the routing stream (id 1: not the exact draws' 0),
+    // m(w) and Var(Z | w) by Clark's moments at each, and by the exact conditional law at the
+    // first kSharedDriftExactNodes: the exact m regressed on Clark's (a control variate, Clark's
+    // mean known to the many nodes) gives E[m(w)], the slope Clark's scale error
+    Stream stream(r.seed, routing_hash(r), StreamKind::routing, 1);
+    const std::size_t experts = r.popularity.size(), per = experts / std::size_t(r.ep);
+    const int nodes = shared_drift_nodes(r);
+    std::vector<double> w(experts, 0.0), mc(static_cast<std::size_t>(nodes));
+    std::vector<double> me(kSharedDriftExactNodes);
+    std::vector<double> up(std::size_t(r.ep)), down(std::size_t(r.ep));
+    double clark_var = 0, exact_cond_var = 0, clark_cond_var = 0;
+    const double d = r.drift, damp = std::exp(-d * d);
+    for (int k = 0; k < nodes; k += 2) {
+        // a pair of nodes w and -w: exp(-d w - d^2 / 2) = e^{-d^2} / exp(d w - d^2 / 2)
+        stream.normals32(w.data(), experts);
+        std::fill(up.begin(), up.end(), 0.0);
+        std::fill(down.begin(), down.end(), 0.0);
+        double tu = 0, td = 0;
+        for (std::size_t e = 0; e < experts; ++e) {
+            const double f = std::exp(d * w[e] - 0.5 * d * d);
+            up[e / per] += r.popularity[e] * f;
+            down[e / per] += r.popularity[e] * damp / f;
+        }
+        for (const double x : up) tu += x;
+        for (const double x : down) td += x;
+        for (auto& x : up) x /= tu;
+        for (auto& x : down) x /= td;
+        for (int h = 0; h < 2; ++h) {
+            const LoadMoments c = clark_moments(r.copies, h == 0 ? up : down);
+            mc[std::size_t(k + h)] = c.mean;
+            clark_var += c.var() / nodes;
+            if (k + h < kSharedDriftExactNodes) {
+                if (h == 1) {
+                    for (auto& x : w) x = -x;
+                }
+                const LoadMoments e = conditional_moments(r, w);
+                me[std::size_t(k + h)] = e.mean;
+                exact_cond_var += e.var();
+                clark_cond_var += c.var();
+            }
+        }
+    }
+    const auto mean_of = [](const double* x, int n) {
+        double a = 0;
+        for (int i = 0; i < n; ++i) a += x[i];
+        return a / n;
+    };
+    const int ne = kSharedDriftExactNodes;
+    const double clark_mean = mean_of(mc.data(), nodes);
+    const double ce = mean_of(mc.data(), ne), ee = mean_of(me.data(), ne);
+    double sxy = 0, sxx = 0;
+    for (int k = 0; k < ne; ++k) {
+        sxy += (mc[std::size_t(k)] - ce) * (me[std::size_t(k)] - ee);
+        sxx += (mc[std::size_t(k)] - ce) * (mc[std::size_t(k)] - ce);
+    }
+    const double beta = sxx > 0 ? sxy / sxx : 1.0;
+    double resid = 0;
+    for (int k = 0; k < ne; ++k) {
+        const double e = me[std::size_t(k)] - ee - beta * (mc[std::size_t(k)] - ce);
+        resid += e * e / std::max(1, ne - 2);
+    }
+    double m2 = 0, m3 = 0;
+    for (const double x : mc) {
+        m2 += (x - clark_mean) * (x - clark_mean) / (nodes - 1);
+        m3 += (x - clark_mean) * (x - clark_mean) * (x - clark_mean) / nodes;
+    }
+    SharedDrift law;
+    law.mean_factor = ee + beta * (clark_mean - ce);
+    const double var_m = beta * beta * m2 + resid;
+    law.sd = std::sqrt(var_m) / law.mean_factor;
+    law.skew = m2 > 0 ? m3 / std::pow(m2, 1.5) : 0.0;
+    // E[Var(Z | w)]: Clark's conditional variances over the many nodes, scaled by the exact
+    // law's over Clark's at the exact nodes (Clark's variance of a max is off by a nearly
+    // constant factor)
+    law.cond_var = clark_cond_var > 0 ? clark_var * exact_cond_var / clark_cond_var : 0.0;
+    if (cache.size() >= 64) cache.clear();
+    cache.push_back({r, law});
+    return law;
+}
+
+double drawn_shared_factor(const RoutingLoad& r, Stream& stream) {
+    if (!r.active() || !(r.drift > 0)) return 1.0;
+    thread_local std::vector<double> w;
+    w.assign(r.popularity.size(), 0.0);
+    draw_drift(stream, w);
+    return conditional_moments(r, w).mean / shared_drift_law(r).mean_factor;
 }
 
 std::vector<double> skewed_popularity(int experts, double sigma, std::uint64_t seed) {

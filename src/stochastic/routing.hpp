@@ -1,9 +1,9 @@
 #pragma once
 
 // The load of the busiest expert-parallel rank when the router is not balanced (issue 36 item 5,
-// docs/moe.md "Load imbalance"): the law, and the moments of the load factor that both
-// evaluators give every routed op (the analytic one from the law, Monte Carlo from exact
-// multinomial draws; stochastic/detail/step_model.cpp).
+// docs/moe.md "Load imbalance"): the law, the moments of the load factor that both
+// evaluators give every routed op, and the law of the drift that the routed ops of one step
+// share (stochastic/detail/step_model.cpp); exact multinomial draws check the law.
 //
 // One microbatch of one MoE layer routes N token copies (tokens x top_k) over E experts, each
 // copy to expert e with probability p_e (multinomial); EP rank r holds the contiguous experts
@@ -21,6 +21,8 @@
 #include <vector>
 
 namespace prism::stochastic {
+
+class Stream;
 
 /// P_r of `ep` ranks holding contiguous equal shares of the experts' probabilities `p`
 /// (p.size() a multiple of ep; p need not be normalized: it is).
@@ -61,7 +63,8 @@ LoadMoments load_factor_moments(const RoutingLoad& r);
 
 /// The same moments from `draws` exact multinomial draws (the ranks' loads drawn as
 /// sequential binomials, a fresh drift vector per draw) on the Philox stream of (seed, the
-/// routing's hash): Monte Carlo's. Memoized per thread.
+/// routing's hash): the check of the law (tests; both evaluators take the law's moments, whose
+/// E[Z] the draws would set only to their standard error). Memoized per thread.
 LoadMoments drawn_load_factor_moments(const RoutingLoad& r, int draws, std::uint64_t seed);
 
 /// `draws` exact draws of Z (tests, and the moments above).
@@ -69,6 +72,38 @@ std::vector<double> draw_load_factors(const RoutingLoad& r, int draws, std::uint
 
 /// Draws behind drawn_load_factor_moments.
 inline constexpr int kRoutingDraws = 2048;
+
+/// The drift shared by a step (docs/moe.md): the experts' drift vector w is one draw per step,
+/// shared by every routed op of the step (every microbatch, layer and pass, and every replica),
+/// so the ops' load factors, independent given w, are correlated through m(w) = E[Z | w]:
+/// Var(sum of ops) = E[Var(. | w)] + Var(E[. | w]), the second summed coherently over the ops.
+/// S = m(w) / E[Z] is the step's shared factor on the routed ops' means.
+struct SharedDrift {
+    double mean_factor = 1;  ///< E[Z] = E[m(w)] (the law's over-dispersion mean is within ~0.2%)
+    double sd = 0;           ///< sd of S
+    double skew = 0;         ///< skewness of S (the max over ranks: right-skewed)
+    double cond_var = 0;     ///< E[Var(Z | w)]: what each op keeps on its own given the step's w
+    bool active() const { return sd > 0; }
+};
+
+/// E[m(w)], the law of S and E[Var(Z | w)] from shared_drift_nodes drift vectors (a fixed stream
+/// of the routing's hash): m(w) and Var(Z | w) by Clark's moments of the max of the ranks'
+/// correlated normal loads at the drifted popularity at every node, and by the exact
+/// conditional law (the conditioned normal law at the drifted popularity, as
+/// drawn_shared_factor) at the first kSharedDriftExactNodes, the exact values regressed on
+/// Clark's (a control variate: Clark's mean and spread known to all the nodes). Inactive
+/// without drift. Memoized per thread.
+SharedDrift shared_drift_law(const RoutingLoad& r);
+
+/// One step's S = E[Z | w] / E[Z] for a drift vector w drawn from `stream` (Monte Carlo's, one
+/// per sampled step), E[Z | w] from the conditioned normal law at the drifted popularity and E[Z]
+/// shared_drift_law's mean_factor; 1 without drift.
+double drawn_shared_factor(const RoutingLoad& r, Stream& stream);
+
+/// Drift vectors behind shared_drift_law: 2^20 / (experts + ep^2) within [1024, 8192] (pairs
+/// w, -w), the first kSharedDriftExactNodes also through the exact conditional law.
+int shared_drift_nodes(const RoutingLoad& r);
+inline constexpr int kSharedDriftExactNodes = 48;
 
 /// Expert popularity with a lognormal skew: p_e proportional to exp(sigma z_e - sigma^2 / 2),
 /// z_e standard normal quantiles at (e + 0.5) / E placed in a fixed pseudo-random order (seed),

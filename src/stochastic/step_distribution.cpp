@@ -318,8 +318,7 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     }
     if (evaluation_.method == Method::analytic) regularize_atoms(spec);
     auto model = detail::build_step_model(flipped ? flipped_profile : profile, point, hardware,
-                                          cluster, spec, deterministic_classes,
-                                          evaluation_.method == Method::montecarlo);
+                                          cluster, spec, deterministic_classes);
     if (flipped) model.deterministic_s = deterministic_step_time(profile);
     const auto layout_ptr = layout_for(model, point, hardware, cluster);
     const detail::PersistentLayout& layout = *layout_ptr;
@@ -365,7 +364,7 @@ std::vector<double> monte_carlo_samples(const StepProfile& profile, const Design
     const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     spec.hiccup = HiccupSpec{};
     spec.periodic.clear();
-    const auto model = detail::build_step_model(profile, point, hardware, cluster, spec, 0, true);
+    const auto model = detail::build_step_model(profile, point, hardware, cluster, spec, 0);
     const auto layout = detail::make_layout(model, point, hardware, cluster);
     std::vector<double> x = detail::monte_carlo(model, layout, samples, seed, point_index);
     detail::add_hiccups(x, hiccup, seed, point_index);

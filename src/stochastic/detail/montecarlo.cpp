@@ -24,6 +24,9 @@
 #include <utility>
 
 #include "src/stochastic/detail/evaluators.hpp"
+#include "src/stochastic/detail/hash.hpp"
+#include "src/stochastic/random.hpp"
+#include "src/stochastic/routing.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
 namespace prism::stochastic::detail {
@@ -986,6 +989,15 @@ class StepSampler {
     std::vector<Resolved> resolved_;
 };
 
+/// The step's shared routing drift (step_model.hpp): (S - 1) x routing_shared_s, S = E[Z | w] /
+/// E[Z] at this sample's drift vector w (its own routing stream); 0 without drift.
+double routing_shift(const StepModel& m, std::uint64_t seed, std::uint64_t point_index,
+                     std::uint32_t id) {
+    if (!m.routing_shared.active() || !(m.routing_shared_s > 0)) return 0.0;
+    Stream rs(seed, hash_mix(point_index, 0x5d1f7ULL), StreamKind::routing, id);
+    return (drawn_shared_factor(m.routing_law, rs) - 1.0) * m.routing_shared_s;
+}
+
 }  // namespace
 
 std::vector<double> monte_carlo(const StepModel& m, const PersistentLayout& layout, int samples,
@@ -1009,6 +1021,7 @@ std::vector<double> monte_carlo(const StepModel& m, const PersistentLayout& layo
             cluster_factors(m, layout, seed, point_index, id, g, gk);
             out[k] = sample(gk, rng);
         }
+        out[k] += routing_shift(m, seed, point_index, id);
     }
     return out;
 }
@@ -1058,7 +1071,8 @@ void monte_carlo_clusters(const StepModel& m, const PersistentLayout& layout, in
         double s1 = 0, s2 = 0;
         for (int j = 0; j < per_cluster; ++j) {
             Stream rng(seed, point_index, StreamKind::sample, id + 0x10000u * (j + 1));
-            const double x = sparse ? sample(*lazy, rng) : sample(gk, rng);
+            const double x = (sparse ? sample(*lazy, rng) : sample(gk, rng)) +
+                             routing_shift(m, seed, point_index, id + 0x10000u * (j + 1));
             s1 += x;
             s2 += x * x;
         }

@@ -156,7 +156,10 @@ class SegmentCosts {
             const double n = comm ? 1.0 : std::max(1, op.sync_size) * lock_mult_;
             const Moments y = cached_max_moments(ids_[c], m_.transient[c], n);
             Moments d{op.time_s * y.mean, op.time_s * op.time_s * y.var};
-            if (op.routed && m_.routing_active) d = routed_moments(op.time_s, y);
+            if (op.routed && m_.routing_active) {
+                d = routed_moments(op.time_s, y);
+                acc.cost.routed_mean += repeat * d.mean;
+            }
             if (collect && !comm) {
                 (std::max(1, op.sync_size) == m_.group_gpus ? class_weight[c] : unsynced_weight) +=
                     repeat * d.mean;
@@ -412,12 +415,36 @@ void set_stage_sums(StepModel& m) {
     }
 }
 
+/// routing_shared_s: the routed ops' mean seconds on one critical path of the mean durations at
+/// g = 1 and the regime's mean (PeriodicPipeline::critical_path_content).
+void set_routing_shared(StepModel& m) {
+    const auto& pipe = *m.periodic;
+    const auto classes = static_cast<std::size_t>(pipe.classes());
+    std::vector<double> dur(classes, 0.0), routed(classes, 0.0), content(m.stages, 0.0);
+    const double r_bar = m.regime.mean();
+    for (int st = 0; st < m.stages; ++st) {
+        for (int ch = 0; ch < m.chunks; ++ch) {
+            const int j = st * m.chunks + ch;
+            for (const bool backward : {false, true}) {
+                const ChunkCost& k = backward ? m.bwd[j] : m.fwd[j];
+                const auto cls = static_cast<std::size_t>(pipe.class_of(st, ch, backward));
+                dur[cls] = k.mean(1.0, r_bar);
+                routed[cls] = k.routed_mean;
+            }
+        }
+    }
+    pipe.critical_path_content(dur.data(), routed.data(), m.p2p.mean(1.0, r_bar),
+                               m.dataloader.mean(1.0, r_bar), content.data());
+    m.routing_shared_s = 0;
+    for (const double c : content) m.routing_shared_s += c;
+}
+
 }  // namespace
 
 StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                            const HardwareSpec& hw, const ClusterSpec& cluster,
-                           const VariabilitySpec& variability, std::uint32_t deterministic_classes,
-                           bool routing_draws) {
+                           const VariabilitySpec& variability,
+                           std::uint32_t deterministic_classes) {
     StepModel m;
     m.stages = profile.stages;
     m.chunks = profile.chunks;
@@ -431,16 +458,20 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     std::array<std::uint64_t, kKernelClassCount> ids{};
     set_variability(m, profile, point, hw, variability, deterministic_classes, ids);
     // the routing's law: inactive (forced balance), at its mean (the routing sensitivity
-    // class), the analytic law's moments or Monte Carlo's exact draws'
+    // class), or the law's moments, the drift's shared part taken out of each op's
     m.routing_base = profile.routing_mean_factor;
     m.routing_active = profile.routing.active();
     if (m.routing_active) {
-        m.routing = routing_draws
-                        ? stochastic::drawn_load_factor_moments(
-                              profile.routing, stochastic::kRoutingDraws, profile.routing.seed)
-                        : stochastic::load_factor_moments(profile.routing);
+        m.routing = stochastic::load_factor_moments(profile.routing);
         if (deterministic_classes & kRoutingClassBit) {
             m.routing.second = m.routing.mean * m.routing.mean;
+        } else {
+            m.routing_shared = stochastic::shared_drift_law(profile.routing);
+            if (m.routing_shared.active()) {
+                m.routing_law = profile.routing;
+                m.routing.mean = m.routing_shared.mean_factor;
+                m.routing.second = m.routing.mean * m.routing.mean + m.routing_shared.cond_var;
+            }
         }
     } else {
         m.routing = {m.routing_base, m.routing_base * m.routing_base};
@@ -450,6 +481,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     set_chunk_costs(m, profile, costs, ids, fwd_single, bwd_single);
     set_step_costs(m, profile, costs, fwd_single, bwd_single);
     set_stage_sums(m);
+    if (m.routing_shared.active()) set_routing_shared(m);
     return m;
 }
 

@@ -52,7 +52,8 @@ struct ChunkCost {
     double comp_mean = 0, comp_var = 0;
     double comm_mean = 0, comm_var = 0;
     std::vector<MixedSegment> mixed;
-    int random_terms = 0;  ///< op instances with a non-degenerate factor
+    int random_terms = 0;    ///< op instances with a non-degenerate factor
+    double routed_mean = 0;  ///< the routed MoE ops' share of the mean at g = R = 1
     /// The linearization g * lin_comp + R * lin_comm of mean(g, R) that the analytic
     /// evaluator's passes use: the chord over the job's range of g at the regime's mean
     /// (exact at both ends; equal to comp_mean and comm_mean when nothing is mixed), and its
@@ -125,11 +126,20 @@ struct StepModel {
     int slow_unit_gpus = 1;  ///< GPUs per slow unit (node or 1)
     /// MoE routing (docs/moe.md): a routed op of base b (at the profile's load factor
     /// routing_base) takes b / routing_base * Z for its own draw Z of the busiest rank's load
-    /// factor, iid per op instance (microbatch, layer, pass), with these moments (the law's in
-    /// the analytic evaluator, exact multinomial draws' in Monte Carlo); {1, 1} when inactive.
+    /// factor, iid per op instance (microbatch, layer, pass) given the step's drift, with these
+    /// moments (the law's, in both evaluators); {1, 1} when inactive.
     stochastic::LoadMoments routing;
     double routing_base = 1;
     bool routing_active = false;
+    /// The drift shared by the step (routing.hpp SharedDrift): every routed op's mean times the
+    /// step's S (mean 1), its independent part keeping E[Var(Z | w)] (in `routing`). Both
+    /// evaluators add (S - 1) x routing_shared_s to the step, routing_shared_s the routed ops'
+    /// mean seconds on the critical path of the mean durations (at g = 1, R = its mean): the
+    /// analytic one from the law of S (a shifted gamma of its sd and skewness), Monte Carlo
+    /// from S = E[Z | w] / E[Z] at a drift vector w drawn per sampled step.
+    stochastic::RoutingLoad routing_law;
+    stochastic::SharedDrift routing_shared;
+    double routing_shared_s = 0;
     bool persistent_deterministic = true;
     /// phi of the groups (null: g = max G, nothing random to correct)
     std::shared_ptr<const EffectiveFactor> effective;
@@ -162,12 +172,10 @@ struct StepModel {
 inline constexpr std::uint32_t kRoutingClassBit = 1u << kKernelClassCount;
 
 /// Builds the model; `deterministic_classes` are made deterministic (X = 1) for sensitivity.
-/// `routing_draws`: the routing's moments from exact multinomial draws (Monte Carlo) instead of
-/// the analytic law.
 StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
                            const HardwareSpec& hw, const ClusterSpec& cluster,
                            const VariabilitySpec& variability,
-                           std::uint32_t deterministic_classes = 0, bool routing_draws = false);
+                           std::uint32_t deterministic_classes = 0);
 
 /// The amplitude of the job's regime relative to comm_regime (RegimeLevels in spec.hpp): the
 /// levels' multipliers weighted by the collective seconds per level (collective_seconds_by_level;

@@ -62,11 +62,29 @@ const RegimeCells& regime_cells_of(const StepModel& m, const CellGrid& grid) {
     return rc;
 }
 
+/// The law of the routing's shared factor S (routing.hpp SharedDrift) and its mean: a gamma of
+/// S's sd and skewness shifted to mean 1 (skewness at least 0.05; below, a normal).
+std::pair<Distribution, double> shared_law(const SharedDrift& d) {
+    DistributionSpec spec;
+    if (d.skew >= 0.05) {
+        // G gamma of cv = skew / 2 and sd = S's: S = 1 + G - E[G]
+        spec.kind = DistKind::gamma;
+        spec.cv = 0.5 * d.skew;
+        spec.mean = d.sd / spec.cv;
+    } else {
+        spec.kind = DistKind::normal;
+        spec.mean = 1.0;
+        spec.cv = d.sd;
+    }
+    return {Distribution(spec), spec.mean};
+}
+
 /// Whether the tail at regime value r is one normal (no rectification in reach: the sync
 /// exposed or hidden by more than 6 sd, the optimizer positive), and its sd; -1 if not.
-double tail_normal_sd(const StepModel& m, double r) {
+double tail_normal_sd(const StepModel& m, double r, double shared_var) {
     const double sm = m.sync.mean(1.0, r), ssd = std::sqrt(m.sync.var(1.0, r));
-    const double om = m.optimizer.mean(1.0, r), osd = std::sqrt(m.optimizer.var(1.0, r));
+    const double om = m.optimizer.mean(1.0, r);
+    const double osd = std::sqrt(m.optimizer.var(1.0, r) + shared_var);
     if (!(om > 6.0 * osd)) return -1;
     if (!(ssd > 0)) return osd;  // a constant sync (none without DP)
     if (sm - m.sync_overlap_s > 6.0 * ssd) return std::sqrt(ssd * ssd + osd * osd);
@@ -83,15 +101,16 @@ constexpr double kFoldRatio = 1.0;
 /// tail is one normal and it exceeds the sd of what smooths the Gauss-Hermite atoms, D and
 /// the regime's shift across the cells (their means' spread, a lower bound); else 0.
 double folded_tail_sd(const StepModel& m, const std::vector<Cell>& cells,
-                      const std::vector<double>& r_of_cell, double d_sd) {
+                      const std::vector<double>& r_of_cell, double d_sd, double shared_var) {
     // the tail's sd is at most the sync's and optimizer's at the largest R (the sync's
     // variance grows with R): most points stop here, D being wider than that
     const double r_max = *std::max_element(r_of_cell.begin(), r_of_cell.end());
-    const double sd_max = std::sqrt(m.sync.var(1.0, r_max) + m.optimizer.var(1.0, r_max));
+    const double sd_max =
+        std::sqrt(m.sync.var(1.0, r_max) + m.optimizer.var(1.0, r_max) + shared_var);
     if (!(d_sd < kFoldRatio * sd_max)) return 0;
     double sd_lo = HUGE_VAL;
     for (double r : r_of_cell) {
-        const double sd = tail_normal_sd(m, r);
+        const double sd = tail_normal_sd(m, r, shared_var);
         if (!(sd > 0)) return 0;
         sd_lo = std::min(sd_lo, sd);
     }
@@ -106,7 +125,8 @@ double folded_tail_sd(const StepModel& m, const std::vector<Cell>& cells,
 /// in tail_var the variance of the normal parts collapsed onto their means. `folded_var` (only
 /// where the tail is one normal) is taken out of the normal part's variance: D carries it.
 std::size_t tail_nodes(const StepModel& m, double r, double collapse_sd, double folded_var,
-                       std::vector<std::pair<double, double>>& nodes, double& tail_var) {
+                       double shared_var, std::vector<std::pair<double, double>>& nodes,
+                       double& tail_var) {
     const size_t first = nodes.size();
     tail_var = 0;
     auto node_count = [&](double sd) {
@@ -117,8 +137,11 @@ std::size_t tail_nodes(const StepModel& m, double r, double collapse_sd, double 
         }
         return 8;
     };
+    // the routing's shared drift (a normal with a random regime: regime.hpp) rides on the
+    // optimizer's normal part, which is never rectified where it is in reach
     const double sm = m.sync.mean(1.0, r), ssd = std::sqrt(m.sync.var(1.0, r));
-    const double om = m.optimizer.mean(1.0, r), osd = std::sqrt(m.optimizer.var(1.0, r));
+    const double om = m.optimizer.mean(1.0, r);
+    const double osd = std::sqrt(m.optimizer.var(1.0, r) + shared_var);
     if (sm - m.sync_overlap_s > 6.0 * ssd && om > 6.0 * osd) {
         // no rectification in reach: the sum of two normals is normal
         const double sd = folded_var > 0
@@ -200,7 +223,35 @@ RegimePart regime_cells(const StepModel& m, const StageCurves& c, double d_sd, d
     std::vector<Cell>& cells = out.cells;
     thread_local std::vector<double> r_of_cell;
     r_of_cell.clear();
-    if (m.regime.is_constant()) {
+    const bool shared = m.routing_shared.active() && m.routing_shared_s > 0;
+    const double shared_sd = shared ? m.routing_shared.sd * m.routing_shared_s : 0.0;
+    double shared_var = 0;  // the shared drift as a normal in the tail (random regime)
+    if (shared && m.regime.is_constant()) {
+        // the cells of S: (S - 1) routing_shared_s on S's quantile cells, the regime's shift
+        // at its one value
+        static const CellGrid grid;
+        const double r = m.regime.mean();
+        const double s0 = makespan_at(m, c, r);
+        const auto [law, law_mean] = shared_law(m.routing_shared);
+        const double k = m.routing_shared_s;
+        std::array<double, kCells + 1> shift{};
+        for (int i = 0; i <= kCells; ++i) {
+            shift[i] = s0 + k * (law.quantile_of_score(grid.z[i]) - law_mean);
+        }
+        cells.reserve(kCells);
+        for (int i = 0; i < kCells; ++i) {
+            const double z1 = i == 0 ? -HUGE_VAL : grid.z[i];
+            const double z2 = i == kCells - 1 ? HUGE_VAL : grid.z[i + 1];
+            const double mean =
+                std::clamp(s0 + k * (law.partial_mean_of_scores(z1, z2) / grid.w[i] - law_mean),
+                           shift[i], shift[i + 1]);
+            const double half = 0.5 * (shift[i + 1] - shift[i]);
+            const double hi_mean = 0.5 * (0.5 * (shift[i] + shift[i + 1]) + shift[i + 1]);
+            const double lo_share = half > 0 ? std::clamp((hi_mean - mean) / half, 0.0, 1.0) : 0.5;
+            cells.push_back({grid.w[i], shift[i], shift[i + 1], mean, lo_share, {}, 0.0, 0, 0});
+            r_of_cell.push_back(r);
+        }
+    } else if (m.regime.is_constant()) {
         const double r = m.regime.mean();
         const double s = makespan_at(m, c, r);
         cells.push_back({1.0, s, s, s, 0.5, {}, 0.0, 0, 0});
@@ -229,8 +280,9 @@ RegimePart regime_cells(const StepModel& m, const StageCurves& c, double d_sd, d
             cells.push_back({grid.w[i], shift[i], shift[i + 1], mean, lo_share, {}, 0.0, 0, 0});
             r_of_cell.push_back(rc.mid[i]);
         }
+        shared_var = shared_sd * shared_sd;
     }
-    out.folded_sd = folded_tail_sd(m, cells, r_of_cell, d_sd);
+    out.folded_sd = folded_tail_sd(m, cells, r_of_cell, d_sd, shared_var);
     const double folded_var = out.folded_sd * out.folded_sd;
     const double collapse_sd = std::max(
         0.05 * grid_h, 0.02 * (out.folded_sd > 0 ? std::sqrt(d_sd * d_sd + folded_var) : d_sd));
@@ -239,8 +291,8 @@ RegimePart regime_cells(const StepModel& m, const StageCurves& c, double d_sd, d
     for (size_t i = 0; i < cells.size(); ++i) {
         Cell& cell = cells[i];
         cell.first = node_store.size();
-        cell.count =
-            tail_nodes(m, r_of_cell[i], collapse_sd, folded_var, node_store, cell.tail_var);
+        cell.count = tail_nodes(m, r_of_cell[i], collapse_sd, folded_var, shared_var, node_store,
+                                cell.tail_var);
     }
     for (auto& cell : cells) cell.tail = {node_store.data() + cell.first, cell.count};
     return out;
