@@ -53,6 +53,10 @@ struct ChunkCost {
     double comm_mean = 0, comm_var = 0;
     std::vector<MixedSegment> mixed;
     int random_terms = 0;  ///< op instances with a non-degenerate factor
+    /// Mean seconds of its document-masked attention (Op::documents) at g = R = 1: a
+    /// microbatch whose sequences' S is W E[S] takes (W - 1) documents_s longer
+    /// (docs/document_lengths.md)
+    double documents_s = 0;
     /// The linearization g * lin_comp + R * lin_comm of mean(g, R) that the analytic
     /// evaluator's passes use: the chord over the job's range of g at the regime's mean
     /// (exact at both ends; equal to comp_mean and comm_mean when nothing is mixed), and its
@@ -130,6 +134,19 @@ struct StepModel {
     stochastic::LoadMoments routing;
     double routing_base = 1;
     bool routing_active = false;
+    /// Variable-length packing (docs/document_lengths.md): a microbatch's chunk ops on every
+    /// stage take (W - 1) documents_s longer, W = S / (b E[S]) of its b sequences (one draw per
+    /// replica and microbatch, shared by its forward and backward on every stage). Monte Carlo
+    /// resamples each sequence's S from exact packings (documents_table); the analytic
+    /// evaluator adds the replica's variance of it along the critical path to its normal part
+    /// (stage_curves.cpp). Inactive: no attention op is masked per document.
+    bool documents_active = false;
+    int documents_sequences = 1;            ///< b
+    double documents_mean_s2 = 0;           ///< E[S] (tokens^2), the profile's attention's
+    double documents_w_var = 0;             ///< Var(W) of one microbatch: Var(S) / (b E[S]^2)
+    std::vector<double> documents_stage_s;  ///< per stage: sum over chunks of fwd + bwd
+    std::shared_ptr<const std::vector<double>> documents_table;  ///< exact draws of S
+    double documents_table_mean_s2 = 0;  ///< their mean (Monte Carlo's W: S / (b this))
     bool persistent_deterministic = true;
     /// phi of the groups (null: g = max G, nothing random to correct)
     std::shared_ptr<const EffectiveFactor> effective;
@@ -160,6 +177,10 @@ struct StepModel {
 /// The bit of `deterministic_classes` that makes the routing deterministic (Z at its mean: the
 /// `routing` sensitivity class); the bits below it are the kernel classes.
 inline constexpr std::uint32_t kRoutingClassBit = 1u << kKernelClassCount;
+
+/// The bit of `deterministic_classes` that makes the documents' term deterministic (W = 1: the
+/// `documents` sensitivity class).
+inline constexpr std::uint32_t kDocumentsClassBit = 1u << (kKernelClassCount + 1);
 
 /// Builds the model; `deterministic_classes` are made deterministic (X = 1) for sensitivity.
 /// `routing_draws`: the routing's moments from exact multinomial draws (Monte Carlo) instead of
