@@ -849,9 +849,9 @@ TEST(ExperimentLoader, DocumentsVariabilityTableSetsTheLengthLaw) {
                     .starts_with("exp.toml:8:10: variability.documents.family: unknown"));
     EXPECT_TRUE(error_of(head + "median_tokens = -3\n")
                     .starts_with("exp.toml:8:17: variability.documents.median_tokens"));
-    EXPECT_EQ(error_of(head + "median = 900\n"),
-              "exp.toml:8:1: unknown key 'median' in [variability.documents]; did you mean "
-              "'median_tokens'?");
+    EXPECT_EQ(error_of(head + "median_tokens = 900\nsigm = 1\n"),
+              "exp.toml:9:1: unknown key 'sigm' in [variability.documents]; did you mean "
+              "'sigma'?");
 }
 
 namespace prism::test {
