@@ -323,15 +323,20 @@ std::vector<double> curves_key(const StepModel& m, double eg, double vg) {
 /// The documents' term of one replica (step_model.hpp): the critical path passes rest[st]
 /// microbatches' worth of stage st, each microbatch (W - 1) documents_stage_s longer, W = S /
 /// (b E[S]) iid per microbatch with mean 1 (the profile's attention is at E[S]). Taken as a_eff
-/// sum over the replica's m microbatches of (W - 1), a_eff^2 = sum_st rest[st] a_st^2 / m
-/// (exact at pp = 1, where rest = m: a replica is its microbatches in series), whose law is that
+/// sum over the replica's m microbatches of (W - 1), a_eff^2 m = the variance below (exact at
+/// pp = 1, where rest = m: a replica is its microbatches in series), whose law is that
 /// of the sum of the replica's m b sequences' S (centered_sum_law, from the exact packings).
 void documents_term(const StepModel& m, StageCurves& c) {
-    double v = 0;
+    // the stage the path dwells on, smax, passes every microbatch; the other stages' content C
+    // (fill and drain) belongs to the first and the last microbatch, which smax passes too:
+    // Var(D) / Var(W) = sum_m (a_smax + c_m)^2 = rest_smax a_smax^2 + 2 a_smax C + C^2 / 2
+    const double a_max = m.documents_stage_s[std::size_t(c.smax)];
+    double cross = 0;
     for (int st = 0; st < m.stages; ++st) {
-        const double a = m.documents_stage_s[std::size_t(st)];
-        v += c.rest[std::size_t(st)] * a * a;
+        if (st != c.smax) cross += c.rest[std::size_t(st)] * m.documents_stage_s[std::size_t(st)];
     }
+    const double v =
+        c.rest[std::size_t(c.smax)] * a_max * a_max + 2.0 * a_max * cross + 0.5 * cross * cross;
     const int b = m.documents_sequences;
     const double a_eff = std::sqrt(v / m.microbatches);
     const double scale = a_eff / (b * m.documents_table_mean_s2);
