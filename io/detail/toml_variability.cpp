@@ -200,6 +200,44 @@ void apply_routing_table(const toml::table& table, const std::string& path, Vari
     }
 }
 
+/// [variability.documents] (docs/document_lengths.md): packing = "concat" (documents packed
+/// into the sequences, the fused attention masked per document) with a lognormal length law,
+/// or "causal" (full causal attention over the sequence: no term, as when unset).
+void apply_documents_table(const toml::table& table, const std::string& path,
+                           VariabilitySpec& spec) {
+    check_keys(table, path, {"packing", "family", "median_tokens", "sigma", "source"});
+    DocumentLengths d;
+    d.concat = true;
+    if (const toml::node* n = table.get("packing")) {
+        d.concat = as_choice(*n, join_key(path, "packing"), {"concat", "causal"}) == "concat";
+    }
+    if (const toml::node* n = table.get("family")) {
+        as_choice(*n, join_key(path, "family"), {"lognormal"});
+    }
+    if (const toml::node* n = table.get("median_tokens")) {
+        d.median_tokens = as_positive(*n, join_key(path, "median_tokens"));
+    }
+    if (const toml::node* n = table.get("sigma")) {
+        const std::string full = join_key(path, "sigma");
+        d.sigma = as_positive(*n, full, true);
+        if (d.sigma > 4) {
+            fail_at(*n, fmt::format("{}: value {} must be <= 4 (the log-space sd of a document's "
+                                    "length)",
+                                    full, format_number(d.sigma)));
+        }
+    }
+    if (const toml::node* n = table.get("source")) {
+        d.source = as_string(*n, join_key(path, "source"));
+    }
+    if (d.concat && !(d.median_tokens > 0)) {
+        fail_at(table, fmt::format("{}: packing = \"concat\" needs median_tokens (the documents' "
+                                   "median length in tokens)",
+                                   path));
+    }
+    if (!d.concat) d = DocumentLengths{};
+    spec.documents = d;
+}
+
 }  // namespace
 
 DistributionSpec parse_distribution(const toml::node& node, const std::string& key) {
@@ -209,10 +247,11 @@ DistributionSpec parse_distribution(const toml::node& node, const std::string& k
 void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
                              VariabilitySpec& spec) {
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
-    allowed.insert(allowed.end(),
-                   {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
-                    "hiccup_delay_sigma", "hiccup_delay_family", "hiccup_delay_tail", "periodic",
-                    "routing_skew", "routing", "step_autocorrelation", "regime_levels"});
+    allowed.insert(
+        allowed.end(),
+        {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
+         "hiccup_delay_sigma", "hiccup_delay_family", "hiccup_delay_tail", "periodic",
+         "routing_skew", "routing", "documents", "step_autocorrelation", "regime_levels"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -297,6 +336,8 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             spec.routing_skew = as_positive(*node, full, true);
         } else if (name == "routing") {
             apply_routing_table(as_table(*node, full), full, spec);
+        } else if (name == "documents") {
+            apply_documents_table(as_table(*node, full), full, spec);
         } else if (name == "step_autocorrelation") {
             const double rho = as_positive(*node, full, true);
             if (!(rho < 1)) {

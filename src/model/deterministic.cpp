@@ -10,6 +10,7 @@
 #include "src/model/flops.hpp"
 #include "src/model/pipeline_split.hpp"
 #include "src/model/topology.hpp"
+#include "src/stochastic/documents.hpp"
 #include "src/stochastic/routing.hpp"
 
 namespace prism {
@@ -93,6 +94,17 @@ double busiest_rank_factor(const Experiment& e, const DesignPoint& p) {
     return stochastic::load_factor_moments(r).mean;
 }
 
+/// The document packing of the point ([variability.documents]; inactive when unset).
+stochastic::DocumentPacking document_packing(const Experiment& e) {
+    const DocumentLengths& d = e.variability.documents;
+    stochastic::DocumentPacking out;
+    if (!d.active()) return out;
+    out.median_tokens = d.median_tokens;
+    out.sigma = d.sigma;
+    out.seq = e.model.seq;
+    return out;
+}
+
 Context make_context(const Experiment& e, const DesignPoint& p) {
     const HardwareSpec& hw = e.hardware[p.hardware];
     const ModelSpec& m = e.model;
@@ -126,6 +138,12 @@ Context make_context(const Experiment& e, const DesignPoint& p) {
     c.ep_ring = expert_group(hw, e.cluster, p, p.ep, p.etp, true).link;
     c.etp_group = expert_group(hw, e.cluster, p, p.etp, 1, true);
     c.busiest_rank = busiest_rank_factor(e, p);
+    const stochastic::DocumentPacking docs = document_packing(e);
+    if (docs.active()) {
+        c.documents = true;
+        c.documents_factor =
+            stochastic::packed_square_moments(docs).mean / (double(m.seq) * double(m.seq));
+    }
     c.t = p.tp;
     c.sync = p.tp * p.cp;
     c.tp_overlap = e.training.tp_comm_overlap && p.tp > 1 && p.sequence_parallel;
@@ -439,6 +457,10 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     r.profile = assemble_profile(c, shape, layers, ends);
     r.profile.routing = routing_load(e, p);
     r.profile.routing_mean_factor = c.busiest_rank;
+    if (c.documents) {
+        r.profile.documents = document_packing(e);
+        r.profile.documents_sequences = p.microbatch;
+    }
     StepProfile& prof = r.profile;
     // the overlap windows: chunk passes of the stage with the most layers
     double window_layers = 0;

@@ -241,6 +241,17 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
                     "drop in step-time variance when the MoE routing load is made deterministic",
                     st && st->have_sensitivity ? st->sens.routing_variance_drop_s2 : kNaN);
         }
+        if (e.variability.documents.active()) {
+            // the documents class: every microbatch's masked attention at E[S]
+            row.add("sens_p95_documents_s", "s",
+                    "drop in p95 step time when the packed documents' attention is made "
+                    "deterministic at its mean",
+                    st && st->have_sensitivity ? st->sens.documents_p95_drop_s : kNaN);
+            row.add("sens_var_documents_s2", "s^2",
+                    "drop in step-time variance when the packed documents' attention is made "
+                    "deterministic at its mean",
+                    st && st->have_sensitivity ? st->sens.documents_variance_drop_s2 : kNaN);
+        }
     }
 
     if (has_run_metrics(e)) {

@@ -390,6 +390,22 @@ struct RegimeLevels {
     bool operator==(const RegimeLevels&) const = default;
 };
 
+/// Variable-length documents packed into the training sequences ([variability.documents],
+/// docs/document_lengths.md): with packing = "concat" the documents, of lognormal token lengths
+/// (median, log-space sigma), are concatenated and cut into sequences of `seq` tokens, and the
+/// fused attention is masked per document, so a sequence's attention costs the sum of its
+/// pieces' squared lengths instead of seq^2. Unset (concat false): full causal attention over
+/// the sequence, no term.
+struct DocumentLengths {
+    bool concat = false;
+    double median_tokens = 0;  ///< the documents' median length (tokens)
+    double sigma = 0;          ///< log-space standard deviation of the length (0: all equal)
+    std::string source;        ///< provenance
+
+    bool active() const { return concat && median_tokens > 0; }
+    bool operator==(const DocumentLengths&) const = default;
+};
+
 struct VariabilitySpec {
     std::array<DistributionSpec, kKernelClassCount> transient;  ///< X per kernel class
     PersistentSpec persistent;                                  ///< G per GPU
@@ -403,6 +419,7 @@ struct VariabilitySpec {
     double routing_skew = 0;
     double routing_drift = 0;
     std::string routing_source;
+    DocumentLengths documents;  ///< variable-length packing (inactive: full causal attention)
     /// Lag-1 autocorrelation of consecutive steps' noise (a stationary AR(1) in the steps, the
     /// marginal law unchanged): the run model's sums of steps (run_model.hpp); 0 = independent
     double step_autocorrelation = 0;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "src/model/spec.hpp"
+#include "src/stochastic/documents.hpp"
 #include "src/stochastic/routing.hpp"
 
 namespace prism {
@@ -43,6 +44,10 @@ struct Op {
     /// EP rank's expected load; the evaluators scale it by the load factor's law
     /// (StepProfile::routing) when the router is not forced to balance.
     bool routed = false;
+    /// Fused attention masked per packed document ([variability.documents]): time_s is at the
+    /// mean sum of squared document lengths E[S]; the evaluators scale it by the microbatch's
+    /// S / E[S] (StepProfile::documents, docs/document_lengths.md).
+    bool documents = false;
 
     bool operator==(const Op&) const = default;
 };
@@ -88,6 +93,11 @@ struct StepProfile {
     /// and the load factor E[Z] its routed ops' time_s were computed at (docs/moe.md).
     stochastic::RoutingLoad routing;
     double routing_mean_factor = 1;
+    /// Variable-length packing (inactive: full causal attention over the sequence): the
+    /// document law and sequence length, and the sequences of one microbatch (its S is their
+    /// sum), for the ops marked Op::documents.
+    stochastic::DocumentPacking documents;
+    int documents_sequences = 1;
 
     /// Layers of model chunk `chunk` on `stage`.
     int chunk_layers(int stage, int chunk) const {

@@ -101,11 +101,12 @@ bool ziggurat_rectangles_variant(PhiloxVariant v, const std::uint32_t* w, std::s
 
 /// Stream ids used by the evaluators; distinct ids give independent streams.
 enum class StreamKind : std::uint32_t {
-    cluster = 1,  ///< persistent factors of cluster realization k (id = k)
-    sample = 2,   ///< transient factors and regime of Monte Carlo sample k (id = k)
-    test = 3,     ///< reserved for tests
-    hiccup = 4,   ///< the hiccup delay of Monte Carlo sample k (id = k)
-    routing = 5,  ///< exact multinomial routing draws (routing.hpp; id 0, point = the law's hash)
+    cluster = 1,    ///< persistent factors of cluster realization k (id = k)
+    sample = 2,     ///< transient factors and regime of Monte Carlo sample k (id = k)
+    test = 3,       ///< reserved for tests
+    hiccup = 4,     ///< the hiccup delay of Monte Carlo sample k (id = k)
+    routing = 5,    ///< exact multinomial routing draws (routing.hpp; id 0, point = the law's hash)
+    documents = 6,  ///< exact document packings (documents.hpp; id 0, point = the law's hash)
 };
 
 /// An endless sequence of uniform doubles in (0, 1) for one (seed, point, kind, id).

@@ -287,8 +287,10 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     spec.hiccup = HiccupSpec{};
     spec.periodic.clear();
     // routed MoE ops are random without any [variability] noise (the routing law)
+    // and document-masked attention by the documents' law
     const bool routing =
-        profile.routing.active() && !(deterministic_classes & detail::kRoutingClassBit);
+        (profile.routing.active() && !(deterministic_classes & detail::kRoutingClassBit)) ||
+        (profile.documents.active() && !(deterministic_classes & detail::kDocumentsClassBit));
     if (spec.is_deterministic() && !routing) {
         const double t = deterministic_step_time(profile);
         if (!hiccup.active()) return point_mass(t, evaluation);
@@ -381,7 +383,8 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
     spec.periodic.clear();
     StepProfile flipped;
     const bool flip = drop_all_slow(profile, spec, flipped);
-    if ((flip || hiccup.active()) && spec.is_deterministic() && !profile.routing.active()) {
+    if ((flip || hiccup.active()) && spec.is_deterministic() && !profile.routing.active() &&
+        !profile.documents.active()) {
         const double t = deterministic_step_time(flip ? flipped : profile);
         std::vector<double> cdf;
         for (double x : t_s) cdf.push_back(hiccup.cdf(x - t));
@@ -447,6 +450,13 @@ Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
             stochastic::detail::kRoutingClassBit, false);
         s.routing_p95_drop_s = base.p95_s - d.p95_s;
         s.routing_variance_drop_s2 = base.std_s * base.std_s - d.std_s * d.std_s;
+    }
+    if (profile.documents.active()) {
+        const auto d = stochastic::step_distribution_masked(
+            profile, point, hardware, cluster, variability, eval, seed, point_index,
+            stochastic::detail::kDocumentsClassBit, false);
+        s.documents_p95_drop_s = base.p95_s - d.p95_s;
+        s.documents_variance_drop_s2 = base.std_s * base.std_s - d.std_s * d.std_s;
     }
     return s;
 }

@@ -45,12 +45,16 @@ StepDistribution step_distribution(const StepProfile& profile, const DesignPoint
 /// Per kernel class: the drop in p95 step time (s) and in step-time variance (s^2) when that
 /// class's transient factor is made deterministic (X = 1), all else equal (same seed).
 /// The `routing` class (MoE with the routing law): the same drops when every routed op's load
-/// factor is made deterministic at its mean (0 without the routing law).
+/// factor is made deterministic at its mean (0 without the routing law). The `documents` class
+/// (variable-length packing): the same when every microbatch's attention is at E[S] (W = 1; 0
+/// without [variability.documents]).
 struct Sensitivity {
     std::array<double, kKernelClassCount> p95_drop_s{};
     std::array<double, kKernelClassCount> variance_drop_s2{};
     double routing_p95_drop_s = 0;
     double routing_variance_drop_s2 = 0;
+    double documents_p95_drop_s = 0;
+    double documents_variance_drop_s2 = 0;
 };
 
 Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,

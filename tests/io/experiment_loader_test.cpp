@@ -876,6 +876,47 @@ TEST(ExperimentLoader, RoutingVariabilityTableSetsTheSkewFromTheBalancing) {
               "exp.toml:9:1: unknown key 'skw' in [variability.routing]; did you mean 'skew'?");
 }
 
+TEST(ExperimentLoader, DocumentsVariabilityTableSetsTheLengthLaw) {
+    const std::string head =
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n[hardware.h]\n"
+        "preset = \"h100-sxm\"\n[variability.documents]\n";
+    const prism::Experiment e = parse_experiment(
+        head +
+            "packing = \"concat\"\nfamily = \"lognormal\"\nmedian_tokens = 900\nsigma = 1.4\n"
+            "source = \"our corpus\"\n",
+        "exp.toml");
+    EXPECT_TRUE(e.variability.documents.active());
+    EXPECT_DOUBLE_EQ(e.variability.documents.median_tokens, 900.0);
+    EXPECT_DOUBLE_EQ(e.variability.documents.sigma, 1.4);
+    EXPECT_EQ(e.variability.documents.source, "our corpus");
+    // "causal" is the default behaviour: no term, whatever else the table says
+    const prism::Experiment causal =
+        parse_experiment(head + "packing = \"causal\"\nmedian_tokens = 900\n", "exp.toml");
+    EXPECT_FALSE(causal.variability.documents.active());
+    EXPECT_TRUE(causal.variability.documents == prism::DocumentLengths{});
+    const prism::Experiment unset = parse_experiment(
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n[hardware.h]\n"
+        "preset = \"h100-sxm\"\n",
+        "exp.toml");
+    EXPECT_TRUE(unset.variability.documents == prism::DocumentLengths{});
+
+    EXPECT_EQ(error_of(head + "median_tokens = 900\nsigma = 5\n"),
+              "exp.toml:9:9: variability.documents.sigma: value 5 must be <= 4 (the log-space sd "
+              "of a document's length)");
+    EXPECT_EQ(error_of(head + "sigma = 1\n"),
+              "exp.toml:7:1: variability.documents: packing = \"concat\" needs median_tokens (the "
+              "documents' median length in tokens)");
+    EXPECT_TRUE(error_of(head + "packing = \"varlen\"\nmedian_tokens = 900\n")
+                    .starts_with("exp.toml:8:11: variability.documents.packing: unknown"));
+    EXPECT_TRUE(error_of(head + "family = \"gamma\"\nmedian_tokens = 900\n")
+                    .starts_with("exp.toml:8:10: variability.documents.family: unknown"));
+    EXPECT_TRUE(error_of(head + "median_tokens = -3\n")
+                    .starts_with("exp.toml:8:17: variability.documents.median_tokens"));
+    EXPECT_EQ(error_of(head + "median_tokens = 900\nsigm = 1\n"),
+              "exp.toml:9:1: unknown key 'sigm' in [variability.documents]; did you mean "
+              "'sigma'?");
+}
+
 namespace prism::test {
 namespace {
 

@@ -203,8 +203,15 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
     double flops = 2.0 * c.tokens * seq * (c.hq + c.hv) / c.t;
     double bytes = 2.0 * c.tokens * (c.hq + c.hv + 2 * c.hk) / c.t;  // Q, K, V, O
     double score_bytes = 0;
+    // variable-length packing masks the fused kernel per document: it computes the documents'
+    // squares, E[S] on average (the unfused path computes the whole square whatever the mask);
+    // the kernel's efficiency stays that of the whole sequence's call (its tiles skip the
+    // masked blocks)
+    const bool documents = c.documents && c.tr.flash_attention;
+    double masked = 1.0;
     if (c.tr.flash_attention) {
         flops *= 0.5;
+        if (documents) masked = c.documents_factor;
     } else {
         bytes += 4.0 * heads * c.tokens * seq;       // scores written, probabilities read
         score_bytes = 9.0 * heads * c.tokens * seq;  // softmax r/w, dropout r/w + mask
@@ -219,10 +226,12 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
                                   attention_sequence_factor(seq / std::max(1, c.p.cp)))
               : gemm_efficiency(c.hw.gpu.gemm, call);
     const double flop_scale = fused && scale > 1 ? 2.5 : scale;
-    const double compute = flop_scale * flops / (c.peak_bf16 * efficiency);
+    const double compute = flop_scale * masked * flops / (c.peak_bf16 * efficiency);
     const double time =
         std::max(compute, scale * bytes / (c.hw.gpu.hbm_bytes_per_s * c.hw.gpu.hbm_efficiency));
-    const Op att{KernelClass::attention, time, c.sync, LinkLevel::local};
+    Op att{KernelClass::attention, time, c.sync, LinkLevel::local};
+    // the microbatch's S scales the op where its FLOPs set its time (not memory-bound)
+    att.documents = documents && compute >= time;
     if (c.p.cp > 1) {
         const double kv = 2.0 * 2.0 * c.tokens * c.hk / c.t;  // one K and V chunk, bf16
         const double ring =
@@ -231,6 +240,7 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
         b.overlapped(att, Op{KernelClass::p2p, ring, 1, c.cp_link.level}, kCp);
     } else {
         b.compute(KernelClass::attention, time, c.sync);
+        b.list.back().ops.back().documents = att.documents;
     }
     if (score_bytes > 0) b.compute(KernelClass::elementwise, scale * c.memory(score_bytes), c.sync);
 }

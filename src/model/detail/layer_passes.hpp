@@ -133,6 +133,10 @@ struct Context {
     /// the capacity factor (buffers padded to it; 1 dropless), with the routing law
     /// E[min(Z, capacity)] (routing.hpp); it sets the expert GEMMs and the dispatch / combine
     double busiest_rank = 1;
+    /// Variable-length packing ([variability.documents]): the fused attention's FLOPs at E[S] /
+    /// seq^2 of full causal attention, its op marked Op::documents (docs/document_lengths.md)
+    bool documents = false;
+    double documents_factor = 1;
     int sync = 1;             ///< tp * cp
     bool tp_overlap = false;  ///< --tp-comm-overlap in effect (tp > 1 with SP)
     GroupLink tp_link, cp_link, pp_link;

@@ -245,7 +245,7 @@ class StepSampler {
         const bool single = m.single.present;
         const double r = m.regime.is_constant() ? m.regime.mean() : m.regime.sample(rng.uniform());
         double slowest = 0;
-        if (single || m.replicas == 1) {
+        if (single || m.replicas == 1 || m.documents_active) {
             for (int rep = 0; rep < m.replicas; ++rep) {
                 slowest = std::max(slowest, sample_replica(gk, rep, r, rng));
             }
@@ -263,7 +263,7 @@ class StepSampler {
     /// Whether operator()(LazyGroupFactors&, ...) applies: several replicas, no lockstep, no
     /// single term, a placement LazyGroupFactors supports.
     static bool sparse(const StepModel& m, const PersistentLayout& layout) {
-        return !m.single.present && !m.lockstep && m.replicas > 1 &&
+        return !m.single.present && !m.lockstep && m.replicas > 1 && !m.documents_active &&
                LazyGroupFactors::supports(m, layout);
     }
 
@@ -513,7 +513,7 @@ class StepSampler {
     /// random term (its exact law).
     double sample_replica(const std::vector<double>& gk, int rep, double r, Stream& rng) {
         const auto& m = m_;
-        if (m.single.present) return replica(gk, rep, r, rng);
+        if (m.single.present || m.documents_active) return replica(gk, rep, r, rng);
         draw_g_.resize(m.stages);
         for (int s = 0; s < m.stages; ++s) draw_g_[s] = m.lockstep ? gk[s] : gk[s * m.dp + rep];
         return draw(draw_g_.data(), r, rng);
@@ -554,11 +554,18 @@ class StepSampler {
         const double p2p_mean = m.p2p.mean(1.0, r);
         const double p2p_sd = single ? 0.0 : std::sqrt(m.p2p.var(1.0, r));
         stage_costs(gk, rep, r);
+        if (m.documents_active) documents_factors(rng);
         for (size_t i = 0; i < nops; ++i) {
             const auto& op = ops[i];
             const int j = op.stage * v + op.chunk;
-            const double mu = op.backward ? mean_b_[j] : mean_f_[j];
+            double mu = op.backward ? mean_b_[j] : mean_f_[j];
             const double sd = op.backward ? sd_b_[j] : sd_f_[j];
+            if (m.documents_active) {
+                // the microbatch's documents: its attention W times the mean, on the group's g
+                const double gg = m.lockstep ? gk[op.stage] : gk[op.stage * m.dp + rep];
+                const double a = op.backward ? m.bwd[j].documents_s : m.fwd[j].documents_s;
+                mu += (doc_w_[std::size_t(op.microbatch)] - 1.0) * a * gg;
+            }
             dur_[i] = sd > 0 ? std::max(0.0, mu + sd * rng.normal32()) : mu;
             if (op.input >= 0) {
                 xfer_[i] =
@@ -578,6 +585,22 @@ class StepSampler {
             fin += t.base_s * scale * (draw - x.max_moments(t.n).mean);
         }
         return fin;
+    }
+
+    /// W = S / (b E[S]) of every microbatch of one replica into doc_w_: each of its b
+    /// sequences' S resampled from the exact packings (StepModel::documents_table, E[S] their
+    /// mean).
+    void documents_factors(Stream& rng) {
+        const auto& m = m_;
+        const std::vector<double>& table = *m.documents_table;
+        const auto n = static_cast<std::uint32_t>(table.size());
+        const double scale = 1.0 / (m.documents_sequences * m.documents_table_mean_s2);
+        doc_w_.resize(std::size_t(m.microbatches));
+        for (auto& w : doc_w_) {
+            double sum = 0;
+            for (int k = 0; k < m.documents_sequences; ++k) sum += table[rng.below(n)];
+            w = sum * scale;
+        }
     }
 
     /// The slowest of the d replicas, drawing only those that can be it. Replica rep's time is
@@ -951,6 +974,7 @@ class StepSampler {
   private:
     const StepModel& m_;
     std::vector<double> dur_, xfer_, finish_, mean_f_, sd_f_, mean_b_, sd_b_;
+    std::vector<double> doc_w_;  ///< documents_factors' W per microbatch
     std::vector<double> rep_dur_, rep_tr_, rep_start_, rep_mk_;  ///< slowest_replica's lanes
     std::vector<double> bound_;
     std::vector<int> op_j_;

@@ -160,6 +160,7 @@ class SegmentCosts {
                 d = routed_moments(op.time_s, y);
                 acc.cost.routed_mean += repeat * d.mean;
             }
+            if (op.documents) acc.cost.documents_s += repeat * op.time_s * y.mean;
             if (collect && !comm) {
                 (std::max(1, op.sync_size) == m_.group_gpus ? class_weight[c] : unsynced_weight) +=
                     repeat * d.mean;
@@ -349,6 +350,36 @@ void set_step_costs(StepModel& m, const StepProfile& profile, SegmentCosts& cost
     if (terms == 1 && p == 1 && v == 1 && mb == 1) m.single = single;
 }
 
+/// The documents' term (step_model.hpp): active where some chunk has document-masked
+/// attention, the law is set and its class is not made deterministic; then the replica has
+/// more than one random term (no single exact law).
+void set_documents(StepModel& m, const StepProfile& profile, std::uint32_t deterministic_classes) {
+    if (!profile.documents.active() || (deterministic_classes & kDocumentsClassBit)) return;
+    m.documents_stage_s.assign(std::size_t(m.stages), 0.0);
+    double total = 0;
+    for (int s = 0; s < m.stages; ++s) {
+        for (int c = 0; c < m.chunks; ++c) {
+            const std::size_t i = std::size_t(s * m.chunks + c);
+            m.documents_stage_s[std::size_t(s)] += m.fwd[i].documents_s + m.bwd[i].documents_s;
+        }
+        total += m.documents_stage_s[std::size_t(s)];
+    }
+    const SquareMoments sq = packed_square_moments(profile.documents);
+    if (!(total > 0) || !(sq.mean > 0)) return;
+    m.documents_active = true;
+    m.documents_sequences = std::max(1, profile.documents_sequences);
+    m.documents_mean_s2 = sq.mean;
+    m.documents_w_var = sq.var() / (m.documents_sequences * sq.mean * sq.mean);
+    // Monte Carlo's W from the exact draws over their own mean: the draws give the law's
+    // shape, the profile's attention (at the recursion's E[S]) its mean, as in the analytic
+    // evaluator (a table's mean off E[S] by its standard error would shift every microbatch)
+    m.documents_table = packed_square_table(profile.documents);
+    double sum = 0;
+    for (const double x : *m.documents_table) sum += x;
+    m.documents_table_mean_s2 = sum / double(m.documents_table->size());
+    m.single = SingleTerm{};
+}
+
 /// The chord g * lin_comp + R * lin_comm of every cost's mean over [1, g_hi] at R = r_bar (the
 /// analytic evaluator's linearization; a copy of the linear part when nothing is mixed), and the
 /// mixed variance split by the probability each side wins at (1, r_bar).
@@ -480,6 +511,7 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
     std::vector<SingleTerm> fwd_single, bwd_single;
     set_chunk_costs(m, profile, costs, ids, fwd_single, bwd_single);
     set_step_costs(m, profile, costs, fwd_single, bwd_single);
+    set_documents(m, profile, deterministic_classes);
     set_stage_sums(m);
     if (m.routing_shared.active()) set_routing_shared(m);
     return m;

@@ -54,6 +54,10 @@ struct ChunkCost {
     std::vector<MixedSegment> mixed;
     int random_terms = 0;    ///< op instances with a non-degenerate factor
     double routed_mean = 0;  ///< the routed MoE ops' share of the mean at g = R = 1
+    /// Mean seconds of its document-masked attention (Op::documents) at g = R = 1: a
+    /// microbatch whose sequences' S is W E[S] takes (W - 1) documents_s longer
+    /// (docs/document_lengths.md)
+    double documents_s = 0;
     /// The linearization g * lin_comp + R * lin_comm of mean(g, R) that the analytic
     /// evaluator's passes use: the chord over the job's range of g at the regime's mean
     /// (exact at both ends; equal to comp_mean and comm_mean when nothing is mixed), and its
@@ -140,6 +144,19 @@ struct StepModel {
     stochastic::RoutingLoad routing_law;
     stochastic::SharedDrift routing_shared;
     double routing_shared_s = 0;
+    /// Variable-length packing (docs/document_lengths.md): a microbatch's chunk ops on every
+    /// stage take (W - 1) documents_s longer, W = S / (b E[S]) of its b sequences (one draw per
+    /// replica and microbatch, shared by its forward and backward on every stage). Monte Carlo
+    /// resamples each sequence's S from exact packings (documents_table); the analytic
+    /// evaluator adds the replica's variance of it along the critical path to its normal part
+    /// (stage_curves.cpp). Inactive: no attention op is masked per document.
+    bool documents_active = false;
+    int documents_sequences = 1;            ///< b
+    double documents_mean_s2 = 0;           ///< E[S] (tokens^2), the profile's attention's
+    double documents_w_var = 0;             ///< Var(W) of one microbatch: Var(S) / (b E[S]^2)
+    std::vector<double> documents_stage_s;  ///< per stage: sum over chunks of fwd + bwd
+    std::shared_ptr<const std::vector<double>> documents_table;  ///< exact draws of S
+    double documents_table_mean_s2 = 0;  ///< their mean (Monte Carlo's W: S / (b this))
     bool persistent_deterministic = true;
     /// phi of the groups (null: g = max G, nothing random to correct)
     std::shared_ptr<const EffectiveFactor> effective;
@@ -170,6 +187,10 @@ struct StepModel {
 /// The bit of `deterministic_classes` that makes the routing deterministic (Z at its mean: the
 /// `routing` sensitivity class); the bits below it are the kernel classes.
 inline constexpr std::uint32_t kRoutingClassBit = 1u << kKernelClassCount;
+
+/// The bit of `deterministic_classes` that makes the documents' term deterministic (W = 1: the
+/// `documents` sensitivity class).
+inline constexpr std::uint32_t kDocumentsClassBit = 1u << (kKernelClassCount + 1);
 
 /// Builds the model; `deterministic_classes` are made deterministic (X = 1) for sensitivity.
 StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,

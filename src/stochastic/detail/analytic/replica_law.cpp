@@ -151,6 +151,12 @@ void ReplicaLaw::set_x_grid(int grid_points) {
         lo = c_.mu_o + noise_sd * normal_quantile(p_lo);
         hi = c_.mu_o - noise_sd * normal_quantile(1e-16 / d);
     }
+    if (!c_.doc_x.empty() && !m_.single.present) {
+        // the documents' atoms may reach past the normal's range (a skewed sum of few S)
+        const double rest = std::sqrt(std::max(0.0, noise_sd * noise_sd - c_.doc_var));
+        lo = std::min(lo, w_lo_ + c_.mu_o - c_.doc_span - 7.5 * rest);
+        hi = std::max(hi, w_hi_ + c_.mu_o + c_.doc_span + 7.5 * rest);
+    }
     if (!(hi > lo)) {
         lo -= 1e-12;
         hi += 1e-12;

@@ -121,6 +121,11 @@ class ReplicaLaw {
     mutable std::vector<double> kern_rev_;
     mutable double kern_off_ = 0, kern_sd_ = -1;
     mutable int kern_len_ = -1, kern_reach_ = -1;
+    mutable bool kern_docs_ = false;
+    /// The documents' term (StageCurves::doc_x): the sd of the normal rest of the noise (with
+    /// a cell's smoothing), and P(N(0, sd) + D > dx).
+    double documents_sd(double noise_sd) const;
+    double documents_sf(double dx, double sd) const;
 };
 
 /// Each replica type's sf on the x grid, with the noise and (clusters > 1) without it: the

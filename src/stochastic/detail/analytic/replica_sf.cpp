@@ -77,6 +77,10 @@ std::vector<double> ReplicaLaw::mixture_sf(const MixtureMasses& mm, double noise
                 const double scale = s.base_s * (s.comm ? c_.r_bar : 1.0);
                 const double y = X.max_moments(s.n).mean + x / scale;
                 sf[i] = total_weight * (1.0 - X.max_cdf(y, s.n));
+            } else if (noise_sd > 0 && !c_.doc_x.empty()) {
+                // the documents' term's atoms, each smoothed by the normal rest of the noise
+                const double sd = documents_sd(noise_sd);
+                sf[i] = total_weight * documents_sf(x - mu, sd);
             } else {
                 sf[i] = total_weight *
                         (noise_sd > 0 ? normal_sf((x - mu) / noise_sd) : (x < mu ? 1.0 : 0.0));
@@ -117,17 +121,35 @@ std::vector<double> ReplicaLaw::mixture_sf(const MixtureMasses& mm, double noise
     return sf;
 }
 
+double ReplicaLaw::documents_sd(double noise_sd) const {
+    const double rest = std::max(0.0, noise_sd * noise_sd - c_.doc_var);
+    return std::sqrt(rest + x_.h * x_.h / 12.0);
+}
+
+double ReplicaLaw::documents_sf(double dx, double sd) const {
+    double sf = 0;
+    for (std::size_t k = 0; k < c_.doc_x.size(); ++k) {
+        sf += c_.doc_w[k] * normal_sf((dx - c_.doc_x[k]) / sd);
+    }
+    return sf;
+}
+
 void ReplicaLaw::convolve_add(const std::vector<double>& pj, int kw, double extra_mean,
                               double noise_sd, std::vector<double>& sf) const {
     const double hx = x_.h;
     const double hw = hx;
     const double x0 = w_lo_ + 0.5 * hw + c_.mu_o + extra_mean;  // atom j: x0 + j hx
-    const double sd = std::sqrt(noise_sd * noise_sd + hx * hx / 12.0);
+    // with the documents' term the noise is its atoms (the replica's sum of S, docs/
+    // document_lengths.md) each smoothed by the normal rest
+    const bool docs = noise_sd > 0 && !c_.doc_x.empty();
+    const double sd =
+        docs ? documents_sd(noise_sd) : std::sqrt(noise_sd * noise_sd + hx * hx / 12.0);
+    const double span = docs ? c_.doc_span : 0.0;
     // x_i - x_j = (x_.lo - x0) + (i - j) hx; kernel over k = i - j in [-(kw-1), n-1]
     const double off = x_.lo - x0;
     // atoms more than 7.5 sd away count as fully above / below: Phi(-7.5) = 3e-14 of their mass,
     // i.e. < d * 3e-14 on F^d (3e-11 at d = 1024 replicas), far below any reported quantile
-    const int reach = static_cast<int>(std::ceil(7.5 * sd / hx)) + 1;
+    const int reach = static_cast<int>(std::ceil((7.5 * sd + span) / hx)) + 1;
     std::vector<double> above(kw + 1, 0.0);
     for (int j = kw - 1; j >= 0; --j) above[j] = above[j + 1] + pj[j];
     const int kmin = -(kw - 1);
@@ -135,7 +157,9 @@ void ReplicaLaw::convolve_add(const std::vector<double>& pj, int kw, double extr
     const int klen = x_.n + kw - 1;
     // kernel reversed so that the inner product runs forward in both arrays (vectorizes):
     // kernel[k - kmin] = rev[klen - 1 - (k - kmin)]; types with the same offset share it
-    if (!(off == kern_off_ && sd == kern_sd_ && klen == kern_len_ && reach == kern_reach_)) {
+    if (!(off == kern_off_ && sd == kern_sd_ && klen == kern_len_ && reach == kern_reach_ &&
+          docs == kern_docs_)) {
+        kern_docs_ = docs;
         kern_off_ = off;
         kern_sd_ = sd;
         kern_len_ = klen;
@@ -146,7 +170,7 @@ void ReplicaLaw::convolve_add(const std::vector<double>& pj, int kw, double extr
         for (int k = k_lo; k <= k_hi; ++k) {
             const double dx = off + k * hx;
             if (std::fabs(dx) > (reach + 1) * hx) continue;
-            kern_rev_[klen - 1 - (k - kmin)] = normal_sf(dx / sd);
+            kern_rev_[klen - 1 - (k - kmin)] = docs ? documents_sf(dx, sd) : normal_sf(dx / sd);
         }
     }
     const std::vector<double>& rev = kern_rev_;

@@ -8,6 +8,7 @@
 
 #include "src/stochastic/detail/analytic/common.hpp"
 #include "src/stochastic/detail/hash.hpp"
+#include "src/stochastic/documents.hpp"
 
 namespace prism::stochastic::detail::ssta {
 
@@ -300,9 +301,11 @@ std::vector<double> curves_key(const StepModel& m, double eg, double vg) {
          {double(m.stages), double(m.chunks), double(m.microbatches), double(m.replicas),
           double(m.dp), double(m.lockstep), double(m.group_gpus),
           double(m.persistent_deterministic), m.slow_probability, m.slow_factor, m.regime.mean(),
-          id(m.spatial_id), id(m.effective ? m.effective->id() : 0), eg, vg}) {
+          id(m.spatial_id), id(m.effective ? m.effective->id() : 0), eg, vg, m.documents_w_var,
+          m.documents_table_mean_s2, double(m.documents_sequences)}) {
         k.push_back(x);
     }
+    k.insert(k.end(), m.documents_stage_s.begin(), m.documents_stage_s.end());
     auto cost = [&k](const ChunkCost* c) {
         k.insert(k.end(), {c->comp_mean, c->comp_var, c->comm_mean, c->comm_var, c->lin_comp,
                            c->lin_comm, c->lin_comp_var, c->lin_comm_var, double(c->mixed.size())});
@@ -315,6 +318,37 @@ std::vector<double> curves_key(const StepModel& m, double eg, double vg) {
         for (const ChunkCost* c : {&m.fwd[j], &m.bwd[j]}) cost(c);
     }
     return k;
+}
+
+/// The documents' term of one replica (step_model.hpp): the critical path passes rest[st]
+/// microbatches' worth of stage st, each microbatch (W - 1) documents_stage_s longer, W = S /
+/// (b E[S]) iid per microbatch with mean 1 (the profile's attention is at E[S]). Taken as a_eff
+/// sum over the replica's m microbatches of (W - 1), a_eff^2 m = the variance below (exact at
+/// pp = 1, where rest = m: a replica is its microbatches in series), whose law is that
+/// of the sum of the replica's m b sequences' S (centered_sum_law, from the exact packings).
+void documents_term(const StepModel& m, StageCurves& c) {
+    // the stage the path dwells on, smax, passes every microbatch; the other stages' content C
+    // (fill and drain) belongs to the first and the last microbatch, which smax passes too:
+    // Var(D) / Var(W) = sum_m (a_smax + c_m)^2 = rest_smax a_smax^2 + 2 a_smax C + C^2 / 2
+    const double a_max = m.documents_stage_s[std::size_t(c.smax)];
+    double cross = 0;
+    for (int st = 0; st < m.stages; ++st) {
+        if (st != c.smax) cross += c.rest[std::size_t(st)] * m.documents_stage_s[std::size_t(st)];
+    }
+    const double v =
+        c.rest[std::size_t(c.smax)] * a_max * a_max + 2.0 * a_max * cross + 0.5 * cross * cross;
+    const int b = m.documents_sequences;
+    const double a_eff = std::sqrt(v / m.microbatches);
+    const double scale = a_eff / (b * m.documents_table_mean_s2);
+    const auto law = centered_sum_law(m.documents_table, m.microbatches * b);
+    c.doc_x.resize(law->x.size());
+    c.doc_w = law->w;
+    for (std::size_t k = 0; k < law->x.size(); ++k) {
+        c.doc_x[k] = scale * law->x[k];
+        c.doc_var += c.doc_w[k] * c.doc_x[k] * c.doc_x[k];
+        c.doc_span = std::max(c.doc_span, std::fabs(c.doc_x[k]));
+    }
+    c.var_eps += c.doc_var;
 }
 
 StageCurves compute_stage_curves(const StepModel& m, const GroupLaw& base_law) {
@@ -335,6 +369,7 @@ StageCurves compute_stage_curves(const StepModel& m, const GroupLaw& base_law) {
                    (c.eg * c.eg * m.stage_var_comp[st] + c.r_bar * c.r_bar * m.stage_var_comm[st]);
     }
     c.var_eps = var_sum + m.dataloader.var(1.0, c.r_bar) + 2.0 * (p - 1) * m.p2p.var(1.0, c.r_bar);
+    if (m.documents_active) documents_term(m, c);
     c.w_random =
         !m.persistent_deterministic &&
         std::any_of(m.stage_comp_s.begin(), m.stage_comp_s.end(), [](double cs) { return cs > 0; });

@@ -53,6 +53,12 @@ struct StageCurves {
     /// mean and variance of the linear part besides W (T(g_ref) - T(1) included in the mean),
     /// and the transient noise's variance along the critical path
     double mu_o = 0, var_o = 0, var_eps = 0;
+    /// The documents' term of one replica (step_model.hpp; none when inactive): the law of D,
+    /// atoms doc_x with masses doc_w (mean 0), its variance (included in var_eps) and its
+    /// largest |atom|. The replica law convolves it with the normal rest of the noise
+    /// (replica_sf.cpp).
+    std::vector<double> doc_x, doc_w;
+    double doc_var = 0, doc_span = 0;
     /// W depends on the persistent factors: they are random and some stage has compute
     bool w_random = false;
     /// per op class of the schedule (PeriodicPipeline::class_of): the mean compute and
