@@ -160,11 +160,13 @@ inline double& moe_field(MoeFactors& f, int i) {
                     : f.wave;
 }
 
-/// The factors the shipped fit frees (kMoeKeys order): the a2a factors, the grouped GEMM's
-/// factor and wave; the permute factor is held at 1 (the router, permute and unpermute kernels
-/// at the HBM ceiling): with the wave it is not needed (freeing it too gives a 0.7-point lower
-/// in-sample error and three left-out groups over 10% instead of one; docs/moe_calibration.md).
-inline constexpr const char* kMoeFree = "11101";
+/// The factors the shipped fit frees (kMoeKeys order): the NIC a2a factor, the grouped GEMM's
+/// factor and wave. The NVLink a2a factor is held at 1 (DeepEP's kernel figure): with
+/// Megatron's EP a2a overlap every row hides its NVLink dispatch, so the rows cannot tell it
+/// (free, it wanders from 0.25 to 1 between the folds). The permute factor is held at 1 (the
+/// router, permute and unpermute kernels at the HBM ceiling): with the wave it is not needed
+/// (docs/moe_calibration.md).
+inline constexpr const char* kMoeFree = "01101";
 
 /// grouped_gemm_wave_experts of `f` (0: all local experts).
 inline double wave_experts(const MoeFactors& f) { return f.wave > 0 ? 1.0 / f.wave : 0.0; }
