@@ -5,6 +5,7 @@
 
 #include "src/common/error.hpp"
 #include "src/stochastic/detail/hash.hpp"
+#include "src/stochastic/detail/memo.hpp"
 #include "src/stochastic/distribution.hpp"
 #include "src/stochastic/random.hpp"
 
@@ -136,18 +137,8 @@ double mean_document_length(const DocumentPacking& d) {
 
 SquareMoments packed_square_moments(const DocumentPacking& d) {
     if (!d.active()) throw ModelError("documents: median and seq must be positive");
-    struct Entry {
-        DocumentPacking d;
-        SquareMoments m;
-    };
-    thread_local std::vector<Entry> cache;
-    for (const auto& e : cache) {
-        if (e.d == d) return e.m;
-    }
-    const SquareMoments m = compute_moments(d);
-    if (cache.size() >= 32) cache.clear();
-    cache.push_back({d, m});
-    return m;
+    thread_local detail::SmallMemo<DocumentPacking, SquareMoments> memo(32);
+    return memo.get(d, [&d]() { return compute_moments(d); });
 }
 
 std::vector<double> draw_packed_squares(const DocumentPacking& d, int count, std::uint64_t seed) {
@@ -185,18 +176,12 @@ std::vector<double> draw_packed_squares(const DocumentPacking& d, int count, std
 }
 
 std::shared_ptr<const std::vector<double>> packed_square_table(const DocumentPacking& d) {
-    struct Entry {
-        DocumentPacking d;
-        std::shared_ptr<const std::vector<double>> table;
-    };
-    thread_local std::vector<Entry> cache;
-    for (const auto& e : cache) {
-        if (e.d == d) return e.table;
-    }
-    if (cache.size() >= 16) cache.clear();
-    cache.push_back({d, std::make_shared<const std::vector<double>>(
-                            draw_packed_squares(d, kDocumentDraws, 0))});
-    return cache.back().table;
+    thread_local detail::SmallMemo<DocumentPacking, std::shared_ptr<const std::vector<double>>>
+        memo(16);
+    return memo.get(d, [&d]() {
+        return std::make_shared<const std::vector<double>>(
+            draw_packed_squares(d, kDocumentDraws, 0));
+    });
 }
 
 namespace {
@@ -275,43 +260,36 @@ GridLaw add(const GridLaw& a, const GridLaw& b, int atoms) {
 
 std::shared_ptr<const AtomLaw> centered_sum_law(
     const std::shared_ptr<const std::vector<double>>& draws, int n, int atoms) {
-    struct Entry {
-        const std::vector<double>* draws;
-        std::shared_ptr<const std::vector<double>> keep;
-        int n, atoms;
-        std::shared_ptr<const AtomLaw> law;
-    };
-    thread_local std::vector<Entry> cache;
-    for (const auto& e : cache) {
-        if (e.draws == draws.get() && e.n == n && e.atoms == atoms) return e.law;
-    }
-    const auto [lo, hi] = std::minmax_element(draws->begin(), draws->end());
-    double mean = 0;
-    for (const double x : *draws) mean += x / double(draws->size());
-    GridLaw one;
-    one.lo = *lo;
-    one.h = *hi > *lo ? (*hi - *lo) / (atoms - 1) : 1.0;
-    one.p.assign(std::size_t(*hi > *lo ? atoms : 1), 0.0);
-    for (const double x : *draws) put(one, x, 1.0 / double(draws->size()));
-    // repeated squaring: sum = one^n
-    GridLaw sum, power = one;
-    bool have = false;
-    for (int k = std::max(1, n); k > 0; k >>= 1) {
-        if (k & 1) {
-            sum = have ? add(sum, power, atoms) : power;
-            have = true;
+    // keyed by the table's address, which the stored shared_ptr keeps from being reused
+    using Key = std::pair<std::shared_ptr<const std::vector<double>>, std::pair<int, int>>;
+    thread_local detail::SmallMemo<Key, std::shared_ptr<const AtomLaw>> memo(64);
+    return memo.get(Key{draws, {n, atoms}}, [&]() -> std::shared_ptr<const AtomLaw> {
+        const auto [lo, hi] = std::minmax_element(draws->begin(), draws->end());
+        double mean = 0;
+        for (const double x : *draws) mean += x / double(draws->size());
+        GridLaw one;
+        one.lo = *lo;
+        one.h = *hi > *lo ? (*hi - *lo) / (atoms - 1) : 1.0;
+        one.p.assign(std::size_t(*hi > *lo ? atoms : 1), 0.0);
+        for (const double x : *draws) put(one, x, 1.0 / double(draws->size()));
+        // repeated squaring: sum = one^n
+        GridLaw sum, power = one;
+        bool have = false;
+        for (int k = std::max(1, n); k > 0; k >>= 1) {
+            if (k & 1) {
+                sum = have ? add(sum, power, atoms) : power;
+                have = true;
+            }
+            if (k > 1) power = rebin(convolve(power, power), atoms);
         }
-        if (k > 1) power = rebin(convolve(power, power), atoms);
-    }
-    auto law = std::make_shared<AtomLaw>();
-    for (std::size_t k = 0; k < sum.p.size(); ++k) {
-        if (sum.p[k] <= 0) continue;
-        law->x.push_back(sum.lo + double(k) * sum.h - double(std::max(1, n)) * mean);
-        law->w.push_back(sum.p[k]);
-    }
-    if (cache.size() >= 64) cache.clear();
-    cache.push_back({draws.get(), draws, n, atoms, law});
-    return law;
+        auto law = std::make_shared<AtomLaw>();
+        for (std::size_t k = 0; k < sum.p.size(); ++k) {
+            if (sum.p[k] <= 0) continue;
+            law->x.push_back(sum.lo + double(k) * sum.h - double(std::max(1, n)) * mean);
+            law->w.push_back(sum.p[k]);
+        }
+        return law;
+    });
 }
 
 }  // namespace prism::stochastic

@@ -7,6 +7,7 @@
 
 #include "src/common/error.hpp"
 #include "src/stochastic/detail/hash.hpp"
+#include "src/stochastic/detail/memo.hpp"
 #include "src/stochastic/distribution.hpp"
 #include "src/stochastic/random.hpp"
 
@@ -139,19 +140,8 @@ std::uint64_t routing_hash(const RoutingLoad& r) {
 /// A per-thread memo of moments by the routing (and the draws' seed), exact keys.
 template <class Compute>
 LoadMoments memoized(const RoutingLoad& r, std::uint64_t extra, Compute compute) {
-    struct Entry {
-        RoutingLoad r;
-        std::uint64_t extra;
-        LoadMoments m;
-    };
-    thread_local std::vector<Entry> cache;
-    for (const auto& e : cache) {
-        if (e.extra == extra && e.r == r) return e.m;
-    }
-    const LoadMoments m = compute();
-    if (cache.size() >= 64) cache.clear();
-    cache.push_back({r, extra, m});
-    return m;
+    thread_local detail::SmallMemo<std::pair<RoutingLoad, std::uint64_t>, LoadMoments> memo(64);
+    return memo.get({r, extra}, compute);
 }
 
 }  // namespace
@@ -305,92 +295,85 @@ int shared_drift_nodes(const RoutingLoad& r) {
 
 SharedDrift shared_drift_law(const RoutingLoad& r) {
     if (!r.active() || !(r.drift > 0)) return {};
-    struct Entry {
-        RoutingLoad r;
-        SharedDrift law;
-    };
-    thread_local std::vector<Entry> cache;
-    for (const auto& e : cache) {
-        if (e.r == r) return e.law;
-    }
-    // shared_drift_nodes drift vectors on the routing stream (id 1: not the exact draws' 0),
-    // m(w) and Var(Z | w) by Clark's moments at each, and by the exact conditional law at the
-    // first kSharedDriftExactNodes: the exact m regressed on Clark's (a control variate, Clark's
-    // mean known to the many nodes) gives E[m(w)], the slope Clark's scale error
-    Stream stream(r.seed, routing_hash(r), StreamKind::routing, 1);
-    const std::size_t experts = r.popularity.size(), per = experts / std::size_t(r.ep);
-    const int nodes = shared_drift_nodes(r);
-    std::vector<double> w(experts, 0.0), mc(static_cast<std::size_t>(nodes));
-    std::vector<double> me(kSharedDriftExactNodes);
-    std::vector<double> up(std::size_t(r.ep)), down(std::size_t(r.ep));
-    double clark_var = 0, exact_cond_var = 0, clark_cond_var = 0;
-    const double d = r.drift, damp = std::exp(-d * d);
-    for (int k = 0; k < nodes; k += 2) {
-        // a pair of nodes w and -w: exp(-d w - d^2 / 2) = e^{-d^2} / exp(d w - d^2 / 2)
-        stream.normals32(w.data(), experts);
-        std::fill(up.begin(), up.end(), 0.0);
-        std::fill(down.begin(), down.end(), 0.0);
-        double tu = 0, td = 0;
-        for (std::size_t e = 0; e < experts; ++e) {
-            const double f = std::exp(d * w[e] - 0.5 * d * d);
-            up[e / per] += r.popularity[e] * f;
-            down[e / per] += r.popularity[e] * damp / f;
-        }
-        for (const double x : up) tu += x;
-        for (const double x : down) td += x;
-        for (auto& x : up) x /= tu;
-        for (auto& x : down) x /= td;
-        for (int h = 0; h < 2; ++h) {
-            const LoadMoments c = clark_moments(r.copies, h == 0 ? up : down);
-            mc[std::size_t(k + h)] = c.mean;
-            clark_var += c.var() / nodes;
-            if (k + h < kSharedDriftExactNodes) {
-                if (h == 1) {
-                    for (auto& x : w) x = -x;
+    thread_local detail::SmallMemo<RoutingLoad, SharedDrift> memo(64);
+    return memo.get(r, [&r]() {
+        // shared_drift_nodes drift vectors on the routing stream (id 1: not the exact draws' 0),
+        // m(w) and Var(Z | w) by Clark's moments at each, and by the exact conditional law at the
+        // first kSharedDriftExactNodes: the exact m regressed on Clark's (a control variate,
+        // Clark's mean known to the many nodes) gives E[m(w)], the slope Clark's scale error
+        Stream stream(r.seed, routing_hash(r), StreamKind::routing, 1);
+        const std::size_t experts = r.popularity.size(), per = experts / std::size_t(r.ep);
+        const int nodes = shared_drift_nodes(r);
+        std::vector<double> w(experts, 0.0), mc(static_cast<std::size_t>(nodes));
+        std::vector<double> me(kSharedDriftExactNodes);
+        std::vector<double> up(std::size_t(r.ep)), down(std::size_t(r.ep));
+        double clark_var = 0, exact_cond_var = 0, clark_cond_var = 0;
+        const double d = r.drift, damp = std::exp(-d * d);
+        for (int k = 0; k < nodes; k += 2) {
+            // a pair of nodes w and -w: exp(-d w - d^2 / 2) = e^{-d^2} / exp(d w - d^2 / 2)
+            stream.normals32(w.data(), experts);
+            std::fill(up.begin(), up.end(), 0.0);
+            std::fill(down.begin(), down.end(), 0.0);
+            double tu = 0, td = 0;
+            for (std::size_t e = 0; e < experts; ++e) {
+                const double f = std::exp(d * w[e] - 0.5 * d * d);
+                up[e / per] += r.popularity[e] * f;
+                down[e / per] += r.popularity[e] * damp / f;
+            }
+            for (const double x : up) tu += x;
+            for (const double x : down) td += x;
+            for (auto& x : up) x /= tu;
+            for (auto& x : down) x /= td;
+            for (int h = 0; h < 2; ++h) {
+                const LoadMoments c = clark_moments(r.copies, h == 0 ? up : down);
+                mc[std::size_t(k + h)] = c.mean;
+                clark_var += c.var() / nodes;
+                if (k + h < kSharedDriftExactNodes) {
+                    if (h == 1) {
+                        for (auto& x : w) x = -x;
+                    }
+                    const LoadMoments e = conditional_moments(r, w);
+                    me[std::size_t(k + h)] = e.mean;
+                    exact_cond_var += e.var();
+                    clark_cond_var += c.var();
                 }
-                const LoadMoments e = conditional_moments(r, w);
-                me[std::size_t(k + h)] = e.mean;
-                exact_cond_var += e.var();
-                clark_cond_var += c.var();
             }
         }
-    }
-    const auto mean_of = [](const double* x, int n) {
-        double a = 0;
-        for (int i = 0; i < n; ++i) a += x[i];
-        return a / n;
-    };
-    const int ne = kSharedDriftExactNodes;
-    const double clark_mean = mean_of(mc.data(), nodes);
-    const double ce = mean_of(mc.data(), ne), ee = mean_of(me.data(), ne);
-    double sxy = 0, sxx = 0;
-    for (int k = 0; k < ne; ++k) {
-        sxy += (mc[std::size_t(k)] - ce) * (me[std::size_t(k)] - ee);
-        sxx += (mc[std::size_t(k)] - ce) * (mc[std::size_t(k)] - ce);
-    }
-    const double beta = sxx > 0 ? sxy / sxx : 1.0;
-    double resid = 0;
-    for (int k = 0; k < ne; ++k) {
-        const double e = me[std::size_t(k)] - ee - beta * (mc[std::size_t(k)] - ce);
-        resid += e * e / std::max(1, ne - 2);
-    }
-    double m2 = 0, m3 = 0;
-    for (const double x : mc) {
-        m2 += (x - clark_mean) * (x - clark_mean) / (nodes - 1);
-        m3 += (x - clark_mean) * (x - clark_mean) * (x - clark_mean) / nodes;
-    }
-    SharedDrift law;
-    law.mean_factor = ee + beta * (clark_mean - ce);
-    const double var_m = beta * beta * m2 + resid;
-    law.sd = std::sqrt(var_m) / law.mean_factor;
-    law.skew = m2 > 0 ? m3 / std::pow(m2, 1.5) : 0.0;
-    // E[Var(Z | w)]: Clark's conditional variances over the many nodes, scaled by the exact
-    // law's over Clark's at the exact nodes (Clark's variance of a max is off by a nearly
-    // constant factor)
-    law.cond_var = clark_cond_var > 0 ? clark_var * exact_cond_var / clark_cond_var : 0.0;
-    if (cache.size() >= 64) cache.clear();
-    cache.push_back({r, law});
-    return law;
+        const auto mean_of = [](const double* x, int n) {
+            double a = 0;
+            for (int i = 0; i < n; ++i) a += x[i];
+            return a / n;
+        };
+        const int ne = kSharedDriftExactNodes;
+        const double clark_mean = mean_of(mc.data(), nodes);
+        const double ce = mean_of(mc.data(), ne), ee = mean_of(me.data(), ne);
+        double sxy = 0, sxx = 0;
+        for (int k = 0; k < ne; ++k) {
+            sxy += (mc[std::size_t(k)] - ce) * (me[std::size_t(k)] - ee);
+            sxx += (mc[std::size_t(k)] - ce) * (mc[std::size_t(k)] - ce);
+        }
+        const double beta = sxx > 0 ? sxy / sxx : 1.0;
+        double resid = 0;
+        for (int k = 0; k < ne; ++k) {
+            const double e = me[std::size_t(k)] - ee - beta * (mc[std::size_t(k)] - ce);
+            resid += e * e / std::max(1, ne - 2);
+        }
+        double m2 = 0, m3 = 0;
+        for (const double x : mc) {
+            m2 += (x - clark_mean) * (x - clark_mean) / (nodes - 1);
+            m3 += (x - clark_mean) * (x - clark_mean) * (x - clark_mean) / nodes;
+        }
+        SharedDrift law;
+        law.mean_factor = ee + beta * (clark_mean - ce);
+        const double var_m = beta * beta * m2 + resid;
+        law.sd = std::sqrt(var_m) / law.mean_factor;
+        law.skew = m2 > 0 ? m3 / std::pow(m2, 1.5) : 0.0;
+        // E[Var(Z | w)]: Clark's conditional variances over the many nodes, scaled by the exact
+        // law's over Clark's at the exact nodes (Clark's variance of a max is off by a nearly
+        // constant factor)
+        law.cond_var = clark_cond_var > 0 ? clark_var * exact_cond_var / clark_cond_var : 0.0;
+        return law;
+    });
 }
 
 double drawn_shared_factor(const RoutingLoad& r, Stream& stream) {
