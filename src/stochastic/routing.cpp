@@ -245,8 +245,10 @@ LoadMoments conditional_moments(const RoutingLoad& r, const std::vector<double>&
 /// E[M] / share and Var(M) / share^2 for rank probabilities p by Clark's (1961) moments of the
 /// max of the ranks' correlated normal loads (mean N P_r, covariance N (P_r 1{r = s} - P_r P_s):
 /// the multinomial's), the ranks taken in decreasing order of their means: O(ep^2), for the
-/// many nodes of shared_drift_law (no capacity: the exact nodes' regression carries it).
-LoadMoments clark_moments(double copies, const std::vector<double>& p) {
+/// many nodes of shared_drift_law; with a capacity of `cap` copies (> 0) the max is taken as the
+/// normal of Clark's moments capped there: E[min(X, C)] and E[min(X, C)^2] in closed form (the
+/// exact nodes' regression corrects what the normal shape misses).
+LoadMoments clark_moments(double copies, const std::vector<double>& p, double cap) {
     const std::size_t n = p.size();
     thread_local std::vector<std::size_t> order;
     thread_local std::vector<double> cov;  // Cov(running max, rank order[j])
@@ -276,7 +278,17 @@ LoadMoments clark_moments(double copies, const std::vector<double>& p) {
         vx = std::max(0.0, m2 - m1 * m1);
     }
     const double share = N / double(n);
-    return {mx / share, (vx + mx * mx) / (share * share)};
+    double first = mx, second = vx + mx * mx;
+    if (cap > 0) {
+        // X ~ N(mx, vx), a = (C - mx) / sd: E[X; X < C] = mx Phi(a) - sd phi(a) and
+        // E[X^2; X < C] = (mx^2 + vx) Phi(a) - sd (mx + C) phi(a); above C the value is C
+        const double sd = std::sqrt(std::max(vx, 1e-300));
+        const double a = (cap - mx) / sd;
+        const double fa = normal_cdf(a), ph = kInvSqrt2Pi * std::exp(-0.5 * a * a);
+        first = mx * fa - sd * ph + cap * (1 - fa);
+        second = (mx * mx + vx) * fa - sd * (mx + cap) * ph + cap * cap * (1 - fa);
+    }
+    return {first / share, second / (share * share)};
 }
 
 /// Draws the drift vector w (one standard normal per expert) from `s`.
@@ -303,6 +315,7 @@ SharedDrift shared_drift_law(const RoutingLoad& r) {
         // Clark's mean known to the many nodes) gives E[m(w)], the slope Clark's scale error
         Stream stream(r.seed, routing_hash(r), StreamKind::routing, 1);
         const std::size_t experts = r.popularity.size(), per = experts / std::size_t(r.ep);
+        const double cap = r.capacity > 0 ? r.capacity * r.copies / r.ep : 0.0;
         const int nodes = shared_drift_nodes(r);
         std::vector<double> w(experts, 0.0), mc(static_cast<std::size_t>(nodes));
         std::vector<double> me(kSharedDriftExactNodes);
@@ -325,7 +338,7 @@ SharedDrift shared_drift_law(const RoutingLoad& r) {
             for (auto& x : up) x /= tu;
             for (auto& x : down) x /= td;
             for (int h = 0; h < 2; ++h) {
-                const LoadMoments c = clark_moments(r.copies, h == 0 ? up : down);
+                const LoadMoments c = clark_moments(r.copies, h == 0 ? up : down, cap);
                 mc[std::size_t(k + h)] = c.mean;
                 clark_var += c.var() / nodes;
                 if (k + h < kSharedDriftExactNodes) {
@@ -368,6 +381,7 @@ SharedDrift shared_drift_law(const RoutingLoad& r) {
         const double var_m = beta * beta * m2 + resid;
         law.sd = std::sqrt(var_m) / law.mean_factor;
         law.skew = m2 > 0 ? m3 / std::pow(m2, 1.5) : 0.0;
+        if (r.capacity > 0) law.max_factor = r.capacity / law.mean_factor;
         // E[Var(Z | w)]: Clark's conditional variances over the many nodes, scaled by the exact
         // law's over Clark's at the exact nodes (Clark's variance of a max is off by a nearly
         // constant factor)

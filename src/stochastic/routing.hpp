@@ -17,6 +17,7 @@
 // conditioning keeps: treated as independent, the law misses the draws by a KS distance of
 // 0.09 at ep = 8 (tests/src/stochastic/routing_test.cpp).
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -83,6 +84,8 @@ struct SharedDrift {
     double sd = 0;           ///< sd of S
     double skew = 0;         ///< skewness of S (the max over ranks: right-skewed)
     double cond_var = 0;     ///< E[Var(Z | w)]: what each op keeps on its own given the step's w
+    /// S's upper bound with a capacity factor: capacity / E[Z] (every op capped); none without
+    double max_factor = HUGE_VAL;
     bool active() const { return sd > 0; }
 };
 

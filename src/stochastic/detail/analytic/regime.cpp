@@ -236,7 +236,10 @@ RegimePart regime_cells(const StepModel& m, const StageCurves& c, double d_sd, d
         const double k = m.routing_shared_s;
         std::array<double, kCells + 1> shift{};
         for (int i = 0; i <= kCells; ++i) {
-            shift[i] = s0 + k * (law.quantile_of_score(grid.z[i]) - law_mean);
+            // S = E[Z | w] / E[Z] cannot pass capacity / E[Z] (every op capped): the law's
+            // mass above it is the atom there
+            const double sq = law.quantile_of_score(grid.z[i]) - law_mean + 1.0;
+            shift[i] = s0 + k * (std::min(sq, m.routing_shared.max_factor) - 1.0);
         }
         cells.reserve(kCells);
         for (int i = 0; i < kCells; ++i) {
