@@ -190,13 +190,17 @@ class SegmentCosts {
     }
 
     /// A routed op's duration b / base * Z * Y (Z the routing's load factor, independent of
-    /// the transient Y): E = b z1 E[Y], E[.^2] = b^2 z2 E[Y^2] (z = the moments over base).
+    /// the transient Y): E = b z1 E[Y] (z = the moments over base), Var = b^2 z1^2 Var(Y) +
+    /// b^2 Var(z) E[Y^2], the routing's part taken as b T Var(z) E[Y^2] instead: the layer's
+    /// routed ops share one Z per microbatch (step_model.hpp routing_layer_s).
     Moments routed_moments(double b, const Moments& y) const {
         const double base = m_.routing_base > 0 ? m_.routing_base : 1.0;
         const double z1 = m_.routing.mean / base;
         const double z2 = m_.routing.second / (base * base);
+        const double vz = std::max(0.0, z2 - z1 * z1);
+        const double t = m_.routing_layer_s > b ? m_.routing_layer_s : b;
         const double mean = b * z1 * y.mean;
-        return {mean, std::max(0.0, b * b * z2 * (y.var + y.mean * y.mean) - mean * mean)};
+        return {mean, b * b * z1 * z1 * y.var + b * t * vz * (y.var + y.mean * y.mean)};
     }
 
     /// Adds `s` to the cost's mixed segments, merged with an equal one (the layers of a chunk).
@@ -506,6 +510,13 @@ StepModel build_step_model(const StepProfile& profile, const DesignPoint& point,
         }
     } else {
         m.routing = {m.routing_base, m.routing_base * m.routing_base};
+    }
+    for (const auto* list : {&profile.layer_forward, &profile.layer_backward}) {
+        for (const auto& seg : *list) {
+            for (const auto& op : seg.ops) {
+                if (op.routed) m.routing_layer_s += op.time_s;
+            }
+        }
     }
     SegmentCosts costs(m, ids);
     std::vector<SingleTerm> fwd_single, bwd_single;

@@ -134,6 +134,11 @@ struct StepModel {
     /// moments (the law's, in both evaluators); {1, 1} when inactive.
     stochastic::LoadMoments routing;
     double routing_base = 1;
+    /// One layer's routed ops of one microbatch (dispatch, expert GEMMs, combine; forward and
+    /// backward) wait for the same busiest rank: one Z for their sum T = routing_layer_s. Each
+    /// op of base b keeps its own transient noise but carries b T Var(Z) of the routing's
+    /// (not b^2 Var(Z)), so that the ops' variances, summed as independent, give T^2 Var(Z).
+    double routing_layer_s = 0;
     bool routing_active = false;
     /// The drift shared by the step (routing.hpp SharedDrift): every routed op's mean times the
     /// step's S (mean 1), its independent part keeping E[Var(Z | w)] (in `routing`). Both
