@@ -453,6 +453,10 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency_fa2; }},
     {"attention_efficiency_fa3", Quantity::dimensionless, false, true, true,
      [](HardwareSpec& h) -> double& { return h.gpu.attention_efficiency_fa3; }},
+    {"exp_rate", Quantity::dimensionless, false, true, false,
+     [](HardwareSpec& h) -> double& { return h.gpu.exp_per_s; }},
+    {"attention_exp_overlap", Quantity::dimensionless, false, true, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.attention_exp_overlap; }},
     {"kernel_launch", Quantity::time, false, true, false,
      [](HardwareSpec& h) -> double& { return h.kernel_launch_s; }},
 };
@@ -687,6 +691,8 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
                                    ? g.attention_efficiency_fa2
                                    : g.attention_efficiency;
         g.attention_efficiency = ceiling * s.attention;
+        // the stack's attention factor slows the whole kernel: its exponentials too
+        g.exp_per_s *= s.attention;
         g.hbm_efficiency *= s.hbm;
         hw.collective_efficiency *= s.collective;
         // MoE dispatch / combine: the GPU's a2a ceiling per link level times the stack's factor

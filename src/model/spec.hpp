@@ -177,9 +177,18 @@ struct GpuSpec {
     /// FP8 GEMMs: eff_max of the curve against the fp8 peak (F_half scaled by the fp8 / bf16
     /// peak ratio: the same kernel shapes fill the GPU at twice the FLOPs); 0 = gemm's.
     double fp8_gemm_max_efficiency = 0;
-    /// Fused (flash) attention: achieved fraction of the bf16 peak on its FLOPs (forward, and
-    /// the backward's 2.5 x forward FLOPs, Dao 2023); 0 = the GEMM curve.
+    /// Fused (flash) attention: the fraction of the bf16 peak its tensor-core work (QK^T and
+    /// PV: forward, and the backward's 2.5 x forward FLOPs, Dao 2023) reaches; the kernel's
+    /// exponentials are timed beside it (exp_per_s); 0 = the GEMM curve.
     double attention_efficiency = 0;
+    /// The special function units' exponential rate (MUFU.EX2, per second): a fused attention
+    /// kernel takes one exponential per score element and head in the forward and one more in
+    /// the backward's recompute of P; 0 = not timed (the tensor-core term alone).
+    double exp_per_s = 0;
+    /// How far a fused attention pass overlaps its exponentials with its MMAs: 0 = in series
+    /// (t = t_mma + t_exp; Hopper, Ampere), 1 = fully (t = max; Blackwell's asynchronous
+    /// tcgen05 MMA), between: t = max + (1 - overlap) min.
+    double attention_exp_overlap = 0;
     /// Ceilings of the other attention kernel families (FlashAttention-2, FlashAttention-3), as
     /// attention_efficiency (which is the cuDNN / TransformerEngine fused kernel's); 0 = none
     /// published. The software stack (configs/presets/stacks) picks the family and scales it.

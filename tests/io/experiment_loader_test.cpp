@@ -157,8 +157,9 @@ TEST(ExperimentLoader, StackGivenTwiceOrWithBadValuesIsRejectedAtTheKey) {
 }
 
 // Each efficiency is the GPU preset's kernel ceiling times the stack's factor, by hand from the
-// numbers written in the two files (h100-sxm: BF16 GEMM 0.80, FP8 0.70, cuDNN attention 0.55,
-// FA2 0.35, HBM 0.9, collectives 0.8, no host time; the [stack] values below).
+// numbers written in the two files (h100-sxm: BF16 GEMM 0.80, FP8 0.70, cuDNN attention's MMAs
+// 0.6514, FA2's 0.3885, 3.9e12 exponentials/s, HBM 0.9, collectives 0.8, no host time; the
+// [stack] values below). The attention factor slows the kernel's exponentials too.
 TEST(ExperimentLoader, StackFactorsMultiplyTheHardwareCeilings) {
     const prism::Experiment e = parse_experiment(
         kBase +
@@ -169,7 +170,9 @@ TEST(ExperimentLoader, StackFactorsMultiplyTheHardwareCeilings) {
     const prism::HardwareSpec& hw = e.hardware.at(0);
     EXPECT_DOUBLE_EQ(hw.gpu.gemm.max_efficiency, 0.80 * 0.75);
     EXPECT_DOUBLE_EQ(hw.gpu.fp8_gemm_max_efficiency, 0.70 * 0.5);
-    EXPECT_DOUBLE_EQ(hw.gpu.attention_efficiency, 0.35 * 0.4);
+    EXPECT_DOUBLE_EQ(hw.gpu.attention_efficiency, 0.3885 * 0.4);
+    EXPECT_DOUBLE_EQ(hw.gpu.exp_per_s, 3.9e12 * 0.4);
+    EXPECT_DOUBLE_EQ(hw.gpu.attention_exp_overlap, 0.0);
     EXPECT_DOUBLE_EQ(hw.gpu.hbm_efficiency, 0.9 * 0.6);
     EXPECT_DOUBLE_EQ(hw.collective_efficiency, 0.8 * 0.25);
     EXPECT_DOUBLE_EQ(hw.kernel_launch_s, 30e-6);
@@ -608,6 +611,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(custom.nvlink_bytes_per_s, 300e9);
     EXPECT_DOUBLE_EQ(custom.gpu.fp8_gemm_max_efficiency, 0.6 * 0.5);
     EXPECT_DOUBLE_EQ(custom.gpu.attention_efficiency, 0.35 * 0.5);  // no fa3 ceiling
+    EXPECT_DOUBLE_EQ(custom.gpu.exp_per_s, 0.0);  // no exp_rate: the MMA term alone
     EXPECT_DOUBLE_EQ(custom.nvlink_latency_s, 2e-6);
     EXPECT_DOUBLE_EQ(custom.nic_bytes_per_s, 100e9);  // 800 Gbit/s / 8
     EXPECT_DOUBLE_EQ(custom.nic_latency_s, 5e-6);

@@ -86,6 +86,7 @@ inline void set_factors(Item& it, const Factors& f) {
     hw.gpu.gemm.max_efficiency = std::min(1.0, c.gpu.gemm.max_efficiency * f.gemm);
     hw.gpu.fp8_gemm_max_efficiency = std::min(1.0, c.gpu.fp8_gemm_max_efficiency * f.fp8_gemm);
     hw.gpu.attention_efficiency = std::min(1.0, c.gpu.attention_efficiency * f.attention);
+    hw.gpu.exp_per_s = c.gpu.exp_per_s * f.attention;  // the whole kernel, its exponentials too
     hw.gpu.hbm_efficiency = std::min(1.0, c.gpu.hbm_efficiency * f.hbm);
     hw.collective_efficiency = std::min(1.0, c.collective_efficiency * f.collective);
     hw.kernel_launch_s = c.kernel_launch_s + f.kernel_launch_s;

@@ -221,12 +221,18 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
     // (Dao 2023, FlashAttention-2, section 3.1.2) instead of 2 x
     const double call = 0.5 * flops;
     const bool fused = c.tr.flash_attention && c.hw.gpu.attention_efficiency > 0;
-    const double efficiency =
-        fused ? std::min(1.0, c.hw.gpu.attention_efficiency *
-                                  attention_sequence_factor(seq / std::max(1, c.p.cp)))
-              : gemm_efficiency(c.hw.gpu.gemm, call);
+    const double sequence = attention_sequence_factor(seq / std::max(1, c.p.cp));
+    const double efficiency = fused ? std::min(1.0, c.hw.gpu.attention_efficiency * sequence)
+                                    : gemm_efficiency(c.hw.gpu.gemm, call);
     const double flop_scale = fused && scale > 1 ? 2.5 : scale;
-    const double compute = flop_scale * masked * flops / (c.peak_bf16 * efficiency);
+    double compute = flop_scale * masked * flops / (c.peak_bf16 * efficiency);
+    if (fused && c.hw.gpu.exp_per_s > 0) {
+        // one exponential per score element and query head, in the forward and again in the
+        // backward's recompute of P (GQA / MLA: query heads; causal: half the square)
+        const double exps = masked * 0.5 * c.tokens * seq * heads;
+        compute = fused_attention_time_s(compute, exps / (c.hw.gpu.exp_per_s * sequence),
+                                         c.hw.gpu.attention_exp_overlap);
+    }
     const double time =
         std::max(compute, scale * bytes / (c.hw.gpu.hbm_bytes_per_s * c.hw.gpu.hbm_efficiency));
     Op att{KernelClass::attention, time, c.sync, LinkLevel::local};

@@ -5,6 +5,7 @@
 // category: compute, exposed TP / CP / DP communication and the host-bound stretch. Used by
 // evaluate_deterministic (deterministic.cpp); the formulas are DESIGN.md section 1.
 
+#include <algorithm>
 #include <array>
 
 #include "src/model/spec.hpp"
@@ -60,6 +61,14 @@ inline constexpr double kAttentionCeilingSeq = 16384;
 inline double attention_sequence_factor(double keys) {
     return keys / (keys + kAttentionHalfSeq) * (kAttentionCeilingSeq + kAttentionHalfSeq) /
            kAttentionCeilingSeq;
+}
+
+/// A fused attention pass's time from its two resources: the tensor cores' time on the MMAs
+/// and the special function units' time on the exponentials, in series (overlap 0: each waits
+/// for the other, Hopper's FlashAttention-3 / cuDNN head-dim curves), fully overlapped (1: the
+/// slower sets the pace, Blackwell's asynchronous MMA) or in between (docs/attention_exp.md).
+inline double fused_attention_time_s(double mma_s, double exp_s, double overlap) {
+    return std::max(mma_s, exp_s) + (1.0 - overlap) * std::min(mma_s, exp_s);
 }
 
 /// FP8 casts in kernels of their own (HardwareSpec::fp8_cast_separate: torchao Float8 with

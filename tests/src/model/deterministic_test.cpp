@@ -194,6 +194,70 @@ TEST(Deterministic, CausalFusedAttentionReachesItsCeilingOnlyOverLongSequences) 
     EXPECT_NEAR(attention_s(16384, 4), hand(16384, 4), 1e-12);
 }
 
+// The fused kernel's exponentials (docs/attention_exp.md): one per score element and query head
+// in the forward and one in the backward (the recompute of P), at exp_per_s times the sequence
+// factor, in series with the MMAs (overlap 0) or behind the slower of the two (overlap 1).
+// Differences between runs with and without an exponential rate isolate the term by hand.
+TEST(Deterministic, FusedAttentionTimesOneExponentialPerScoreElementAndQueryHead) {
+    const double R = 1e12, M = 1024, s = 1024;
+    const double factor = 1024.0 / 2124.0 * 17484.0 / 16384.0;  // 1k keys (sequence curve)
+    auto run = [](prism::Experiment e, double rate, double overlap) {
+        e.training.flash_attention = true;
+        e.hardware[0].gpu.attention_efficiency = 0.4;
+        e.hardware[0].gpu.exp_per_s = rate;
+        e.hardware[0].gpu.attention_exp_overlap = overlap;
+        return prism::evaluate_deterministic(e, DesignPoint{}).breakdown;
+    };
+    // causal: half of the s x s scores, 16 query heads, one exponential each per pass
+    const double exps = 0.5 * M * s * 16;
+    const double exp_s = exps / (R * factor);
+    const double mma_s = 0.5 * 4 * M * s * 1024 / (0.4 * factor * 300e12);
+    auto check = [&](const prism::Experiment& e, double per_pass_exp_s, const char* what) {
+        const auto none = run(e, 0, 0), serial = run(e, R, 0);
+        EXPECT_NEAR(serial.layer_forward_s - none.layer_forward_s, per_pass_exp_s, 1e-15) << what;
+        // the backward recomputes P once: one more exponential per element, not 2.5
+        EXPECT_NEAR(serial.layer_backward_s - none.layer_backward_s, per_pass_exp_s, 1e-15) << what;
+    };
+    check(compute_only(), exp_s, "multi-head attention");
+    // GQA: 4 key/value heads serve the same 16 query heads: the same scores, the same exps
+    auto gqa = compute_only();
+    gqa.model.kv_heads = 4;
+    check(gqa, exp_s, "GQA");
+    // twice the heads at half the head dim (32, not 64): the same MMA FLOPs, twice the exps
+    auto narrow = compute_only();
+    narrow.model.heads = narrow.model.kv_heads = 32;
+    check(narrow, 2 * exp_s, "head dim 64");
+    // MLA (DeepSeek-V3's head dims: qk 128 + 64 = 192, v 128) with 16 heads: one exponential
+    // per score element and head whatever the head dims
+    auto mla = compute_only();
+    mla.model.attention = prism::AttentionKind::mla;
+    mla.model.q_lora_rank = 256;
+    mla.model.kv_lora_rank = 256;
+    mla.model.qk_nope_head_dim = 128;
+    mla.model.qk_rope_head_dim = 64;
+    mla.model.v_head_dim = 128;
+    check(mla, exp_s, "MLA");
+    // MLA's MMAs: 2 (192 + 128) FLOPs per score element and head in the forward
+    const double mla_mma_s = 0.5 * 2 * M * s * 16 * (192 + 128) / (0.4 * factor * 300e12);
+    const auto mla_none = run(mla, 0, 0);
+    const auto mla_slow = run(mla, 1e6, 1);  // overlapped, the exponentials far slower
+    EXPECT_NEAR(mla_slow.layer_forward_s - mla_none.layer_forward_s,
+                exps / (1e6 * factor) - mla_mma_s, 1e-9);
+
+    // full overlap: the slower resource sets the time; here the MMAs (exp_s < mma_s)
+    ASSERT_LT(exp_s, mma_s);
+    const auto none = run(compute_only(), 0, 0);
+    EXPECT_NEAR(run(compute_only(), R, 1).layer_forward_s, none.layer_forward_s, 1e-15);
+    // half overlap: the max plus half the min
+    EXPECT_NEAR(run(compute_only(), R, 0.5).layer_forward_s - none.layer_forward_s, 0.5 * exp_s,
+                1e-15);
+    // the unfused path has no exponential term (its softmax is an elementwise kernel)
+    auto unfused = compute_only();
+    unfused.hardware[0].gpu.exp_per_s = R;
+    EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(unfused, DesignPoint{}).step_time_s,
+                     prism::evaluate_deterministic(compute_only(), DesignPoint{}).step_time_s);
+}
+
 TEST(Deterministic, TensorParallelAllReducesMatchHandCalculation) {
     auto e = compute_only();
     e.hardware[0].gpu.peak_bf16_flop_per_s = 1e30;  // compute free: only TP comm remains
