@@ -166,7 +166,7 @@ LayerPasses build_kind_passes(const Context& c, bool moe) {
     if (c.p.recompute == Recompute::full) {
         detail::layer_forward(c, l.backward, moe);
     } else if (c.p.recompute == Recompute::selective) {
-        detail::attention_core(c, l.backward, 1.0);
+        detail::layer_recompute(c, l.backward, moe);
     }
     detail::layer_backward(c, l.backward, moe);
     l.forward.apply_launch_floor(c.hw.kernel_launch_s);

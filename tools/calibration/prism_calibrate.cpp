@@ -173,6 +173,31 @@ int run_moe(const std::string& dir) {
     fmt::print("\nin sample (all {} rows):\n", fit_rows.size());
     const ErrorStats in = moe_errors(fit_rows, all, true);
     fmt::print("MAPE {:.1f}% (max {:.1f}%)\n\n", 100 * in.mean_abs, 100 * in.max_abs);
+    // every row ran: does it fit the GPU in prism, with its recipe's recompute_modules and
+    // without recomputation (the most loaded stage; usable = capacity x max_memory_fraction)?
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    fmt::print(
+        "| row (recompute_modules) | memory, recipe's modules | without recomputation | usable "
+        "| step, recipe's modules | without |\n|---|---|---|---|---|---|\n");
+    for (MoeItem* it : fit_rows) {
+        if (it->c.model_preset != "deepseek-v3") continue;
+        set_moe_factors(*it, all);
+        const DeterministicResult with = evaluate_deterministic(it->e, it->e.defaults);
+        DesignPoint none = it->e.defaults;
+        none.recompute = Recompute::none;
+        const DeterministicResult without = evaluate_deterministic(it->e, none);
+        const HardwareSpec& hw = it->e.hardware.at(0);
+        const double usable = hw.gpu.hbm_bytes * it->e.constraints.max_memory_fraction;
+        fmt::print("| {} ({}) | {:.1f} GiB{} | {:.1f} GiB | {:.1f} GiB | {:.3f} s | {:.3f} s |\n",
+                   it->c.label,
+                   it->c.recompute_modules.empty()
+                       ? "none"
+                       : fmt::format("{}", fmt::join(it->c.recompute_modules, ", ")),
+                   with.memory.total_bytes() / kGiB, with.feasible ? " (fits)" : " (over)",
+                   without.memory.total_bytes() / kGiB, usable / kGiB, with.step_time_s,
+                   without.step_time_s);
+    }
+    fmt::print("\n");
     int failures = 0;
     for (const char* by : {"model", "gpu"}) {
         std::set<std::string> groups;
