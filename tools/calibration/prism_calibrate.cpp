@@ -14,6 +14,8 @@
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
 //   PRISM_CALIBRATE_LEAVE_OUT=SOURCE  `fit` without that source (its row of `loso`, with the
 //                                     factors it was predicted with)
+//   PRISM_MOE_FACTORS=a,b,c,d,w       `moe` without a fit: the rows with these factors (a2a
+//                                     NVLink, NIC, grouped GEMM, permute, wave experts)
 //
 // A source is one team's table for one software version (tools/calibration/sources.hpp). Each
 // row's hardware is its GPU preset's kernel ceilings times its stack's factors (gemm, fp8 gemm,
@@ -163,6 +165,21 @@ int run_moe(const std::string& dir) {
     std::vector<MoeItem> items = load_moe_items(megatron_bridge_moe(dir));
     std::vector<MoeItem*> fit_rows, other_rows;
     for (MoeItem& it : items) (it.c.calibration_set ? fit_rows : other_rows).push_back(&it);
+    if (const char* given = std::getenv("PRISM_MOE_FACTORS")) {
+        // the rows with given factors (a2a NVLink, NIC, grouped GEMM, permute, wave experts),
+        // no fit: a model change's effect with the factors held
+        MoeFactors f;
+        double wave = 0;
+        if (std::sscanf(given, "%lf,%lf,%lf,%lf,%lf", &f.a2a_nvlink, &f.a2a_nic, &f.grouped_gemm,
+                        &f.permute, &wave) != 5) {
+            throw ConfigError("PRISM_MOE_FACTORS: five comma-separated numbers");
+        }
+        f.wave = wave > 0 ? 1.0 / wave : 0.0;
+        const ErrorStats held = moe_errors(fit_rows, f, true);
+        fmt::print("MAPE {:.1f}% (max {:.1f}%) with the given factors\n", 100 * held.mean_abs,
+                   100 * held.max_abs);
+        return 0;
+    }
     const MoeFactors all = fit_moe(fit_rows, MoeFactors{});
     fmt::print("[stack megatron-core: MoE factors, {} rows]\n", fit_rows.size());
     MoeFactors shown = all;
