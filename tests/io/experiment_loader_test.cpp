@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "io/resolved_settings.hpp"
 #include "src/common/error.hpp"
 #include "src/model/memory.hpp"
 #include "tests/io/loader_test_helpers.hpp"
@@ -873,6 +874,16 @@ TEST(ExperimentLoader, RecomputeModulesAreMegatronsNamesCheckedAgainstTheModel) 
         dsv3 + "recompute_modules = []\n" + hw + "[space]\nrecompute = [\"none\", \"selective\"]\n",
         "exp.toml");
     EXPECT_FALSE(empty.training.recompute_modules.core_attn);
+    // `prism validate` lists them where a point is selective: given, or Megatron's default
+    const auto listed = [](const prism::Experiment& x) {
+        for (const prism::io::ResolvedSetting& r : prism::io::resolved_settings(x)) {
+            if (r.key == "training.recompute_modules") return r.value + (r.defaulted ? " *" : "");
+        }
+        return std::string("absent");
+    };
+    EXPECT_EQ(listed(e), "[\"moe_act\", \"mla_up_proj\", \"mlp\"]");  // in Megatron's order
+    EXPECT_EQ(listed(parse_experiment(dsv3 + hw + selective, "exp.toml")), "[\"core_attn\"] *");
+    EXPECT_EQ(listed(parse_experiment(dsv3 + hw, "exp.toml")), "absent");  // no selective point
 
     EXPECT_EQ(error_of(dsv3 + "recompute_modules = [\"mla_up_proj\", \"attn\"]\n" + hw + selective),
               "exp.toml:5:37: training.recompute_modules: unknown module \"attn\"; expected one "
