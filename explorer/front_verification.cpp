@@ -8,6 +8,7 @@
 #include <exception>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -53,12 +54,14 @@ std::vector<std::size_t> same_law_as(const Experiment& experiment, const DesignS
                                      const std::vector<std::uint64_t>& front) {
     std::vector<std::size_t> rep(front.size());
     std::vector<DesignPoint> points(front.size());
-    std::vector<std::optional<StepProfile>> profiles(front.size());
+    // (unique_ptr, not optional: GCC 12 reports a false -Wfree-nonheap-object on a vector of
+    // optional<StepProfile> at some sizes of StepProfile)
+    std::vector<std::unique_ptr<StepProfile>> profiles(front.size());
     for (std::size_t k = 0; k < front.size(); ++k) {
         rep[k] = k;
         points[k] = space.decode(front[k]).point;
         const DeterministicResult det = evaluate_deterministic(experiment, points[k]);
-        if (det.feasible) profiles[k] = det.profile;
+        if (det.feasible) profiles[k] = std::make_unique<StepProfile>(det.profile);
         if (!profiles[k]) continue;
         for (std::size_t j = 0; j < k; ++j) {
             if (rep[j] != j || !profiles[j]) continue;

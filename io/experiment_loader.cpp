@@ -292,6 +292,54 @@ void parse_model(const toml::table& root, const std::string& file, Experiment& e
 
 // ---- [training] ------------------------------------------------------------------------------
 
+/// [training] recompute_modules: Megatron-Core's names (transformer_config.py, its allowed set);
+/// each must name a part the model has (as Megatron checks mla_up_proj against MLA).
+void parse_recompute_modules(const toml::node& node, const ModelSpec& model,
+                             TrainingSpec::RecomputeModules& out) {
+    const std::string key = "training.recompute_modules";
+    const toml::array& values = as_array(node, key);
+    out = TrainingSpec::RecomputeModules{};
+    out.core_attn = false;  // an explicit list replaces Megatron's default ["core_attn"]
+    std::vector<std::string> seen;
+    for (const toml::node& v : values) {
+        const std::string name = as_string(v, key);
+        if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+            fail_at(v, fmt::format("{}: \"{}\" is listed twice", key, name));
+        }
+        seen.push_back(name);
+        const auto lacks = [&](const char* what) {
+            fail_at(v, fmt::format("{}: \"{}\" needs {}, which model \"{}\" does not have", key,
+                                   name, what, model.name));
+        };
+        if (name == "core_attn") {
+            out.core_attn = true;
+        } else if (name == "layernorm") {
+            out.layernorm = true;
+        } else if (name == "mla_up_proj") {
+            if (!model.is_mla()) lacks("multi-latent attention (model.attention = \"mla\")");
+            out.mla_up_proj = true;
+        } else if (name == "mlp") {
+            if (model.moe_layers() >= model.layers) lacks("a dense layer (its MLP)");
+            out.mlp = true;
+        } else if (name == "moe" || name == "moe_act") {
+            if (!model.is_moe()) lacks("MoE layers (model.experts)");
+            (name == "moe" ? out.moe : out.moe_act) = true;
+        } else if (name == "shared_experts") {
+            if (!model.is_moe() || model.shared_experts <= 0) lacks("shared experts");
+            out.shared_experts = true;
+        } else if (name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv" ||
+                   name == "mhc") {
+            fail_at(v, fmt::format("{}: \"{}\" recomputes a part (GatedDeltaNet / "
+                                   "HyperConnection) prism's models do not have",
+                                   key, name));
+        } else {
+            fail_at(v, fmt::format("{}: unknown module \"{}\"; expected one of core_attn, "
+                                   "moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts",
+                                   key, name));
+        }
+    }
+}
+
 void parse_training(const toml::table& root, const std::string& file, bool batch_in_space,
                     Experiment& experiment) {
     TrainingSpec& training = experiment.training;
@@ -327,7 +375,8 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "moe_dispatcher",
                 "moe_a2a_overlap",
                 "moe_capacity_factor",
-                "moe_force_balance"});
+                "moe_force_balance",
+                "recompute_modules"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -401,6 +450,9 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
         if (const toml::node* n = table.get(key); n != nullptr && !experiment.model.is_moe()) {
             fail_at(*n, fmt::format("training.{}: needs an MoE model (model.experts)", key));
         }
+    }
+    if (const toml::node* n = table.get("recompute_modules")) {
+        parse_recompute_modules(*n, experiment.model, training.recompute_modules);
     }
     detail::apply_training_schedule_keys(table, experiment.model, training);
 }
@@ -1188,6 +1240,22 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     }
     if (space != nullptr) parse_space(*space, experiment);
     prune_default_with_scenarios(root, experiment);
+    if (const toml::node* n = root["training"]["recompute_modules"].node()) {
+        // as Megatron-Core, the modules apply to selective recomputation only
+        const auto& dims = experiment.space.dimensions;
+        const bool selective =
+            experiment.defaults.recompute == Recompute::selective ||
+            std::any_of(dims.begin(), dims.end(), [](const Dimension& d) {
+                return d.name == "recompute" &&
+                       std::any_of(d.values.begin(), d.values.end(),
+                                   [](const DimensionValue& v) { return v.s == "selective"; });
+            });
+        if (!selective) {
+            fail_at(*n,
+                    "training.recompute_modules: applies to recompute = \"selective\" (as "
+                    "Megatron-Core's --recompute-modules), which no point of the experiment uses");
+        }
+    }
     if (default_gpus) {
         // gpus in [defaults] fixes the total while [space] varies tp/pp/cp: it becomes a
         // one-value `gpus` dimension so that decode_point derives dp per point.

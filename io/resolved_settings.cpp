@@ -1,8 +1,12 @@
 #include "io/resolved_settings.hpp"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include "io/detail/toml_reader.hpp"
@@ -86,6 +90,23 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
               e.sequence_parallel_follows_tp ? "tp > 1" : flag(p.sequence_parallel),
               "on wherever tp > 1, as Megatron-LM's and NeMo's recipes run TP");
     dimension("interleave", std::to_string(p.interleave));
+    if (p.recompute == Recompute::selective || in_space("recompute")) {
+        // what a selective point recomputes (docs/recompute_modules.md)
+        const TrainingSpec::RecomputeModules& rm = t.recompute_modules;
+        std::vector<std::string> names;
+        const std::pair<bool, const char*> modules[] = {{rm.core_attn, "core_attn"},
+                                                        {rm.moe_act, "moe_act"},
+                                                        {rm.layernorm, "layernorm"},
+                                                        {rm.mla_up_proj, "mla_up_proj"},
+                                                        {rm.mlp, "mlp"},
+                                                        {rm.moe, "moe"},
+                                                        {rm.shared_experts, "shared_experts"}};
+        for (const auto& [on, name] : modules) {
+            if (on) names.push_back(fmt::format("\"{}\"", name));
+        }
+        add("training", "recompute_modules", fmt::format("[{}]", fmt::join(names, ", ")),
+            "Megatron-Core's default for selective recomputation: the attention core");
+    }
     if (e.model.is_moe()) {
         dimension("ep", std::to_string(p.ep));
         dimension("etp", std::to_string(p.etp));

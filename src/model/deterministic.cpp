@@ -157,6 +157,19 @@ Context make_context(const Experiment& e, const DesignPoint& p) {
 /// One layer's forward and backward (with recompute), launch floor and FSDP applied.
 struct LayerPasses {
     PassBuilder forward, backward;
+    /// An MoE model with dense layers (DeepSeek-V3's first 3): `forward` / `backward` are the
+    /// MoE layers' passes and these the dense layers', each placed in the chunks that hold it
+    /// (StepProfile::dense_chunk_layers); `dense_share` = dense layers / layers. Otherwise
+    /// unused (share 0).
+    PassBuilder dense_forward, dense_backward;
+    double dense_share = 0;
+    /// The mean layer's forward / backward time over the model's layers.
+    double mean_forward_s() const {
+        return (1 - dense_share) * forward.time_s() + dense_share * dense_forward.time_s();
+    }
+    double mean_backward_s() const {
+        return (1 - dense_share) * backward.time_s() + dense_share * dense_backward.time_s();
+    }
 };
 
 /// The passes of one layer of one kind (dense or MoE), launch floor applied.
@@ -166,7 +179,7 @@ LayerPasses build_kind_passes(const Context& c, bool moe) {
     if (c.p.recompute == Recompute::full) {
         detail::layer_forward(c, l.backward, moe);
     } else if (c.p.recompute == Recompute::selective) {
-        detail::attention_core(c, l.backward, 1.0);
+        detail::layer_recompute(c, l.backward, moe);
     }
     detail::layer_backward(c, l.backward, moe);
     l.forward.apply_launch_floor(c.hw.kernel_launch_s);
@@ -174,10 +187,10 @@ LayerPasses build_kind_passes(const Context& c, bool moe) {
     return l;
 }
 
-/// One layer's passes. An MoE model's dense and MoE layers differ; the profile's one layer is
-/// their mean: both kinds' segment lists, each op scaled by its kind's share of the layers
-/// (docs/moe.md: the deterministic step time is exact for an even spread of the dense layers;
-/// DeepSeek-V3's 3 leading dense layers are not placed on the first stage).
+/// One layer's passes of each kind. An MoE model's dense and MoE layers differ: the profile
+/// holds both kinds' passes and places each dense layer in the chunk that holds it (Megatron
+/// places the layers in model order: DeepSeek-V3's 3 leading dense layers on the first virtual
+/// stage; docs/moe.md).
 LayerPasses build_layer_passes(const Context& c) {
     LayerPasses l;
     const int moe_layers = c.m.moe_layers();
@@ -186,13 +199,11 @@ LayerPasses build_layer_passes(const Context& c) {
     } else if (moe_layers == c.m.layers) {
         l = build_kind_passes(c, true);
     } else {
-        const double share = double(moe_layers) / c.m.layers;
+        l = build_kind_passes(c, true);
         const LayerPasses dense = build_kind_passes(c, false);
-        const LayerPasses moe = build_kind_passes(c, true);
-        l.forward.append_scaled(dense.forward, 1.0 - share);
-        l.forward.append_scaled(moe.forward, share);
-        l.backward.append_scaled(dense.backward, 1.0 - share);
-        l.backward.append_scaled(moe.backward, share);
+        l.dense_forward = dense.forward;
+        l.dense_backward = dense.backward;
+        l.dense_share = 1.0 - double(moe_layers) / c.m.layers;
     }
     if (c.p.zero_stage >= 3 && c.dp_link.size > 1) {
         const double params = layer_params(c.m) / c.t;
@@ -203,8 +214,30 @@ LayerPasses build_layer_passes(const Context& c) {
         const bool prefetch = c.tr.fsdp_prefetch;
         l.forward = detail::fsdp_wrap(c, l.forward, gather, 0, prefetch);
         l.backward = detail::fsdp_wrap(c, l.backward, gather, scatter, prefetch);
+        if (l.dense_share > 0) {
+            l.dense_forward = detail::fsdp_wrap(c, l.dense_forward, gather, 0, prefetch);
+            l.dense_backward = detail::fsdp_wrap(c, l.dense_backward, gather, scatter, prefetch);
+        }
     }
     return l;
+}
+
+/// The dense layers among every chunk's (chunk c of stage s at s v + c), the layers in model
+/// order over the virtual stages (virtual stage k = chunk k / p of stage k % p); empty for a
+/// model of one layer kind.
+std::vector<int> dense_chunk_layers(const ModelSpec& m, const std::vector<int>& chunk_layers,
+                                    int pp, int chunks) {
+    const int moe = m.moe_layers();
+    if (moe == 0 || moe == m.layers) return {};
+    std::vector<int> dense(chunk_layers.size(), 0);
+    int layer = 0;
+    for (int k = 0; k < pp * chunks; ++k) {
+        const std::size_t at = std::size_t((k % pp) * chunks + k / pp);
+        for (int j = 0; j < chunk_layers[at]; ++j, ++layer) {
+            if (!m.is_moe_layer(layer)) ++dense[at];
+        }
+    }
+    return dense;
 }
 
 /// Parameters (after TP) of the stage holding the most: its layers plus the word embedding
@@ -350,6 +383,11 @@ StepProfile assemble_profile(const Context& c, const Shape& s, LayerPasses& laye
     prof.dp_lockstep = p.zero_stage >= 3 && c.dp_link.size > 1;
     prof.layer_forward = std::move(layers.forward.list);
     prof.layer_backward = std::move(layers.backward.list);
+    prof.dense_chunk_layers = dense_chunk_layers(c.m, s.chunk_layers, p.pp, s.chunks);
+    if (!prof.dense_chunk_layers.empty()) {
+        prof.dense_layer_forward = std::move(layers.dense_forward.list);
+        prof.dense_layer_backward = std::move(layers.dense_backward.list);
+    }
     prof.embedding_forward = std::move(ends.embedding_forward.list);
     prof.embedding_backward = std::move(ends.embedding_backward.list);
     prof.head_forward = std::move(ends.head_forward.list);
@@ -368,38 +406,58 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
     const StepProfile& prof = r.profile;
     const int v = prof.chunks;
     // a stage's busy time: its chunks' forward and backward as chunk_forward_s / _backward_s
-    // give them, with each segment list's time taken once
+    // give them, with each segment list's time taken once; an MoE model's dense layers where
+    // they are (dense_chunk_layers)
     const double layer_s =
         deterministic_time(prof.layer_forward) + deterministic_time(prof.layer_backward);
+    const double dense_s = deterministic_time(prof.dense_layer_forward) +
+                           deterministic_time(prof.dense_layer_backward);
     const double embedding_s =
         deterministic_time(prof.embedding_forward) + deterministic_time(prof.embedding_backward);
     const double head_s =
         deterministic_time(prof.head_forward) + deterministic_time(prof.head_backward);
+    // the layers of the main kind and the dense layers of stage `st`
+    auto stage_layers = [&](int st, double* dense) {
+        double layers = 0;
+        *dense = 0;
+        for (int k = 0; k < v; ++k) {
+            layers += prof.chunk_layers(st, k) - prof.chunk_dense_layers(st, k);
+            *dense += prof.chunk_dense_layers(st, k);
+        }
+        return layers;
+    };
     int s = 0;
     double busiest = -1;
     for (int st = 0; st < prof.stages; ++st) {
-        double layers = 0;
-        for (int k = 0; k < v; ++k) layers += prof.chunk_layers(st, k);
-        const double busy = prof.microbatches * (layers * layer_s + (st == 0 ? embedding_s : 0) +
-                                                 (st == prof.stages - 1 ? head_s : 0));
+        double dense = 0;
+        const double layers = stage_layers(st, &dense);
+        const double busy =
+            prof.microbatches * (layers * layer_s + dense * dense_s + (st == 0 ? embedding_s : 0) +
+                                 (st == prof.stages - 1 ? head_s : 0));
         if (busy > busiest) busiest = busy, s = st;
     }
-    double layers = 0;
-    for (int k = 0; k < v; ++k) layers += prof.chunk_layers(s, k);
-    const double passes = layers * prof.microbatches;
+    double dense = 0;
+    const double passes = stage_layers(s, &dense) * prof.microbatches;
+    const double dense_passes = dense * prof.microbatches;
     const PassBuilder& f = l.forward;
     const PassBuilder& b = l.backward;
+    const PassBuilder& df = l.dense_forward;
+    const PassBuilder& db = l.dense_backward;
+    // a line of both kinds: `of` of a pass, forward and backward, times the stage's passes
+    auto line = [&](auto of) {
+        return passes * (of(f) + of(b)) + (dense_passes > 0 ? dense_passes * (of(df) + of(db)) : 0);
+    };
     bd.stage = s;
-    bd.compute_s = passes * (f.compute_s + b.compute_s);
-    bd.tp_comm_exposed_s = passes * (f.exposed[kTp] + b.exposed[kTp]);
-    bd.cp_comm_exposed_s = passes * (f.exposed[kCp] + b.exposed[kCp]);
-    bd.fsdp_comm_exposed_s = passes * (f.exposed[kDp] + b.exposed[kDp]);
-    bd.ep_comm_exposed_s = passes * (f.exposed[detail::kEp] + b.exposed[detail::kEp]);
-    bd.moe_router_s = passes * (f.moe.router_s + b.moe.router_s);
-    bd.moe_expert_compute_s = passes * (f.moe.expert_compute_s + b.moe.expert_compute_s);
-    bd.moe_dispatch_s = passes * (f.moe.dispatch_s + b.moe.dispatch_s);
-    bd.moe_combine_s = passes * (f.moe.combine_s + b.moe.combine_s);
-    bd.host_bound_s = passes * (f.stretch_s + b.stretch_s);
+    bd.compute_s = line([](const PassBuilder& x) { return x.compute_s; });
+    bd.tp_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[kTp]; });
+    bd.cp_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[kCp]; });
+    bd.fsdp_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[kDp]; });
+    bd.ep_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[detail::kEp]; });
+    bd.moe_router_s = line([](const PassBuilder& x) { return x.moe.router_s; });
+    bd.moe_expert_compute_s = line([](const PassBuilder& x) { return x.moe.expert_compute_s; });
+    bd.moe_dispatch_s = line([](const PassBuilder& x) { return x.moe.dispatch_s; });
+    bd.moe_combine_s = line([](const PassBuilder& x) { return x.moe.combine_s; });
+    bd.host_bound_s = line([](const PassBuilder& x) { return x.stretch_s; });
     if (s == 0) bd.embedding_s = prof.microbatches * embedding_s;
     if (s == prof.stages - 1) bd.head_s = prof.microbatches * head_s;
     bd.dp_sync_exposed_s = sync_exposed_s;
@@ -450,8 +508,9 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
 
     LayerPasses layers = build_layer_passes(c);
     EndPasses ends = detail::end_passes(c);
-    const double layer_forward_s = layers.forward.time_s();
-    const double layer_backward_s = layers.backward.time_s();
+    // the mean layer (an MoE model's dense and MoE layers by their shares)
+    const double layer_forward_s = layers.mean_forward_s();
+    const double layer_backward_s = layers.mean_backward_s();
 
     DeterministicResult r;
     r.profile = assemble_profile(c, shape, layers, ends);

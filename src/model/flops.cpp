@@ -88,18 +88,36 @@ double model_flops_per_step(const ModelSpec& m, std::int64_t batch) {
 
 double hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& tr, Recompute recompute,
                                std::int64_t batch) {
-    auto layer = [&](const LayerFlops& f) {
+    const TrainingSpec::RecomputeModules& rm = tr.recompute_modules;
+    auto layer = [&](const LayerFlops& f, bool moe_layer) {
         const double gemms = f.total() - f.attention;
         const double attention_fwd = tr.flash_attention ? 0.5 * f.attention : f.attention;
         const double attention_bwd = (tr.flash_attention ? 2.5 : 2.0) * attention_fwd;
         double t = 3.0 * gemms + attention_fwd + attention_bwd;
-        if (recompute == Recompute::selective) t += attention_fwd;
+        if (recompute == Recompute::selective) {
+            // the recompute_modules' forward GEMMs (docs/recompute_modules.md)
+            if (rm.core_attn) t += attention_fwd;
+            if (rm.mla_up_proj && m.is_mla()) {
+                const double bs = double(m.seq);
+                t += 2.0 * bs * m.heads *
+                     ((m.q_lora_rank > 0 ? double(m.q_lora_rank) : double(m.hidden)) *
+                          (m.qk_nope_head_dim + m.qk_rope_head_dim) +
+                      double(m.kv_lora_rank) * (m.qk_nope_head_dim + m.v_head_dim));
+            }
+            if (moe_layer && rm.moe) {
+                t += f.mlp + f.router;
+            } else if (moe_layer && rm.shared_experts) {
+                t += f.mlp * double(m.shared_experts) / double(m.top_k + m.shared_experts);
+            } else if (!moe_layer && rm.mlp) {
+                t += f.mlp;
+            }
+        }
         if (recompute == Recompute::full) t += gemms + attention_fwd;
         return t;
     };
     const int moe = m.moe_layers();
-    const double layers = (m.layers - moe) * layer(layer_forward_flops(m, 1)) +
-                          moe * layer(moe_layer_forward_flops(m, 1));
+    const double layers = (m.layers - moe) * layer(layer_forward_flops(m, 1), false) +
+                          moe * layer(moe_layer_forward_flops(m, 1), m.is_moe());
     return (layers + 3.0 * logits_forward_flops(m, 1)) * double(batch);
 }
 

@@ -14,9 +14,14 @@ struct ActivationTerms {
     double scores = 0;      ///< the materialized attention scores (divided by t)
 };
 
-/// One layer's terms; `moe` = an MoE layer's MLP part (docs/moe.md, "Memory").
+/// One layer's terms; `moe` = an MoE layer's MLP part (docs/moe.md, "Memory"). With
+/// recompute = "selective", the [training] recompute_modules' activations are not stored
+/// (docs/recompute_modules.md): a module checkpointed whole keeps only its input.
 ActivationTerms activation_terms_of(const ModelSpec& m, const TrainingSpec& tr,
                                     const DesignPoint& p, bool moe) {
+    const bool selective = p.recompute == Recompute::selective;
+    const TrainingSpec::RecomputeModules none_recomputed{.core_attn = false};
+    const TrainingSpec::RecomputeModules& rm = selective ? tr.recompute_modules : none_recomputed;
     const double tokens = double(p.microbatch) * m.seq / p.cp;
     const double h = m.hidden;
     double hq = double(m.heads) * m.head_dim(), hv = hq;
@@ -44,11 +49,21 @@ ActivationTerms activation_terms_of(const ModelSpec& m, const TrainingSpec& tr,
     ActivationTerms a;
     // two layer-norm inputs (4), QKV input, attention dropout mask, MLP input, MLP dropout mask;
     // MLA: the latent Q and KV (inputs of the up projections)
+    // layernorm recompute: the norms' outputs (the QKV and the MLP inputs) are discarded and
+    // rebuilt (the linear layers save that original input instead of an FP8 copy); a whole
+    // recomputed MLP / MoE block keeps its input in bf16 (the checkpoint's input) instead
+    const bool whole_mlp = moe && m.is_moe() ? rm.moe : rm.mlp;
+    const double qkv_input = rm.layernorm ? 0.0 : gemm_input;
+    const double mlp_input = rm.layernorm ? 0.0 : whole_mlp ? 2.0 : gemm_input;
     a.replicated =
-        (4.0 + 2.0 * mask + 2.0 * gemm_input) * tokens * h + gemm_input * tokens * latents;
-    // Q (2 s b a d), projection input (s b a d, the attention output), K and V (4 s b h_kv)
-    a.sharded = tokens * (2.0 * hq + gemm_input * hv + 4.0 * hk);
-    if (moe && m.is_moe()) {
+        (4.0 + 2.0 * mask + qkv_input + mlp_input) * tokens * h + gemm_input * tokens * latents;
+    // Q (2 s b a d), projection input (s b a d, the attention output), K and V (4 s b h_kv);
+    // mla_up_proj discards Q, K and V (the up projections' outputs after RoPE) and rebuilds
+    // them before the attention's backward
+    a.sharded = tokens * ((rm.mla_up_proj ? 0.0 : 2.0 * hq + 4.0 * hk) + gemm_input * hv);
+    if (whole_mlp) {
+        // the whole MLP / MoE block recomputed: nothing inside it stored
+    } else if (moe && m.is_moe()) {
         // routed experts per dispatched copy (T k of them, x the capacity factor; with etp the
         // gathered tokens over f_e / etp): FC1 input, FC1 output, FC2 input; the expert outputs
         // kept for the weighted unpermute (2 h); the router's fp32 probabilities (4 E); the
@@ -57,9 +72,13 @@ ActivationTerms activation_terms_of(const ModelSpec& m, const TrainingSpec& tr,
         const double cf = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : 1.0;
         const double fe = m.expert_ffn;
         const double copies = double(m.top_k) * cf;
-        a.sharded += tokens * (copies * (gemm_input * h * p.etp + (gates + gemm_input) * fe) +
+        // moe_act: the activation's output (the FC2 input) discarded and rebuilt
+        const double fc2_input = rm.moe_act ? 0.0 : gemm_input;
+        a.sharded += tokens * (copies * (gemm_input * h * p.etp + (gates + fc2_input) * fe) +
                                copies * 2.0 * h + 4.0 * m.experts);
-        a.sharded += tokens * (gates + gemm_input) * double(m.shared_experts) * fe;
+        if (!rm.shared_experts) {
+            a.sharded += tokens * (gates + gemm_input) * double(m.shared_experts) * fe;
+        }
     } else {
         // the FC1 output (2 f, x2 gated) and the FC2 input (f wide)
         a.sharded += tokens * (gates + gemm_input) * m.ffn;
@@ -101,7 +120,10 @@ double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
         const double input = 2.0 * p.microbatch * double(m.seq) / p.cp * m.hidden;
         return p.sequence_parallel ? input / t : input;
     }
-    const bool keep_scores = p.recompute == Recompute::none && !tr.flash_attention;
+    const bool keep_scores =
+        !tr.flash_attention &&
+        (p.recompute == Recompute::none ||
+         (p.recompute == Recompute::selective && !tr.recompute_modules.core_attn));
     const double replicated = p.sequence_parallel ? a.replicated / t : a.replicated;
     return replicated + a.sharded / t + (keep_scores ? a.scores / t : 0.0);
 }
@@ -135,15 +157,29 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.expert_params = layer_expert_params(m);
     t.expert_weight_bytes = expert_weight_bytes(m, tr, 1);
     t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
-    if (p.recompute != Recompute::none) {
-        // recomputing a layer rebuilds its activations (full) or its attention core (selective)
+    if (p.recompute == Recompute::full) {
+        // recomputing a layer rebuilds its activations
         DesignPoint none = p;
         none.recompute = Recompute::none;
-        DesignPoint sel = p;
-        sel.recompute = Recompute::selective;
-        const double whole = activation_bytes_per_layer(m, tr, none);
-        t.recompute_temporary =
-            p.recompute == Recompute::full ? whole : whole - activation_bytes_per_layer(m, tr, sel);
+        t.recompute_temporary = activation_bytes_per_layer(m, tr, none);
+    } else if (p.recompute == Recompute::selective) {
+        // one recomputed module's activations at a time, rebuilt just before its backward:
+        // the largest module's
+        const TrainingSpec::RecomputeModules& rm = tr.recompute_modules;
+        TrainingSpec nothing = tr;
+        nothing.recompute_modules = TrainingSpec::RecomputeModules{.core_attn = false};
+        const double kept_all = activation_bytes_per_layer(m, nothing, p);
+        const auto one = [&](bool TrainingSpec::RecomputeModules::*module) {
+            if (!(rm.*module)) return 0.0;
+            TrainingSpec only = nothing;
+            only.recompute_modules.*module = true;
+            return kept_all - activation_bytes_per_layer(m, only, p);
+        };
+        using R = TrainingSpec::RecomputeModules;
+        for (bool R::*module : {&R::core_attn, &R::moe_act, &R::layernorm, &R::mla_up_proj, &R::mlp,
+                                &R::moe, &R::shared_experts}) {
+            t.recompute_temporary = std::max(t.recompute_temporary, one(module));
+        }
     }
     return t;
 }

@@ -156,6 +156,21 @@ struct TrainingSpec {
     /// routing with [variability] routing_skew, the busiest EP rank setting the expert GEMMs and
     /// the a2a at its expected load (src/stochastic/routing.hpp; docs/moe.md).
     bool moe_force_balance = true;
+
+    /// Megatron-Core's --recompute-modules (transformer_config.py): what a point with
+    /// recompute = "selective" recomputes in its backward; points with "none" or "full" ignore
+    /// it, as Megatron does. Default {core_attn}, Megatron's. docs/recompute_modules.md.
+    struct RecomputeModules {
+        bool core_attn = true;        ///< the attention core (scores, softmax, P V)
+        bool moe_act = false;         ///< the routed experts' activation function (SwiGLU)
+        bool layernorm = false;       ///< the input and pre-MLP layer norms
+        bool mla_up_proj = false;     ///< MLA's Q and KV up projections (and RoPE)
+        bool mlp = false;             ///< a dense layer's whole MLP
+        bool moe = false;             ///< an MoE layer's whole MoE block
+        bool shared_experts = false;  ///< an MoE layer's shared experts
+
+        bool operator==(const RecomputeModules&) const = default;
+    } recompute_modules;
 };
 
 /// Size-dependent GEMM efficiency, eff(F) = eff_max * F / (F + flops_half), F = FLOPs of one

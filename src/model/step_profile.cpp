@@ -18,14 +18,18 @@ double deterministic_time(const SegmentList& segments) {
 }
 
 double StepProfile::chunk_forward_s(int stage, int chunk) const {
-    double t = chunk_layers(stage, chunk) * deterministic_time(layer_forward);
+    const int dense = chunk_dense_layers(stage, chunk);
+    double t = (chunk_layers(stage, chunk) - dense) * deterministic_time(layer_forward);
+    if (dense > 0) t += dense * deterministic_time(dense_layer_forward);
     if (stage == 0 && chunk == 0) t += deterministic_time(embedding_forward);
     if (stage == stages - 1 && chunk == chunks - 1) t += deterministic_time(head_forward);
     return t;
 }
 
 double StepProfile::chunk_backward_s(int stage, int chunk) const {
-    double t = chunk_layers(stage, chunk) * deterministic_time(layer_backward);
+    const int dense = chunk_dense_layers(stage, chunk);
+    double t = (chunk_layers(stage, chunk) - dense) * deterministic_time(layer_backward);
+    if (dense > 0) t += dense * deterministic_time(dense_layer_backward);
     if (stage == 0 && chunk == 0) t += deterministic_time(embedding_backward);
     if (stage == stages - 1 && chunk == chunks - 1) t += deterministic_time(head_backward);
     return t;
@@ -73,9 +77,12 @@ std::array<double, 5> collective_seconds_by_level(const StepProfile& profile) {
     const double m = profile.microbatches;
     for (int s = 0; s < profile.stages; ++s) {
         for (int c = 0; c < profile.chunks; ++c) {
-            const double layers = profile.chunk_layers(s, c);
+            const double dense = profile.chunk_dense_layers(s, c);
+            const double layers = profile.chunk_layers(s, c) - dense;
             add_collectives(profile.layer_forward, m * layers, out);
             add_collectives(profile.layer_backward, m * layers, out);
+            add_collectives(profile.dense_layer_forward, m * dense, out);
+            add_collectives(profile.dense_layer_backward, m * dense, out);
             if (s == 0 && c == 0) {
                 add_collectives(profile.embedding_forward, m, out);
                 add_collectives(profile.embedding_backward, m, out);

@@ -73,13 +73,21 @@ struct StepProfile {
     /// Layers of every model chunk (p v entries, chunk c of stage s at s v + c) when the split
     /// is uneven (pipeline_split.hpp); empty = layers_per_chunk everywhere.
     std::vector<int> uneven_chunk_layers;
+    /// An MoE model with dense layers (DeepSeek-V3's first 3): the dense layers among every
+    /// chunk's (p v entries, as uneven_chunk_layers), placed as Megatron places the layers, in
+    /// model order over the virtual stages; layer_forward / layer_backward are then the MoE
+    /// layers' passes and dense_layer_forward / dense_layer_backward the dense layers'. Empty:
+    /// every layer is of the one kind of layer_forward.
+    std::vector<int> dense_chunk_layers;
     int dp = 1;  ///< replicas
     int tp = 1;
     int cp = 1;
     bool dp_lockstep = false;  ///< FSDP / ZeRO-3: the DP group syncs every layer
 
     SegmentList layer_forward;
-    SegmentList layer_backward;  ///< includes recomputed forward work
+    SegmentList layer_backward;        ///< includes recomputed forward work
+    SegmentList dense_layer_forward;   ///< see dense_chunk_layers
+    SegmentList dense_layer_backward;  ///< includes recomputed forward work
     SegmentList embedding_forward;
     SegmentList embedding_backward;
     SegmentList head_forward;  ///< final norm, logits, loss
@@ -104,6 +112,13 @@ struct StepProfile {
         return uneven_chunk_layers.empty()
                    ? layers_per_chunk
                    : uneven_chunk_layers[static_cast<std::size_t>(stage * chunks + chunk)];
+    }
+
+    /// Dense layers of model chunk `chunk` on `stage` (0 unless dense_chunk_layers is set).
+    int chunk_dense_layers(int stage, int chunk) const {
+        return dense_chunk_layers.empty()
+                   ? 0
+                   : dense_chunk_layers[static_cast<std::size_t>(stage * chunks + chunk)];
     }
 
     /// Deterministic durations of one chunk's forward / backward on `stage`, chunk `chunk`.

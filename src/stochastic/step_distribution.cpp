@@ -68,8 +68,9 @@ StepDistribution point_mass(double t, const EvaluationSpec& eval) {
 std::uint32_t classes_in(const StepProfile& p) {
     std::uint32_t used = 0;
     for (const SegmentList* list :
-         {&p.layer_forward, &p.layer_backward, &p.embedding_forward, &p.embedding_backward,
-          &p.head_forward, &p.head_backward, &p.dp_sync, &p.optimizer, &p.dataloader}) {
+         {&p.layer_forward, &p.layer_backward, &p.dense_layer_forward, &p.dense_layer_backward,
+          &p.embedding_forward, &p.embedding_backward, &p.head_forward, &p.head_backward,
+          &p.dp_sync, &p.optimizer, &p.dataloader}) {
         for (const auto& seg : *list) {
             for (const auto& op : seg.ops) {
                 if (op.time_s > 0) used |= 1u << static_cast<int>(op.cls);
@@ -264,8 +265,9 @@ StepProfile with_slowed_compute(const StepProfile& profile, double k) {
             }
         }
     };
-    for (auto* s : {&p.layer_forward, &p.layer_backward, &p.embedding_forward,
-                    &p.embedding_backward, &p.head_forward, &p.head_backward}) {
+    for (auto* s :
+         {&p.layer_forward, &p.layer_backward, &p.dense_layer_forward, &p.dense_layer_backward,
+          &p.embedding_forward, &p.embedding_backward, &p.head_forward, &p.head_backward}) {
         scale(*s);
     }
     return p;

@@ -80,21 +80,23 @@ TEST(MoeFit, RecoversKnownFactorsFromRowsTheModelGenerated) {
     EXPECT_NEAR(wave_experts(f), 4.0, 0.05);
 }
 
-/// The issue's acceptance bound for every left-out group, and the two groups that miss it,
+/// The issue's acceptance bound for every left-out group, and the group that misses it,
 /// bounded by what this calibration reaches (docs/moe_calibration.md, rounded up by about one
-/// point): B300 (12.1%: its Qwen3-235B row, +17% in sample, ran 0.64x the same split on B200;
-/// nothing in prism's B200 and B300 presets differs by that much) and H100 (10.7%: the
-/// DeepSeek-V3 row, -20% in sample, recomputes parts of the layer, the MoE block among them,
-/// which prism's recompute options cannot express).
+/// point): B300 (13.1%: its Qwen3-235B row, +17% in sample, ran 0.64x the same split on B200;
+/// nothing in prism's B200 and B300 presets differs by that much; bound 13% until DeepSeek-V3's
+/// dense layers were placed on its first stage, which puts the B300 DeepSeek-V3 row's busiest
+/// stages at 8 MoE layers: 12.5% -> 13.1%, bound raised to 14%). H100 (10.7% while the
+/// DeepSeek-V3 rows ran without their recipes' recompute_modules, bound 12% then) is within
+/// the issue's 10% (8.3%) with them.
 constexpr double kIssueBound = 0.10;
 const std::map<std::string, double> kMoeLeftOutBound{{"DeepSeekV3", kIssueBound},
                                                      {"Qwen3_235B_a22B", kIssueBound},
                                                      {"Qwen3_30B_a3B", kIssueBound},
                                                      {"B200", kIssueBound},
-                                                     {"B300", 0.13},
+                                                     {"B300", 0.14},
                                                      {"GB200", kIssueBound},
                                                      {"GB300", kIssueBound},
-                                                     {"H100", 0.12}};
+                                                     {"H100", kIssueBound}};
 
 /// The shipped MoE factors (configs/presets/stacks/megatron-core.toml) are the fit on every row
 /// of the calibration set, and with them the rows stay within the in-sample error reached.
@@ -121,12 +123,13 @@ TEST(MoeFit, ShippedFactorsAreTheFitOnEveryRow) {
     std::printf("  shipped factors: MAPE %.1f%% (max %.1f%%) over %d rows\n",
                 100 * shipped.mean_abs, 100 * shipped.max_abs, shipped.n);
     EXPECT_LT(shipped.mean_abs, 0.07);
-    EXPECT_LT(shipped.max_abs, 0.21);
+    EXPECT_LT(shipped.max_abs, 0.20);  // 18.2% with the recipes' recompute_modules and the dense
+                                       // layers placed (20.0% before)
 }
 
 /// Every model and every GPU left out: the MoE factors fitted on the other rows, the left-out
-/// rows' mean absolute error: within the issue's 10% for six of the eight groups, within what
-/// this calibration reaches for B300 and H100 (kMoeLeftOutBound).
+/// rows' mean absolute error: within the issue's 10% for seven of the eight groups, within what
+/// this calibration reaches for B300 (kMoeLeftOutBound).
 TEST(MoeFit, EveryLeftOutModelAndGpuStaysWithinTheBound) {
     std::vector<MoeItem> items = load_moe_items(calibration_set());
     for (const char* by : {"model", "gpu"}) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "io/resolved_settings.hpp"
 #include "src/common/error.hpp"
 #include "src/model/memory.hpp"
 #include "tests/io/loader_test_helpers.hpp"
@@ -854,6 +855,59 @@ TEST(ExperimentLoader, MoeTrainingKeysNeedAnMoeModel) {
               "exp.toml:5:18: training.moe_dispatcher: needs an MoE model (model.experts)");
     EXPECT_TRUE(error_of(moe + "moe_dispatcher = \"nccl\"\n" + hw)
                     .starts_with("exp.toml:5:18: training.moe_dispatcher: unknown"));
+}
+
+// Megatron-Core's --recompute-modules (docs/recompute_modules.md): its names, checked against
+// the model's parts, for points with recompute = "selective".
+TEST(ExperimentLoader, RecomputeModulesAreMegatronsNamesCheckedAgainstTheModel) {
+    const std::string dsv3 = "[model]\npreset = \"deepseek-v3\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"h100-sxm\"\n";
+    const std::string selective = "[defaults]\nrecompute = \"selective\"\n";
+    const prism::Experiment e = parse_experiment(
+        dsv3 + "recompute_modules = [\"mla_up_proj\", \"mlp\", \"moe_act\"]\n" + hw + selective,
+        "exp.toml");
+    const auto& rm = e.training.recompute_modules;
+    EXPECT_TRUE(rm.mla_up_proj && rm.mlp && rm.moe_act);
+    EXPECT_FALSE(rm.core_attn || rm.layernorm || rm.moe || rm.shared_experts);
+    // Megatron's default: the attention core only
+    const auto& d = parse_experiment(dsv3 + hw, "exp.toml").training.recompute_modules;
+    EXPECT_TRUE(d.core_attn);
+    EXPECT_FALSE(d.mla_up_proj || d.mlp || d.moe || d.moe_act || d.layernorm);
+    // an empty list recomputes nothing; a space with a selective value is enough
+    const prism::Experiment empty = parse_experiment(
+        dsv3 + "recompute_modules = []\n" + hw + "[space]\nrecompute = [\"none\", \"selective\"]\n",
+        "exp.toml");
+    EXPECT_FALSE(empty.training.recompute_modules.core_attn);
+    // `prism validate` lists them where a point is selective: given, or Megatron's default
+    const auto listed = [](const prism::Experiment& x) {
+        for (const prism::io::ResolvedSetting& r : prism::io::resolved_settings(x)) {
+            if (r.key == "training.recompute_modules") return r.value + (r.defaulted ? " *" : "");
+        }
+        return std::string("absent");
+    };
+    EXPECT_EQ(listed(e), "[\"moe_act\", \"mla_up_proj\", \"mlp\"]");  // in Megatron's order
+    EXPECT_EQ(listed(parse_experiment(dsv3 + hw + selective, "exp.toml")), "[\"core_attn\"] *");
+    EXPECT_EQ(listed(parse_experiment(dsv3 + hw, "exp.toml")), "absent");  // no selective point
+
+    EXPECT_EQ(error_of(dsv3 + "recompute_modules = [\"mla_up_proj\", \"attn\"]\n" + hw + selective),
+              "exp.toml:5:37: training.recompute_modules: unknown module \"attn\"; expected one "
+              "of core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts");
+    EXPECT_EQ(error_of(dsv3 + "recompute_modules = [\"mlp\", \"mlp\"]\n" + hw + selective),
+              "exp.toml:5:29: training.recompute_modules: \"mlp\" is listed twice");
+    const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
+    EXPECT_TRUE(error_of(llama + "recompute_modules = [\"mla_up_proj\"]\n" + hw + selective)
+                    .starts_with("exp.toml:5:22: training.recompute_modules: \"mla_up_proj\" "
+                                 "needs multi-latent attention"));
+    EXPECT_TRUE(error_of(llama + "recompute_modules = [\"moe_act\"]\n" + hw + selective)
+                    .starts_with("exp.toml:5:22: training.recompute_modules: \"moe_act\" needs "
+                                 "MoE layers"));
+    EXPECT_TRUE(error_of(dsv3 + "recompute_modules = [\"mhc\"]\n" + hw + selective)
+                    .starts_with("exp.toml:5:22: training.recompute_modules: \"mhc\" recomputes "
+                                 "a part"));
+    // as Megatron-Core: the modules apply to selective recomputation only
+    EXPECT_EQ(error_of(dsv3 + "recompute_modules = [\"mla_up_proj\"]\n" + hw),
+              "exp.toml:5:21: training.recompute_modules: applies to recompute = \"selective\" "
+              "(as Megatron-Core's --recompute-modules), which no point of the experiment uses");
 }
 
 TEST(ExperimentLoader, RoutingVariabilityTableSetsTheSkewFromTheBalancing) {

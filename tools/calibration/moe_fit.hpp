@@ -38,6 +38,10 @@ struct MoeCase {
     std::int64_t gbs = 0;
     bool calibration_set = false;  ///< fitted (else checked only)
     double measured = 0;           ///< step time (s)
+    /// Megatron-Core's recompute_modules of the row's recipe (selective recomputation), e.g.
+    /// {"mla_up_proj", "mlp"}; empty: no recomputation (the csv's "none", and "unknown" where
+    /// the row's recipe was not established: modelled without recomputation).
+    std::vector<std::string> recompute_modules;
 };
 
 /// Megatron-Bridge's MoE performance tables (tests/data/reference/moe/megatron_bridge_moe.csv,
@@ -66,6 +70,15 @@ inline std::vector<MoeCase> megatron_bridge_moe(const std::string& data_dir) {
         c.gbs = std::int64_t(t.number(i, "gbs"));
         c.calibration_set = t.number(i, "calibration_set") != 0;
         c.measured = t.number(i, "step_time_s");
+        const std::string modules = t.text(i, "recompute_modules");  // ';'-separated
+        if (modules != "none" && modules != "unknown") {
+            std::size_t from = 0;
+            while (from <= modules.size()) {
+                const std::size_t to = std::min(modules.find(';', from), modules.size());
+                c.recompute_modules.push_back(modules.substr(from, to - from));
+                from = to + 1;
+            }
+        }
         c.label = fmt::format("{} {} {} x{} tp{} pp{} vp{} ep{} mb{} gbs{}", c.container, c.model,
                               c.gpu, c.gpus, c.tp, c.pp, c.vp, c.ep, c.mbs, c.gbs);
         out.push_back(c);
@@ -120,7 +133,8 @@ inline std::string moe_split(const MoeCase& c, int* interleave) {
 /// `ceilings`: its MoE factors 1, the fit sets them), FP8 or BF16, TransformerEngine's fused
 /// attention, the distributed optimizer, the row's dispatcher (flex / DeepEP / HybridEP as
 /// `deepep`), Megatron's EP a2a overlap with another microbatch's compute (its MoE performance
-/// recipes), sequence parallelism with TP, no recomputation, the router forced to balance (as
+/// recipes), sequence parallelism with TP, the recipe's selective recomputation of modules
+/// (`recompute_modules`; none where it has none), the router forced to balance (as
 /// the tables are measured), Megatron-Core's rank order (tp, cp, dp, pp: an EP group fills a
 /// node or NVLink domain first).
 inline Experiment make_moe_experiment(const MoeCase& c, bool ceilings) {
@@ -130,14 +144,22 @@ inline Experiment make_moe_experiment(const MoeCase& c, bool ceilings) {
         ceilings ? "a2a_nvlink_efficiency = 1\na2a_nic_efficiency = 1\ngrouped_gemm_efficiency = "
                    "1\npermute_efficiency = 1\n"
                  : "";
+    std::string recompute;
+    if (!c.recompute_modules.empty()) {
+        std::vector<std::string> quoted;
+        for (const std::string& m : c.recompute_modules) quoted.push_back("\"" + m + "\"");
+        recompute = fmt::format("recompute_modules = [{}]\n", fmt::join(quoted, ", "));
+    }
     const std::string text = fmt::format(
         "[model]\npreset = \"{}\"\n\n[training]\nglobal_batch = {}\nprecision = \"{}\"\n"
-        "flash_attention = true\nmoe_dispatcher = \"{}\"\nmoe_a2a_overlap = true\n{}\n"
+        "flash_attention = true\nmoe_dispatcher = \"{}\"\nmoe_a2a_overlap = true\n{}{}\n"
         "[stack]\npreset = \"megatron-core\"\n{}\n[hardware.gpu]\npreset = \"{}\"\n\n"
         "[defaults]\ngpus = {}\ntp = {}\npp = {}\ncp = {}\nep = {}\nmicrobatch = {}\n"
-        "interleave = {}\nzero_stage = 1\nsequence_parallel = {}\nplacement = \"tp-cp-dp-pp\"\n",
-        c.model_preset, c.gbs, c.precision, c.dispatcher, split, stack, c.gpu_preset, c.gpus, c.tp,
-        c.pp, c.cp, c.ep, c.mbs, interleave, c.tp > 1 ? "true" : "false");
+        "interleave = {}\nzero_stage = 1\nsequence_parallel = {}\nplacement = \"tp-cp-dp-pp\"\n"
+        "recompute = \"{}\"\n",
+        c.model_preset, c.gbs, c.precision, c.dispatcher, recompute, split, stack, c.gpu_preset,
+        c.gpus, c.tp, c.pp, c.cp, c.ep, c.mbs, interleave, c.tp > 1 ? "true" : "false",
+        recompute.empty() ? "none" : "selective");
     return io::parse_experiment(text, c.label);
 }
 

@@ -14,6 +14,8 @@
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
 //   PRISM_CALIBRATE_LEAVE_OUT=SOURCE  `fit` without that source (its row of `loso`, with the
 //                                     factors it was predicted with)
+//   PRISM_MOE_FACTORS=a,b,c,d,w       `moe` without a fit: the rows with these factors (a2a
+//                                     NVLink, NIC, grouped GEMM, permute, wave experts)
 //
 // A source is one team's table for one software version (tools/calibration/sources.hpp). Each
 // row's hardware is its GPU preset's kernel ceilings times its stack's factors (gemm, fp8 gemm,
@@ -163,6 +165,21 @@ int run_moe(const std::string& dir) {
     std::vector<MoeItem> items = load_moe_items(megatron_bridge_moe(dir));
     std::vector<MoeItem*> fit_rows, other_rows;
     for (MoeItem& it : items) (it.c.calibration_set ? fit_rows : other_rows).push_back(&it);
+    if (const char* given = std::getenv("PRISM_MOE_FACTORS")) {
+        // the rows with given factors (a2a NVLink, NIC, grouped GEMM, permute, wave experts),
+        // no fit: a model change's effect with the factors held
+        MoeFactors f;
+        double wave = 0;
+        if (std::sscanf(given, "%lf,%lf,%lf,%lf,%lf", &f.a2a_nvlink, &f.a2a_nic, &f.grouped_gemm,
+                        &f.permute, &wave) != 5) {
+            throw ConfigError("PRISM_MOE_FACTORS: five comma-separated numbers");
+        }
+        f.wave = wave > 0 ? 1.0 / wave : 0.0;
+        const ErrorStats held = moe_errors(fit_rows, f, true);
+        fmt::print("MAPE {:.1f}% (max {:.1f}%) with the given factors\n", 100 * held.mean_abs,
+                   100 * held.max_abs);
+        return 0;
+    }
     const MoeFactors all = fit_moe(fit_rows, MoeFactors{});
     fmt::print("[stack megatron-core: MoE factors, {} rows]\n", fit_rows.size());
     MoeFactors shown = all;
@@ -173,6 +190,31 @@ int run_moe(const std::string& dir) {
     fmt::print("\nin sample (all {} rows):\n", fit_rows.size());
     const ErrorStats in = moe_errors(fit_rows, all, true);
     fmt::print("MAPE {:.1f}% (max {:.1f}%)\n\n", 100 * in.mean_abs, 100 * in.max_abs);
+    // every row ran: does it fit the GPU in prism, with its recipe's recompute_modules and
+    // without recomputation (the most loaded stage; usable = capacity x max_memory_fraction)?
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    fmt::print(
+        "| row (recompute_modules) | memory, recipe's modules | without recomputation | usable "
+        "| step, recipe's modules | without |\n|---|---|---|---|---|---|\n");
+    for (MoeItem* it : fit_rows) {
+        if (it->c.model_preset != "deepseek-v3") continue;
+        set_moe_factors(*it, all);
+        const DeterministicResult with = evaluate_deterministic(it->e, it->e.defaults);
+        DesignPoint none = it->e.defaults;
+        none.recompute = Recompute::none;
+        const DeterministicResult without = evaluate_deterministic(it->e, none);
+        const HardwareSpec& hw = it->e.hardware.at(0);
+        const double usable = hw.gpu.hbm_bytes * it->e.constraints.max_memory_fraction;
+        fmt::print("| {} ({}) | {:.1f} GiB{} | {:.1f} GiB | {:.1f} GiB | {:.3f} s | {:.3f} s |\n",
+                   it->c.label,
+                   it->c.recompute_modules.empty()
+                       ? "none"
+                       : fmt::format("{}", fmt::join(it->c.recompute_modules, ", ")),
+                   with.memory.total_bytes() / kGiB, with.feasible ? " (fits)" : " (over)",
+                   without.memory.total_bytes() / kGiB, usable / kGiB, with.step_time_s,
+                   without.step_time_s);
+    }
+    fmt::print("\n");
     int failures = 0;
     for (const char* by : {"model", "gpu"}) {
         std::set<std::string> groups;

@@ -326,6 +326,26 @@ double etp_collective_s(const Context& c, KernelClass cls) {
     return c.coll(cls, bytes, c.etp_group.link);
 }
 
+/// The shared experts' forward: a dense MLP of shared x f_e, TP-split as the attention.
+void shared_experts_forward(const Context& c, PassBuilder& b) {
+    const double gates = c.m.gated_mlp ? 2.0 : 1.0;
+    const double fs = double(c.m.shared_experts) * c.m.expert_ffn;
+    if (fs <= 0) return;
+    column_forward(c, b, c.h, gates * fs / c.t);
+    b.compute(KernelClass::elementwise, c.memory(2.0 * c.tokens * (gates + 1.0) * fs / c.t),
+              c.sync);
+    row_forward(c, b, fs / c.t, c.h);
+}
+
+/// The routed experts' activation function (SwiGLU / GeLU) of one forward: reads the FC1
+/// output (gates x f_e / etp per dispatched copy), writes the FC2 input.
+double moe_activation_s(const Context& c) {
+    const double gates = c.m.gated_mlp ? 2.0 : 1.0;
+    const double fe = double(c.m.expert_ffn) / c.etp;
+    const double n_tokens = c.moe_tokens * c.m.top_k * c.etp * cap(c);
+    return c.memory(2.0 * n_tokens * (gates + 1.0) * fe);
+}
+
 /// One MoE block pass (forward: scale 1; backward: the data- and weight-gradient GEMMs, the
 /// elementwise kernels' bytes twice). The a2a is added to `*deferred` instead of the list when
 /// it overlaps another microbatch's compute (moe_a2a_overlap).
@@ -367,16 +387,10 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
         const double before = b.compute_s;
         const double fc1 = grouped_gemm_s(c, h, gates * fe);
         const double fc2 = grouped_gemm_s(c, fe, h);
-        const double n_tokens = T * k * c.etp * cap(c);
-        const double act = pass * c.memory(2.0 * n_tokens * (gates + 1.0) * fe);
+        const double act = pass * moe_activation_s(c);
         const double fs = double(m.shared_experts) * m.expert_ffn;
         if (!backward) {
-            if (fs > 0) {
-                column_forward(c, b, h, gates * fs / c.t);
-                b.compute(KernelClass::elementwise,
-                          c.memory(2.0 * c.tokens * (gates + 1.0) * fs / c.t), c.sync);
-                row_forward(c, b, fs / c.t, h);
-            }
+            shared_experts_forward(c, b);
             b.routed = true;  // the grouped GEMMs at the busiest rank's load
             b.compute(KernelClass::gemm, fc1, c.sync);
             b.routed = false;
@@ -525,6 +539,40 @@ void layer_forward(const Context& c, PassBuilder& b, bool moe) {
     }
     elementwise(c.act(7 * M * h));
     settle_overlapped_a2a(c, b, deferred, compute_before);
+}
+
+void layer_recompute(const Context& c, PassBuilder& b, bool moe) {
+    const TrainingSpec::RecomputeModules& rm = c.tr.recompute_modules;
+    const double M = c.tokens, h = c.h, t = c.t;
+    // in the backward's order: the MLP part first, then the attention part
+    if (moe && rm.moe) {
+        // the whole MoE block (router, dispatch, experts, combine) again; its a2a overlaps
+        // another microbatch's compute as the block's own does
+        const double compute_before = b.compute_s;
+        double deferred = 0;
+        moe_block(c, b, false, c.tr.moe_a2a_overlap ? &deferred : nullptr);
+        settle_overlapped_a2a(c, b, deferred, compute_before);
+    } else if (moe) {
+        if (rm.shared_experts) shared_experts_forward(c, b);
+        if (rm.moe_act) b.compute(KernelClass::elementwise, moe_activation_s(c), c.sync);
+    } else if (rm.mlp) {
+        const double gates = c.m.gated_mlp ? 2.0 : 1.0;
+        column_forward(c, b, h, gates * c.f / t);
+        b.compute(KernelClass::elementwise, c.memory(2 * M * (gates + 1.0) * c.f / t), c.sync);
+        row_forward(c, b, c.f / t, h);
+    }
+    if (rm.layernorm) {
+        b.compute(KernelClass::elementwise, c.memory(c.act(4 * M * h)), c.sync);  // pre-MLP
+    }
+    if (rm.core_attn) attention_core(c, b, 1.0);
+    if (rm.mla_up_proj && c.m.is_mla()) {
+        const MlaShapes s = mla_shapes(c);
+        b.compute(KernelClass::gemm, gemm_rows(c, M, s.q_k, s.q_n).time_s, c.sync);
+        b.compute(KernelClass::gemm, gemm_rows(c, M, s.kv_k, s.kv_n).time_s, c.sync);
+    }
+    if (rm.layernorm) {
+        b.compute(KernelClass::elementwise, c.memory(c.act(4 * M * h)), c.sync);  // input
+    }
 }
 
 /// Each GEMM becomes a data-gradient and a weight-gradient GEMM of the same size; elementwise

@@ -175,6 +175,9 @@ void attention_core(const Context& c, PassBuilder& b, double scale);
 /// One layer's forward; `moe` = an MoE layer (router, dispatch, experts, combine) instead of
 /// the dense MLP.
 void layer_forward(const Context& c, PassBuilder& b, bool moe = false);
+/// The forward work a point with recompute = "selective" re-runs in one layer's backward: the
+/// [training] recompute_modules of that layer's kind (docs/recompute_modules.md).
+void layer_recompute(const Context& c, PassBuilder& b, bool moe = false);
 /// One layer's backward (without recompute).
 void layer_backward(const Context& c, PassBuilder& b, bool moe = false);
 

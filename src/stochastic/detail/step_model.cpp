@@ -290,8 +290,9 @@ void set_chunk_costs(StepModel& m, const StepProfile& profile, SegmentCosts& cos
         for (int c = 0; c < v; ++c) {
             const bool first = s == 0 && c == 0;
             const bool last = s == p - 1 && c == v - 1;
-            const int layers = profile.chunk_layers(s, c);  // differs on an uneven split
-            if (!first && !last && layers == profile.layers_per_chunk) {
+            const int dense = profile.chunk_dense_layers(s, c);     // an MoE model's dense layers
+            const int layers = profile.chunk_layers(s, c) - dense;  // differs on an uneven split
+            if (!first && !last && dense == 0 && layers == profile.layers_per_chunk) {
                 m.fwd[s * v + c] = layers_f.cost;
                 m.bwd[s * v + c] = layers_b.cost;
                 fwd_single[s * v + c] = layers_f.single;
@@ -301,9 +302,11 @@ void set_chunk_costs(StepModel& m, const StepProfile& profile, SegmentCosts& cos
             Accumulator f, b;
             if (first) costs.add(f, profile.embedding_forward, 1);
             costs.add(f, profile.layer_forward, layers);
+            if (dense > 0) costs.add(f, profile.dense_layer_forward, dense);
             if (last) costs.add(f, profile.head_forward, 1);
             if (last) costs.add(b, profile.head_backward, 1);
             costs.add(b, profile.layer_backward, layers);
+            if (dense > 0) costs.add(b, profile.dense_layer_backward, dense);
             if (first) costs.add(b, profile.embedding_backward, 1);
             m.fwd[s * v + c] = f.cost;
             m.bwd[s * v + c] = b.cost;
