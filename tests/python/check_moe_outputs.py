@@ -14,7 +14,8 @@ swept separately. Against truths computed here independently:
   breakdown line that keeps the sum at step_time_s) and `prism report` shows them under the
   front;
 - a file without these columns (an older prism's: the columns removed here with h5py) still
-  reads: `prism report` (without the MoE table), load, breakdown (three lines), the page data.
+  reads: `prism report` (without the MoE table), load, breakdown (three lines), the page data;
+  `--resume` of it is refused with a clear error.
 
 Usage: /usr/bin/python3 tests/python/check_moe_outputs.py ROUTED.h5 FORCED.h5 PRISM OUTDIR
 """
@@ -154,6 +155,11 @@ def main(routed, forced, prism, outdir):
     assert pr.moe_columns(old_table) == []
     r = int(np.flatnonzero(ok)[0])
     assert [label for label, _ in pr.breakdown(old_table, r)] == list(pr.BREAKDOWN_LABELS)
+    # resuming it is refused with both metric lists (bad input), the file left as it was
+    before = open(old, "rb").read()
+    rc, out = run([prism, "sweep", toml_path, "-o", old, "--resume", "-q"])
+    assert rc == 2 and "/metrics: columns differ from this program's" in out, (rc, out)
+    assert open(old, "rb").read() == before
     old_data, _ = pr.page_data(old)
     assert old_data["breakdown_labels"] == list(pr.BREAKDOWN_LABELS)
     assert not set(pr.MOE_COLUMNS) & set(old_data["key_metrics"])
