@@ -10,10 +10,15 @@
 // [evaluation] routing_share = false, as before the share existed). One core;
 // points/s = items_per_second.
 //
-//   build/bench/moe_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//   build/bench/moe_bench --benchmark_repetitions=6 --benchmark_enable_random_interleaving=true
+//       --benchmark_min_time=0.5 --benchmark_report_aggregates_only=true
+// Instructions per point, which a loaded machine does not disturb (docs/moe_outputs.md):
+//   MOE_BENCH_ITERATIONS=30 (and 60) valgrind --tool=callgrind --callgrind-out-file=/dev/null
+//       build/bench/moe_bench --benchmark_filter='BM_Dense$'   -> (Ir(60) - Ir(30)) / 30
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "explorer/design_space.hpp"
@@ -123,14 +128,35 @@ void BM_MoeAuxLossDriftMc1000NoShare(benchmark::State& s) {
 
 }  // namespace
 
-BENCHMARK(BM_Dense)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_MoeForcedBalance)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_MoeAuxLoss)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_MoeAuxLossDrift)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_MoeAuxLossNoShare)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_MoeAuxLossDriftNoShare)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_DenseMc1000)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_MoeAuxLossDriftMc1000)->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK(BM_MoeAuxLossDriftMc1000NoShare)->Unit(benchmark::kMillisecond)->Iterations(3);
-
-BENCHMARK_MAIN();
+/// With MOE_BENCH_ITERATIONS=N every benchmark runs exactly N points (for instruction counts
+/// under valgrind, which a loaded machine does not disturb: the difference of two counts over
+/// the difference of their N is the cost of a point, set-up excluded).
+int main(int argc, char** argv) {
+    const char* fixed = std::getenv("MOE_BENCH_ITERATIONS");
+    const struct {
+        const char* name;
+        void (*fn)(benchmark::State&);
+        bool mc;
+    } benches[] = {{"BM_Dense", BM_Dense, false},
+                   {"BM_MoeForcedBalance", BM_MoeForcedBalance, false},
+                   {"BM_MoeAuxLoss", BM_MoeAuxLoss, false},
+                   {"BM_MoeAuxLossDrift", BM_MoeAuxLossDrift, false},
+                   {"BM_MoeAuxLossNoShare", BM_MoeAuxLossNoShare, false},
+                   {"BM_MoeAuxLossDriftNoShare", BM_MoeAuxLossDriftNoShare, false},
+                   {"BM_DenseMc1000", BM_DenseMc1000, true},
+                   {"BM_MoeAuxLossDriftMc1000", BM_MoeAuxLossDriftMc1000, true},
+                   {"BM_MoeAuxLossDriftMc1000NoShare", BM_MoeAuxLossDriftMc1000NoShare, true}};
+    for (const auto& b : benches) {
+        auto* r = benchmark::RegisterBenchmark(b.name, b.fn)->Unit(benchmark::kMillisecond);
+        if (fixed != nullptr) {
+            r->Iterations(std::atoi(fixed));
+        } else if (b.mc) {
+            r->Iterations(3);
+        } else {
+            r->MinTime(2.0);
+        }
+    }
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    return 0;
+}
