@@ -117,11 +117,14 @@ int validate_command(const std::string& path) {
     return kExitOk;
 }
 
-/// Every metric a sweep can write: an experiment with a baseline, a run (total_tokens, failure
-/// deadlines) and a [cotune] study, the default slow deltas and sensitivities.
+/// Every metric a sweep can write: an experiment with a baseline, an MoE model with a routing
+/// law, a run (total_tokens, failure deadlines) and a [cotune] study, the default slow deltas
+/// and sensitivities.
 MetricSchema every_metric() {
     Experiment e;
     e.baseline = DesignPoint{};
+    e.model.experts = 8;  // the MoE lines, routing_share_* and the routing sensitivity
+    e.training.moe_force_balance = false;
     e.training.total_tokens = 1;
     e.failures.enabled = true;
     e.failures.deadlines_s = {90 * 86400.0};
@@ -145,6 +148,9 @@ int metrics_command(const std::string& path) {
             << "\nwhich metrics a sweep writes depends on its experiment: speedup_vs_baseline "
                "and step_speedup_vs_baseline with [experiment] baseline; p_slow_<d>pct per "
                "[evaluation] slow_deltas (defaults shown); sens_* with sensitivity = true; "
+               "moe_*_s with a Mixture-of-Experts model, routing_share_* too unless "
+               "[evaluation] routing_share = false, sens_*_routing_* with moe_force_balance = "
+               "false; "
                "the run metrics with [training] total_tokens, p_run_le_<deadline> per "
                "[failures] deadlines (90 days shown); the target metrics with [cotune]. "
                "`prism metrics EXP.toml` lists an experiment's own.\n";

@@ -98,6 +98,39 @@ void print_verification(const std::vector<io::VerifiedPoint>& rows, std::ostream
     out << format_table(cols, lines);
 }
 
+/// The MoE columns a sweep of an MoE experiment writes (docs/moe_outputs.md), in this order;
+/// files of dense experiments, and files written before them, have none.
+constexpr const char* kMoeColumns[] = {
+    "moe_router_s",      "moe_expert_compute_s", "moe_dispatch_s",   "moe_combine_s",
+    "moe_a2a_exposed_s", "routing_share_p50",    "routing_share_p95"};
+
+/// The MoE lines and the routing imbalance's share of p50 and p95 of a front's points, when
+/// the file has them.
+void print_moe_lines(const io::ResultReader& reader, Loaded& data,
+                     const std::vector<std::size_t>& rows, const std::string& front,
+                     std::ostream& out) {
+    const MetricSchema& schema = reader.metric_schema();
+    std::vector<std::string> shown;
+    for (const char* m : kMoeColumns) {
+        const int k = find_metric(schema, m);
+        if (k < 0) continue;
+        shown.push_back(m);
+        if (!data.metric.count(m)) data.metric[m] = reader.metric(m);
+        data.metric_unit[m] = schema[k].unit;
+    }
+    if (shown.empty()) return;
+    const bool shares = find_metric(schema, "routing_share_p95") >= 0;
+    out << fmt::format(
+        "\nMoE lines of front '{}' (the busiest stage, seconds per step: router and expert compute "
+        "are part of its compute, dispatch and combine before overlap, of which a2a_exposed stays "
+        "exposed{})\n",
+        front,
+        shares ? "; routing_share = (p - p with moe_force_balance = true) / p, 0 without a routing "
+                 "law"
+               : "");
+    out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
+}
+
 /// A front of scenario dimensions: one front per scenario, then the robust pick
 /// (explorer/scenarios.hpp).
 void print_scenario_fronts(const io::ResultReader& reader, const Experiment& experiment,
@@ -280,9 +313,11 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
                 out << fmt::format("\nPareto front '{}' ({}): {} points\n", name, objectives,
                                    rows.size());
                 out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
+                print_moe_lines(reader, data, rows, name, out);
                 continue;
             }
             print_scenario_fronts(reader, experiment, set, objectives, rows, data, shown, out);
+            print_moe_lines(reader, data, rows, name, out);
         }
     }
 

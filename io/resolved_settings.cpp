@@ -142,6 +142,13 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
         add("evaluation", "samples", std::to_string(v.samples));
     }
     add("evaluation", "sensitivity", flag(v.sensitivity));
+    if (e.model.is_moe()) {
+        add("evaluation", "routing_share", flag(v.routing_share),
+            e.training.moe_force_balance
+                ? "the router is forced to balance: the shares are 0 and cost nothing"
+                : "one more step-time distribution per point with a routing law: the same point "
+                  "with moe_force_balance = true");
+    }
     if (e.cotune.enabled && e.cotune.lr_rule == LrRule::deepseek) {
         const double x = e.cotune.lr_batch_exponent;
         add("cotune", "lr_batch_scaling",

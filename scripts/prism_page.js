@@ -116,10 +116,16 @@
     const step = num("step_time_s", r);
     const comm = num("exposed_comm_s", r);
     const bubble = num("bubble_fraction", r) * step;
-    const breakdown = [step, comm, bubble].every(finite) &&
+    // an MoE model's exposed all-to-all is a fourth line, taken out of the rest
+    const parts = [step - comm - bubble, comm, bubble];
+    if (has("moe_a2a_exposed_s")) {
+      const a2a = num("moe_a2a_exposed_s", r);
+      parts[0] -= a2a;
+      parts.push(a2a);
+    }
+    const breakdown = parts.every(finite) &&
         has("step_time_s") && has("exposed_comm_s") && has("bubble_fraction")
-      ? [[D.breakdown_labels[0], step - comm - bubble], [D.breakdown_labels[1], comm],
-         [D.breakdown_labels[2], bubble]]
+      ? D.breakdown_labels.map((l, k) => [l, parts[k]])
       : [];
     const p95 = num("step_time_p95_s", r);
     return {
@@ -511,7 +517,7 @@
       type: "bar", orientation: "h", name: l, y: shortNames,
       x: details.map((d) => (d.breakdown.length ? d.breakdown[k][1] : null)),
       hovertemplate: "%{y}: %{x:.4g} s<extra>" + l + "</extra>",
-      marker: { color: ["#4c72b0", "#dd8452", "#55a868"][k] } }));
+      marker: { color: ["#4c72b0", "#dd8452", "#55a868", "#8172b3"][k] } }));
     parts.push({ type: "bar", orientation: "h", name: "variability: p95 − deterministic step",
                  y: shortNames, x: details.map((d) => (finite(d.variability_p95_s) ?
                                                        d.variability_p95_s : null)),
@@ -519,7 +525,7 @@
                  hovertemplate: "%{y}: %{x:.4g} s<extra>p95 − step</extra>" });
     promises.push(Plotly.react("breakdown", parts, {
       height: 170 + 28 * details.length, barmode: "stack",
-      margin: { l: 70, r: 20, t: 80, b: 50 },
+      margin: { l: 70, r: 20, t: D.breakdown_labels.length > 3 ? 100 : 80, b: 50 },
       title: { text: "deterministic step (busiest stage) and the variability up to p95",
                font: { size: 14 } },
       xaxis: { title: "seconds per step" }, yaxis: { autorange: "reversed", type: "category" },

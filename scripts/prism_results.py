@@ -343,9 +343,31 @@ def run_time_quantiles(table):
 # communication not hidden by compute; `prism eval` prints them one by one) and bubble_fraction
 # (pipeline idle time of the busiest stage / step time); the rest of step_time_s is the busiest
 # stage's compute, embedding, LM head and loss, optimizer and host-bound stretch, which the
-# file does not split further.
+# file does not split further. Files of MoE experiments add moe_a2a_exposed_s (the dispatch and
+# combine all-to-all not hidden, not in exposed_comm_s): a fourth line, taken out of the rest.
 BREAKDOWN_LABELS = ("compute, embedding, LM head, optimizer, host",
                     "exposed TP + CP + FSDP + DP communication", "pipeline bubble and waits")
+MOE_A2A_LABEL = "exposed MoE all-to-all (dispatch, combine)"
+
+# What a sweep of an MoE experiment writes (docs/moe_outputs.md): the busiest stage's MoE lines
+# per step (router and expert compute are part of its compute; dispatch and combine before
+# overlap; moe_a2a_exposed_s what stays exposed) and the routing imbalance's share of p50 and
+# p95, (p - p with moe_force_balance = true) / p (absent with [evaluation] routing_share =
+# false). Files of dense experiments, and files written before these columns, have none.
+MOE_COLUMNS = ("moe_router_s", "moe_expert_compute_s", "moe_dispatch_s", "moe_combine_s",
+               "moe_a2a_exposed_s", "routing_share_p50", "routing_share_p95")
+
+
+def moe_columns(table):
+    """The MoE columns (MOE_COLUMNS) the file has, in that order; [] for a dense experiment or
+    a file written before them."""
+    return [name for name in MOE_COLUMNS if name in table]
+
+
+def breakdown_labels(table):
+    """The labels of `breakdown`'s lines for this file: BREAKDOWN_LABELS, and MOE_A2A_LABEL
+    when it has moe_a2a_exposed_s."""
+    return BREAKDOWN_LABELS + ((MOE_A2A_LABEL,) if "moe_a2a_exposed_s" in table else ())
 
 
 def breakdown(table, row):
@@ -357,9 +379,14 @@ def breakdown(table, row):
     step = float(table["step_time_s"][row])
     comm = float(table["exposed_comm_s"][row])
     bubble = float(table["bubble_fraction"][row]) * step
-    if not all(np.isfinite(v) for v in (step, comm, bubble)):
+    parts = [step - comm - bubble, comm, bubble]
+    if "moe_a2a_exposed_s" in table:
+        a2a = float(table["moe_a2a_exposed_s"][row])
+        parts[0] -= a2a
+        parts.append(a2a)
+    if not all(np.isfinite(v) for v in parts):
         return []
-    return list(zip(BREAKDOWN_LABELS, (step - comm - bubble, comm, bubble)))
+    return list(zip(breakdown_labels(table), parts))
 
 
 def _finite(value):
@@ -522,7 +549,7 @@ PAGE_TOP = 100              # rows of the page's ranking table
 KEY_METRICS = ("step_time_s", "step_time_p50_s", "step_time_p95_s", "step_time_p99_s",
                "p_slow_5pct", "tokens_per_s", "mfu", "memory_per_gpu_gib", "gpu_hours_mean",
                "run_time_p50_days", "time_to_target_p50_days", "time_to_target_p50_s",
-               "goodput_tokens_per_s")
+               "goodput_tokens_per_s") + MOE_COLUMNS
 
 
 def _page_rows(table, front_positions, max_rows, seed=0):
@@ -734,7 +761,7 @@ def page_data(path, max_rows=PAGE_MAX_ROWS, gzip_above=PAGE_GZIP_ABOVE):
                            if "rows" in p else {}))
                    for p in robust],
         "details": details,
-        "breakdown_labels": list(BREAKDOWN_LABELS),
+        "breakdown_labels": list(breakdown_labels(table)),
         "step_quantiles": step_time_quantiles(table),
         "slow": slow_metrics(table),
         "sensitivity": sensitivity_metrics(table),
@@ -800,8 +827,10 @@ each point's p50</label></div>
 <div id="breakdown" class="plot"></div>
 <p class="note">The breakdown is the busiest pipeline stage's deterministic step as the result
 file stores it: exposed_comm_s (TP + CP + FSDP + DP communication not hidden), bubble_fraction
-x step_time_s, and the rest of step_time_s (compute, embedding, LM head and loss, optimizer,
-host-bound stretch); <code>prism eval</code> splits a point further. The hatched bar is p95
+x step_time_s, with an MoE model moe_a2a_exposed_s (the dispatch and combine all-to-all not
+hidden), and the rest of step_time_s (compute, embedding, LM head and loss, optimizer,
+host-bound stretch); <code>prism eval</code> splits a point further. The tables show an MoE
+model's lines (moe_*_s) and the routing imbalance's share of p50 and p95 (routing_share_*). The hatched bar is p95
 minus the deterministic step.</p>
 <div id="sensitivity" class="plot"></div><div id="runtime" class="plot"></div></section>
 <section id="scenario-section" hidden><h2>Scenarios: the robust pick</h2>
@@ -1065,8 +1094,8 @@ def plot_cdf(path, output, top=None, by=None, front=None, indices=None):
 
 def plot_breakdown(path, output, top=None, by=None, front=None, indices=None):
     """The deterministic step of each point as a stacked bar (`breakdown`: the rest of the
-    step, exposed TP + CP + FSDP + DP communication, the pipeline bubble; they sum to
-    step_time_s)
+    step, exposed TP + CP + FSDP + DP communication, the pipeline bubble, with an MoE model the
+    exposed all-to-all; they sum to step_time_s)
     with p95 minus the deterministic step beside it, labelled by configuration."""
     plt = _pyplot()
     table = load(path)
@@ -1077,8 +1106,8 @@ def plot_breakdown(path, output, top=None, by=None, front=None, indices=None):
     labels = _labels(table, rows, path)
     fig, ax = plt.subplots(figsize=(9.0, 1.4 + 0.42 * len(rows)))
     left = np.zeros(len(rows))
-    colours = ("#4c72b0", "#dd8452", "#55a868")
-    for k, name in enumerate(BREAKDOWN_LABELS):
+    colours = ("#4c72b0", "#dd8452", "#55a868", "#8172b3")
+    for k, name in enumerate(breakdown_labels(table)):
         widths = np.array([breakdown(table, r)[k][1] for r in rows])
         ax.barh(range(len(rows)), widths, left=left, color=colours[k], label=name)
         left += widths

@@ -52,7 +52,7 @@ void parse_memory(const toml::table& table, MemoryReserveSpec& reserve) {
 void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
     check_keys(table, "evaluation",
                {"method", "samples", "slow_deltas", "histogram", "histogram_bins", "sensitivity",
-                "grid_points", "prune", "verify"});
+                "routing_share", "grid_points", "prune", "verify"});
     if (const toml::node* n = table.get("method")) {
         evaluation.method =
             as_choice(*n, "evaluation.method", {"analytic", "montecarlo"}) == "analytic"
@@ -77,6 +77,9 @@ void parse_evaluation(const toml::table& table, EvaluationSpec& evaluation) {
     }
     if (const toml::node* n = table.get("sensitivity")) {
         evaluation.sensitivity = as_bool(*n, "evaluation.sensitivity");
+    }
+    if (const toml::node* n = table.get("routing_share")) {
+        evaluation.routing_share = as_bool(*n, "evaluation.routing_share");
     }
     if (const toml::node* n = table.get("grid_points")) {
         const std::int64_t points = as_integer_in(*n, "evaluation.grid_points", 33);

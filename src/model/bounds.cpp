@@ -8,7 +8,7 @@ namespace prism {
 namespace {
 
 /// Metrics the deterministic model fills (build_row in evaluate.cpp).
-constexpr std::array<std::string_view, 14> kExact = {"gpus",
+constexpr std::array<std::string_view, 19> kExact = {"gpus",
                                                      "step_time_s",
                                                      "tokens_per_s",
                                                      "model_tflops_per_gpu",
@@ -21,7 +21,12 @@ constexpr std::array<std::string_view, 14> kExact = {"gpus",
                                                      "exposed_comm_s",
                                                      "speedup_vs_baseline",
                                                      "step_speedup_vs_baseline",
-                                                     "steps_total"};
+                                                     "steps_total",
+                                                     "moe_router_s",
+                                                     "moe_dispatch_s",
+                                                     "moe_expert_compute_s",
+                                                     "moe_combine_s",
+                                                     "moe_a2a_exposed_s"};
 
 // (not the median: it can fall below the deterministic step where the variability is small and
 // skewed, seen down to 0.9993 of it on the GPT-3 175B / 1024-A100 space)

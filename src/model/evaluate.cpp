@@ -75,7 +75,35 @@ struct StochasticPart {
     bool have_sensitivity = false;
     double healthy_mean_s = 0;  ///< the law without slow units (straggler draining), 0 = none
     double healthy_var_s2 = 0;
+    /// p50 and p95 of the same point with moe_force_balance = true (MoE experiments; equal to
+    /// the point's own where no routing law is active)
+    double balanced_p50_s = kNaN;
+    double balanced_p95_s = kNaN;
 };
+
+/// The forced-balance quantiles of an MoE point (StochasticPart::balanced_*): the point's own
+/// where no routing law is active (forced balance, ep 1: the model is then the same); else the
+/// same point evaluated under `balanced` (moe_force_balance = true): its deterministic model,
+/// whose routed ops run at the balanced load (not a rescaling of the routing law's: tiles and
+/// the GEMM curve make them non-linear in the load), and its step-time distribution on the
+/// same random streams, as a separate evaluation of it gives.
+void balanced_quantiles(const Experiment* balanced, const DesignPoint& p,
+                        const DeterministicResult& det, std::uint64_t stream_index,
+                        StochasticPart& st) {
+    if (balanced == nullptr || !det.profile.routing.active()) {
+        st.balanced_p50_s = st.dist.p50_s;
+        st.balanced_p95_s = st.dist.p95_s;
+        return;
+    }
+    const DeterministicResult forced = evaluate_deterministic(*balanced, p);
+    if (!forced.feasible) return;  // NaN shares (the memory does not depend on the routing)
+    const HardwareSpec& hw = balanced->hardware.at(static_cast<std::size_t>(p.hardware));
+    const StepDistribution d =
+        step_distribution(forced.profile, p, hw, balanced->cluster, balanced->variability,
+                          balanced->evaluation, balanced->seed, stream_index);
+    st.balanced_p50_s = d.p50_s;
+    st.balanced_p95_s = d.p95_s;
+}
 
 /// Whether the run model drains stragglers of this experiment: it needs the healthy law.
 bool drains_stragglers(const Experiment& e) {
@@ -176,6 +204,30 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             have ? det->breakdown.tp_comm_exposed_s + det->breakdown.cp_comm_exposed_s +
                        det->breakdown.dp_comm_exposed_s
                  : kNaN);
+    if (e.model.is_moe()) {
+        // the MoE lines of the busiest stage (Breakdown, docs/moe_outputs.md)
+        auto line = [&](double Breakdown::*field) { return have ? det->breakdown.*field : kNaN; };
+        row.add("moe_router_s", "s",
+                "MoE router GEMM, softmax / top-k and permute of the busiest stage's layers per "
+                "step (part of its compute)",
+                line(&Breakdown::moe_router_s));
+        row.add("moe_dispatch_s", "s",
+                "MoE dispatch (all-to-all, expert-TP gather) of the busiest stage per step, "
+                "before overlap",
+                line(&Breakdown::moe_dispatch_s));
+        row.add("moe_expert_compute_s", "s",
+                "MoE expert compute (grouped expert GEMMs, shared experts) of the busiest stage "
+                "per step (part of its compute)",
+                line(&Breakdown::moe_expert_compute_s));
+        row.add("moe_combine_s", "s",
+                "MoE combine (all-to-all, expert-TP reduce-scatter) of the busiest stage per "
+                "step, before overlap",
+                line(&Breakdown::moe_combine_s));
+        row.add("moe_a2a_exposed_s", "s",
+                "MoE dispatch and combine not hidden by compute, per step (part of the step; "
+                "not in exposed_comm_s)",
+                line(&Breakdown::ep_comm_exposed_s));
+    }
     if (e.baseline) {
         row.add("speedup_vs_baseline", "1",
                 "tokens per second / the baseline's tokens per second (deterministic)",
@@ -219,6 +271,22 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             have ? det->model_flops_per_step / q(&StepDistribution::mean_s) / gpus / peak : kNaN);
     row.add("mfu_p95", "1", "model FLOPs utilization at the p95 step time",
             have ? det->model_flops_per_step / q(&StepDistribution::p95_s) / gpus / peak : kNaN);
+    if (e.model.is_moe() && e.evaluation.routing_share) {
+        // (p - p with the router forced to balance) / p; 0 where no routing law is active
+        auto share = [&](double StepDistribution::*field, double StochasticPart::*balanced) {
+            if (!st) return kNaN;
+            const double p_s = st->dist.*field;
+            return p_s == st->*balanced ? 0.0 : (p_s - st->*balanced) / p_s;
+        };
+        row.add("routing_share_p50", "1",
+                "MoE routing imbalance's share of the median step: (p50 - p50 with "
+                "moe_force_balance = true) / p50; 0 without a routing law (forced balance, ep 1)",
+                share(&StepDistribution::p50_s, &StochasticPart::balanced_p50_s));
+        row.add("routing_share_p95", "1",
+                "MoE routing imbalance's share of the p95 step: (p95 - p95 with "
+                "moe_force_balance = true) / p95; 0 without a routing law (forced balance, ep 1)",
+                share(&StepDistribution::p95_s, &StochasticPart::balanced_p95_s));
+    }
     if (e.evaluation.sensitivity) {
         for (int c = 0; c < kKernelClassCount; ++c) {
             const std::string cls = kKernelClassNames[c];
@@ -337,6 +405,13 @@ Evaluator::Evaluator(const Experiment& experiment)
         baseline_.step_s = base.step_time_s;
         baseline_.tokens_per_s = base.tokens_per_step / base.step_time_s;
     }
+    if (experiment.model.is_moe() && experiment.evaluation.routing_share &&
+        !experiment.training.moe_force_balance) {
+        auto balanced = std::make_shared<Experiment>(experiment);
+        balanced->training.moe_force_balance = true;
+        balanced->evaluation.histogram = false;  // only its quantiles are used
+        balanced_ = std::move(balanced);
+    }
 }
 
 namespace {
@@ -419,6 +494,8 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
         st.have_sensitivity = cached->have_sensitivity;
         st.healthy_mean_s = cached->healthy_mean_s;
         st.healthy_var_s2 = cached->healthy_var_s2;
+        st.balanced_p50_s = cached->balanced_p50_s;
+        st.balanced_p95_s = cached->balanced_p95_s;
     } else {
         st.dist = step_distribution(det.profile, point, hw, e.cluster, e.variability, e.evaluation,
                                     e.seed, stream_index);
@@ -436,11 +513,19 @@ PointResult Evaluator::evaluate(const DesignPoint& point, std::uint64_t index,
             st.healthy_mean_s = h.mean_s;
             st.healthy_var_s2 = h.std_s * h.std_s;
         }
+        if (e.model.is_moe() && e.evaluation.routing_share)
+            balanced_quantiles(balanced_.get(), point, det, stream_index, st);
         if (cache != nullptr) {
             ++cache->misses_;
             if (cache->entries_.size() >= cache->capacity_) cache->entries_.clear();
-            cache->entries_[stream_index] = {
-                point, st.dist, st.sens, st.have_sensitivity, st.healthy_mean_s, st.healthy_var_s2};
+            cache->entries_[stream_index] = {point,
+                                             st.dist,
+                                             st.sens,
+                                             st.have_sensitivity,
+                                             st.healthy_mean_s,
+                                             st.healthy_var_s2,
+                                             st.balanced_p50_s,
+                                             st.balanced_p95_s};
         }
     }
     std::optional<detail::CotuneMetrics> cot;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -47,6 +48,8 @@ class StepCache {
         bool have_sensitivity = false;
         double healthy_mean_s = 0;  ///< the law without slow units (straggler draining)
         double healthy_var_s2 = 0;
+        double balanced_p50_s = 0;  ///< the quantiles with moe_force_balance (MoE experiments)
+        double balanced_p95_s = 0;
     };
     std::size_t capacity_;
     std::size_t hits_ = 0, misses_ = 0;
@@ -93,6 +96,9 @@ class Evaluator {
     MetricSchema schema_;
     BaselineFigures baseline_;             ///< zeros = no baseline
     std::optional<cotune::Model> cotune_;  ///< with a [cotune] table
+    /// An MoE experiment with a routing law (moe_force_balance = false): the same experiment
+    /// with the router forced to balance, for the routing share of p50 and p95
+    std::shared_ptr<const Experiment> balanced_;
 };
 
 /// `[evaluation] verify = "montecarlo"`: the analytic step-time distribution of `point` against

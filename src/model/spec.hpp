@@ -461,6 +461,9 @@ struct EvaluationSpec {
     bool histogram = false;                             ///< store a step-time histogram per point
     int histogram_bins = 64;
     bool sensitivity = true;  ///< per-kernel-class sensitivity metrics
+    /// MoE: routing_share_p50 / _p95, the routing imbalance's share of the step quantiles (a
+    /// second, forced-balance step-time distribution per point with a routing law)
+    bool routing_share = true;
     /// analytic evaluator: points of one replica's grid (and of the step's lattice step); fewer
     /// is faster and coarser (docs/model.md: the measured error and speed of 65, 129 and 257)
     int grid_points = 257;

@@ -229,11 +229,14 @@ printf '[model]\npreset = "llama3-70b"\n[training]\nglobal_batch = 1024\n[hardwa
     && grep -Eq '^run_time_p95_days +days ' "$dir/metrics.out" \
     && grep -Eq '^time_to_target_p50_days +days ' "$dir/metrics.out" \
     && grep -Eq '^model_tflops_per_gpu +TFLOP/s ' "$dir/metrics.out" \
+    && grep -Eq '^moe_a2a_exposed_s +s +MoE dispatch and combine not hidden' "$dir/metrics.out" \
+    && grep -Eq '^routing_share_p95 +1 +MoE routing imbalance' "$dir/metrics.out" \
     && echo "ok   metrics_list: $(grep -c . "$dir/metrics.out") lines" \
     || { echo "FAIL metrics_list: exit $rc"; cat "$dir/metrics.out"; fails=$((fails + 1)); }
 "$prism" metrics "$base" >"$dir/metrics_exp.out" 2>&1; rc=$?
 [ "$rc" = 0 ] && grep -Eq '^p_slow_5pct +1 ' "$dir/metrics_exp.out" \
     && ! grep -q 'time_to_target' "$dir/metrics_exp.out" \
+    && ! grep -q 'routing_share' "$dir/metrics_exp.out" \
     && echo "ok   metrics_of_experiment" \
     || { echo "FAIL metrics_of_experiment: exit $rc"; cat "$dir/metrics_exp.out"; fails=$((fails + 1)); }
 

@@ -6,7 +6,8 @@
 # drawn in the DOM and not blank in a screenshot). Then the data the page is built from
 # (tests/python/test_page_data.py: front membership by brute force, breakdown against
 # `prism eval`, CDF points against the file's quantile columns), the static plots as PNG, SVG
-# and PDF, where `prism report --html` finds the script, and its errors.
+# and PDF, where `prism report --html` finds the script, and its errors; a Mixture-of-Experts
+# study's page (tests/data/sweeps/moe_small.toml).
 # Chromium is a test dependency: when it is missing, the Makefile's deps target installs it.
 # Arguments: PRISM MPIEXEC N SCRATCH SOURCE_DIR
 set -uo pipefail
@@ -113,6 +114,19 @@ mkdir -p cotune.check
 $py "$src/tests/python/check_page.py" cotune.html cotune.check \
     --panels front,cdf,pslow,breakdown,cotune --min-points 30 \
     --tables top-table,detail-table,robust-table-objectives || fail "cotune page in chromium"
+
+# a Mixture-of-Experts study: its exposed all-to-all as a fourth breakdown line, the MoE lines
+# and routing shares in the tables (docs/moe_outputs.md)
+"$prism" sweep "$src/tests/data/sweeps/moe_small.toml" -o moe.h5 -q >moe.log 2>&1 ||
+    { fail "moe sweep"; cat moe.log; }
+"$prism" report moe.h5 --html moe.html >/dev/null 2>&1 || fail "moe report --html"
+mkdir -p moe.check
+# (its 18 points leave the scatter too sparse for the screenshot's ink check: DOM only)
+$py "$src/tests/python/check_page.py" moe.html moe.check \
+    --panels cdf,pslow,breakdown,sensitivity --front-points 2 --min-points 18 \
+    --tables top-table,detail-table,front-table-objectives || fail "moe page in chromium"
+grep -q 'exposed MoE all-to-all' moe.html && grep -q 'routing_share_p95' moe.html ||
+    fail "moe page without its MoE lines"
 
 [ "$fails" = 0 ] && echo "ok   report_html"
 exit "$fails"
