@@ -241,22 +241,29 @@ int eval_command(const std::string& path, const std::string& point_text) {
         std::cout << fmt::format("status: {}\n", r.reason);
     }
     if (det.moe && !e.training.moe_force_balance && r.status == PointStatus::ok) {
-        // the routing law's share of p50 and p95: the same point with the router forced to
-        // balance (docs/moe.md, "Load imbalance")
-        Experiment balanced = e;
-        balanced.training.moe_force_balance = true;
-        const Evaluator forced(balanced);
-        const PointResult b = forced.evaluate(p, 0);
-        auto value = [](const Evaluator& ev, const PointResult& pr, const char* name) {
+        // the routing law's share of p50 and p95 against the same point with the router forced
+        // to balance (docs/moe.md, "Load imbalance"): the evaluator's routing_share_* where it
+        // computed them, else a forced-balance evaluation here
+        auto value = [](const Evaluator& ev, const PointResult& pr, const std::string& name) {
             for (std::size_t k = 0; k < pr.values.size(); ++k) {
                 if (ev.schema()[k].name == name) return pr.values[k];
             }
             return std::numeric_limits<double>::quiet_NaN();
         };
+        std::optional<Evaluator> forced;
+        PointResult b;
+        if (!e.evaluation.routing_share) {
+            Experiment balanced = e;
+            balanced.training.moe_force_balance = true;
+            forced.emplace(balanced);
+            b = forced->evaluate(p, 0);
+        }
         for (const char* q : {"p50", "p95"}) {
             const std::string name = fmt::format("step_time_{}_s", q);
-            const double with = value(evaluator, r, name.c_str());
-            const double without = value(forced, b, name.c_str());
+            const double with = value(evaluator, r, name);
+            const double without =
+                forced ? value(*forced, b, name)
+                       : with * (1.0 - value(evaluator, r, fmt::format("routing_share_{}", q)));
             std::cout << fmt::format(
                 "MoE routing imbalance: {} {:.1f} ms against {:.1f} ms forced balance: +{:.1f} ms "
                 "({:.1f}% of {})\n",

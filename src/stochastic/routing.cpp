@@ -26,12 +26,13 @@ std::vector<double> rank_probabilities(const std::vector<double>& p, int ep) {
 
 namespace {
 
+constexpr double kInvSqrt2Pi = 0.3989422804014327;  // the standard normal density at 0
+
 /// P(max_r L_r <= x) of Y_r ~ N(mu_r, var_r) independent, conditioned on sum Y = total: the
 /// product of the Phi(a_r) times f(sum Y = total | all Y_r <= x) / f(sum Y = total), the
 /// conditional sum a normal with the truncated normals' means and variances summed.
 double conditioned_max_cdf(double x, double total, const std::vector<double>& mu,
                            const std::vector<double>& var_r) {
-    constexpr double kInvSqrt2Pi = 0.3989422804014327;
     double product = 1.0, mean = 0.0, var = 0.0, var_all = 0.0;
     for (std::size_t r = 0; r < mu.size(); ++r) {
         const double sd = std::sqrt(var_r[r]);
@@ -260,7 +261,6 @@ LoadMoments clark_moments(double copies, const std::vector<double>& p, double ca
     double mx = N * p[order[0]], vx = N * p[order[0]] * (1 - p[order[0]]);
     cov.resize(n);
     for (std::size_t j = 1; j < n; ++j) cov[j] = -N * p[order[0]] * p[order[j]];
-    constexpr double kInvSqrt2Pi = 0.3989422804014327;
     for (std::size_t j = 1; j < n; ++j) {
         const double py = p[order[j]];
         const double my = N * py, vy = N * py * (1 - py);

@@ -435,30 +435,27 @@ Sensitivity sensitivity(const StepProfile& profile, const DesignPoint& point,
     Sensitivity s;
     EvaluationSpec eval = evaluation;
     eval.histogram = false;
+    // the drops in p95 and variance with the classes of `bits` made deterministic (only p95 and
+    // the variance are needed: no per-realization strata)
+    auto drops = [&](std::uint32_t bits, double& p95_drop, double& variance_drop) {
+        const auto d = stochastic::step_distribution_masked(
+            profile, point, hardware, cluster, variability, eval, seed, point_index, bits, false);
+        p95_drop = base.p95_s - d.p95_s;
+        variance_drop = base.std_s * base.std_s - d.std_s * d.std_s;
+    };
     const std::uint32_t used = classes_in(profile);
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_spec(variability.transient[c])) continue;
         if (!(used & (1u << c))) continue;
-        // only p95 and the variance are needed: no per-realization strata
-        const auto d =
-            stochastic::step_distribution_masked(profile, point, hardware, cluster, variability,
-                                                 eval, seed, point_index, 1u << c, false);
-        s.p95_drop_s[c] = base.p95_s - d.p95_s;
-        s.variance_drop_s2[c] = base.std_s * base.std_s - d.std_s * d.std_s;
+        drops(1u << c, s.p95_drop_s[c], s.variance_drop_s2[c]);
     }
     if (profile.routing.active()) {
-        const auto d = stochastic::step_distribution_masked(
-            profile, point, hardware, cluster, variability, eval, seed, point_index,
-            stochastic::detail::kRoutingClassBit, false);
-        s.routing_p95_drop_s = base.p95_s - d.p95_s;
-        s.routing_variance_drop_s2 = base.std_s * base.std_s - d.std_s * d.std_s;
+        drops(stochastic::detail::kRoutingClassBit, s.routing_p95_drop_s,
+              s.routing_variance_drop_s2);
     }
     if (profile.documents.active()) {
-        const auto d = stochastic::step_distribution_masked(
-            profile, point, hardware, cluster, variability, eval, seed, point_index,
-            stochastic::detail::kDocumentsClassBit, false);
-        s.documents_p95_drop_s = base.p95_s - d.p95_s;
-        s.documents_variance_drop_s2 = base.std_s * base.std_s - d.std_s * d.std_s;
+        drops(stochastic::detail::kDocumentsClassBit, s.documents_p95_drop_s,
+              s.documents_variance_drop_s2);
     }
     return s;
 }

@@ -33,6 +33,9 @@ SCRIPT = os.path.join(HERE, "..", "..", "scripts", "prism_results.py")
 sys.path.insert(0, os.path.dirname(SCRIPT))
 import prism_results as pr  # noqa: E402
 
+sys.path.insert(0, HERE)
+from raw_rows import read_rows  # noqa: E402
+
 LINES = ("moe_router_s", "moe_expert_compute_s", "moe_dispatch_s", "moe_combine_s",
          "moe_a2a_exposed_s")
 SHARES = ("routing_share_p50", "routing_share_p95")
@@ -44,18 +47,7 @@ EVAL_LINES = {"moe_router_s": "MoE: router and permute", "moe_expert_compute_s":
 def read_raw(path):
     """(points, metrics, units) of the committed rows, with h5py alone."""
     with h5py.File(path, "r") as f:
-        n = int(f.attrs["rows_committed"])
-        points = {}
-        for name, ds in f["points"].items():
-            values = ds[:n]
-            enum = h5py.check_enum_dtype(ds.dtype)
-            if enum is not None:
-                labels = {v: k for k, v in enum.items()}
-                values = np.array([labels[int(v)] for v in values])
-            points[name] = values
-        metrics = {name: ds[:n] for name, ds in f["metrics"].items()}
-        units = {name: ds.attrs["unit"] for name, ds in f["metrics"].items()}
-    return points, metrics, units
+        return read_rows(f)
 
 
 def run(cmd):

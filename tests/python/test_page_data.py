@@ -32,20 +32,14 @@ SCRIPT = os.path.join(HERE, "..", "..", "scripts", "prism_results.py")
 sys.path.insert(0, os.path.dirname(SCRIPT))
 import prism_results as pr  # noqa: E402
 
+sys.path.insert(0, HERE)
+from raw_rows import read_rows  # noqa: E402
+
 
 def read_raw(path):
-    """The file's rows with h5py alone: (points dict, metrics dict, status labels, fronts)."""
+    """The file's rows with h5py alone: (points dict, metrics dict, fronts, the experiment)."""
     with h5py.File(path, "r") as f:
-        n = int(f.attrs["rows_committed"])
-        points = {}
-        for name, ds in f["points"].items():
-            values = ds[:n]
-            enum = h5py.check_enum_dtype(ds.dtype)
-            if enum is not None:
-                labels = {v: k for k, v in enum.items()}
-                values = np.array([labels[int(v)] for v in values])
-            points[name] = values
-        metrics = {name: ds[:n] for name, ds in f["metrics"].items()}
+        points, metrics, _ = read_rows(f)
         fronts = {name: (list(g.attrs["objectives"]), list(g.attrs["senses"]), g["index"][:])
                   for name, g in f["pareto"].items()}
         toml = f.attrs["experiment_toml"]
