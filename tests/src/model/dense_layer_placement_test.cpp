@@ -19,10 +19,7 @@ using prism::Experiment;
 /// The helpers' model (8 layers) with 16 routed experts (top 2, f_e 512) and `dense` leading
 /// dense layers of the helpers' MLP (f = 4096).
 Experiment moe_with_dense(int dense) {
-    Experiment e = prism::test::small_experiment();
-    e.model.experts = 16;
-    e.model.top_k = 2;
-    e.model.expert_ffn = 512;
+    Experiment e = prism::test::small_moe_experiment();
     e.model.dense_layers = dense;
     return e;
 }

@@ -52,6 +52,15 @@ inline Experiment wide_experiment() {
     return e;
 }
 
+/// The small model with 16 routed experts (top 2, f_e = 512, not gated) in every layer.
+inline Experiment small_moe_experiment() {
+    Experiment e = small_experiment();
+    e.model.experts = 16;
+    e.model.top_k = 2;
+    e.model.expert_ffn = 512;
+    return e;
+}
+
 /// tp 8 (a full node) x dp 4, microbatch 4 (one microbatch per replica of the helpers' 16).
 inline DesignPoint tp8_dp4() {
     DesignPoint p;

@@ -24,10 +24,7 @@ const char* const kShares[] = {"routing_share_p50", "routing_share_p95"};
 /// The helpers' small model with 16 routed experts (top 2, f_e = 512) in every layer, real
 /// routing (skew 0.3, drift 0.1) and 5% GEMM noise, so that both quantiles have a spread.
 Experiment routed_moe() {
-    Experiment e = prism::test::small_experiment();
-    e.model.experts = 16;
-    e.model.top_k = 2;
-    e.model.expert_ffn = 512;
+    Experiment e = prism::test::small_moe_experiment();
     e.seed = 11;
     e.variability.routing_skew = 0.3;
     e.variability.routing_drift = 0.1;

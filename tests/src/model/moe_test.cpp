@@ -23,14 +23,7 @@ using prism::DesignPoint;
 using prism::Experiment;
 using prism::TrainingSpec;
 
-/// The helpers' small model with 16 routed experts (top 2, f_e = 512, not gated) in every layer.
-Experiment small_moe() {
-    Experiment e = prism::test::small_experiment();
-    e.model.experts = 16;
-    e.model.top_k = 2;
-    e.model.expert_ffn = 512;
-    return e;
-}
+using prism::test::small_moe_experiment;
 
 DesignPoint point(int tp, int dp, int ep, int etp = 1) {
     DesignPoint p;
@@ -44,7 +37,7 @@ DesignPoint point(int tp, int dp, int ep, int etp = 1) {
 
 TEST(Moe, ExpertParallelismIsFilteredWithReasons) {
     const Experiment dense = prism::test::small_experiment();
-    const Experiment moe = small_moe();
+    const Experiment moe = small_moe_experiment();
 
     EXPECT_EQ(prism::filter_reason(dense, point(1, 16, 2)), "ep needs an MoE model");
     EXPECT_EQ(prism::filter_reason(dense, point(1, 16, 1, 2)), "etp needs an MoE model");
@@ -61,7 +54,7 @@ TEST(Moe, ExpertParallelismIsFilteredWithReasons) {
 }
 
 TEST(Moe, ExpertGroupPlacementCountsMembersPerNvlinkDomain) {
-    const Experiment e = small_moe();
+    const Experiment e = small_moe_experiment();
     const auto& hw = e.hardware[0];
     // tp 2, pp 8, dp 64 with pp outermost (Megatron's order): ep 64 spans 8 nodes of 8
     DesignPoint p = point(2, 64, 64);
@@ -111,7 +104,7 @@ TEST(Moe, DispatchBytesPerLinkLevelMatchHandCalculation) {
 }
 
 TEST(Moe, DispatchAndCombineTimesMatchHandCalculation) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     // 16 GPUs: ep 16 over two nodes of 8 (2 nodes <= nodes_per_rack: the plain NIC)
     const DesignPoint p = point(1, 16, 16);
 
@@ -142,7 +135,7 @@ TEST(Moe, DispatchAndCombineTimesMatchHandCalculation) {
 // The a2a efficiency of each link level (DeepEP-anchored ceilings x the stack's factors,
 // docs/moe_calibration.md) replaces the collective efficiency for the dispatch and combine only.
 TEST(Moe, DispatchRunsEachLinkLevelAtItsA2aEfficiency) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.hardware.at(0).a2a_nvlink_efficiency = 0.5;
     e.hardware.at(0).a2a_nic_efficiency = 0.4;
     const DesignPoint p = point(1, 16, 16);
@@ -163,7 +156,7 @@ TEST(Moe, DispatchRunsEachLinkLevelAtItsA2aEfficiency) {
 
 // The stack's grouped-GEMM and permute factors scale those kernels' time and nothing else.
 TEST(Moe, GroupedGemmAndPermuteFactorsScaleTheirKernels) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     const DesignPoint p = point(1, 16, 1);
     const prism::DeterministicResult base = prism::evaluate_deterministic(e, p);
     e.hardware.at(0).permute_factor = 0.25;
@@ -188,7 +181,7 @@ TEST(Moe, GroupedGemmAndPermuteFactorsScaleTheirKernels) {
 // takes 2^31 / 2.1e14 x 1e9 x (2^-29 - 2^-31) = 3e9 / 2.1e14 s longer. 8 layers x (fc1 + fc2
 // forward, twice each backward) = 48 calls.
 TEST(Moe, GroupedGemmRunsOnTheCurveAtTheFlopsOfAWaveOfExperts) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     const DesignPoint p = point(1, 16, 1);
     const prism::DeterministicResult all = prism::evaluate_deterministic(e, p);
     e.hardware.at(0).grouped_gemm_wave_experts = 4;
@@ -204,7 +197,7 @@ TEST(Moe, GroupedGemmRunsOnTheCurveAtTheFlopsOfAWaveOfExperts) {
 }
 
 TEST(Moe, SingleRankExpertParallelismHasNoDispatchTraffic) {
-    const Experiment e = small_moe();
+    const Experiment e = small_moe_experiment();
 
     const prism::DeterministicResult r = prism::evaluate_deterministic(e, point(1, 16, 1));
 
@@ -213,7 +206,7 @@ TEST(Moe, SingleRankExpertParallelismHasNoDispatchTraffic) {
 }
 
 TEST(Moe, MemoryShardsExpertsOverEpEtpAndTheirOptimizerOverEdp) {
-    const Experiment e = small_moe();
+    const Experiment e = small_moe_experiment();
     DesignPoint p = point(2, 8, 4, 2);  // 16 ranks: edp = 16 / (4 x 2) = 2
     p.zero_stage = 1;
 
@@ -232,7 +225,7 @@ TEST(Moe, MemoryShardsExpertsOverEpEtpAndTheirOptimizerOverEdp) {
 }
 
 TEST(Moe, DispatchedTokenActivationsHoldTopKCopies) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.training.flash_attention = true;
     const DesignPoint p = point(1, 16, 4);
     const double one = prism::activation_bytes_per_layer(e.model, e.training, p);
@@ -253,7 +246,7 @@ TEST(Moe, DispatchedTokenActivationsHoldTopKCopies) {
 namespace {
 
 TEST(Moe, ForcedBalanceEqualsTheBalancedModelExactly) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     const DesignPoint p = point(1, 16, 16);
     const prism::DeterministicResult balanced = prism::evaluate_deterministic(e, p);
     e.variability.routing_skew = 0.5;  // ignored while the router is forced to balance
@@ -266,7 +259,7 @@ TEST(Moe, ForcedBalanceEqualsTheBalancedModelExactly) {
 }
 
 TEST(Moe, TheBusiestRankSetsTheDispatchWithoutForcedBalance) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.seed = 5;
     e.variability.routing_skew = 0.5;
     e.training.moe_force_balance = false;
@@ -300,7 +293,7 @@ prism::StepDistribution step_law(const Experiment& e, const DesignPoint& p, pris
 TEST(MoeRouting, ForcedBalanceInTheEvaluatorsEqualsTheDeterministicModelExactly) {
     // with forced balance (whatever the routing keys say) and no [variability] noise both
     // evaluators give the deterministic step time as a point mass, bit for bit
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.variability.routing_skew = 0.5;
     e.variability.routing_drift = 0.2;
     e.training.moe_force_balance = true;
@@ -334,7 +327,7 @@ TEST(MoeRouting, ForcedBalanceInTheEvaluatorsEqualsTheDeterministicModelExactly)
 TEST(MoeRouting, RoutingSensitivityClassRemovesTheRoutingsSpread) {
     // with the routing as the only noise, making it deterministic (Z at its mean) leaves the
     // deterministic step: the variance drop is the whole variance, the p95 drop p95 - det
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.variability.routing_skew = 0.3;
     e.training.moe_force_balance = false;
     const DesignPoint p = point(1, 16, 16);
@@ -371,7 +364,7 @@ double ks_sorted(const std::vector<double>& x, const std::vector<double>& f) {
 
 /// Real routing (skew 0.3, drift `drift`) of the small MoE and no other noise.
 Experiment routed_moe(double drift) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.seed = 3;
     e.variability.routing_skew = 0.3;
     e.variability.routing_drift = drift;

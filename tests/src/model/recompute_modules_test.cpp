@@ -59,14 +59,7 @@ Experiment small_mla() {
     return e;
 }
 
-/// The helpers' model with 16 routed experts (top 2, f_e 512, not gated) in every layer.
-Experiment small_moe() {
-    Experiment e = prism::test::small_experiment();
-    e.model.experts = 16;
-    e.model.top_k = 2;
-    e.model.expert_ffn = 512;
-    return e;
-}
+using prism::test::small_moe_experiment;
 
 double activations(const Experiment& e, const Modules& modules, const DesignPoint& p) {
     prism::TrainingSpec tr = e.training;
@@ -146,7 +139,7 @@ TEST(RecomputeModules, MlaUpProjDropsTheQueriesKeysAndValues) {
 // not gated: per dispatched copy FC1 input 2 h, FC1 output 2 f_e, FC2 input 2 f_e, the expert
 // output 2 h; the router's fp32 probabilities 4 E per token.
 TEST(RecomputeModules, EachMoeModuleDropsItsOwnActivationsByHand) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.model.shared_experts = 1;
     e.training.flash_attention = true;
     const DesignPoint p = tp1_selective();
@@ -205,7 +198,7 @@ TEST(RecomputeModules, MlaUpProjRerunsTheTwoUpProjectionsByHand) {
 }
 
 TEST(RecomputeModules, MoeModulesRerunTheirForwardInTheBackward) {
-    Experiment e = small_moe();
+    Experiment e = small_moe_experiment();
     e.training.flash_attention = true;
     const DesignPoint p = tp1_selective();
     const double base = backward_s(e, kNothing, p);
