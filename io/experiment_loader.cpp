@@ -430,11 +430,12 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
         training.dropout = as_bool(*n, "training.dropout");
     }
     if (const toml::node* n = table.get("moe_dispatcher")) {
-        const std::string d =
-            as_choice(*n, "training.moe_dispatcher", {"alltoall", "allgather", "deepep"});
+        const std::string d = as_choice(*n, "training.moe_dispatcher",
+                                        {"alltoall", "allgather", "deepep", "hybridep"});
         training.moe_dispatcher = d == "alltoall"    ? TrainingSpec::MoeDispatcher::alltoall
                                   : d == "allgather" ? TrainingSpec::MoeDispatcher::allgather
-                                                     : TrainingSpec::MoeDispatcher::deepep;
+                                  : d == "deepep"    ? TrainingSpec::MoeDispatcher::deepep
+                                                     : TrainingSpec::MoeDispatcher::hybridep;
     }
     if (const toml::node* n = table.get("moe_a2a_overlap")) {
         training.moe_a2a_overlap = as_bool(*n, "training.moe_a2a_overlap");
@@ -493,6 +494,10 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.a2a_nvlink_efficiency; }},
     {"a2a_nic_efficiency", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.a2a_nic_efficiency; }},
+    {"deepep_nvlink_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.deepep_nvlink_efficiency; }},
+    {"hybridep_nvlink_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.hybridep_nvlink_efficiency; }},
     {"gemm_max_efficiency", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
     {"gemm_half_flops", Quantity::dimensionless, false, false, false,
@@ -750,6 +755,8 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
         // MoE dispatch / combine: the GPU's a2a ceiling per link level times the stack's factor
         // (a GPU without one falls back to its collective efficiency, the stack's included)
         hw.a2a_nvlink_efficiency *= s.a2a_nvlink;
+        hw.deepep_nvlink_efficiency *= s.a2a_nvlink;
+        hw.hybridep_nvlink_efficiency *= s.a2a_nvlink;
         hw.a2a_nic_efficiency *= s.a2a_nic;
         hw.grouped_gemm_factor *= s.grouped_gemm;
         hw.permute_factor *= s.permute;

@@ -137,12 +137,16 @@ struct TrainingSpec {
 
     // ---- Mixture-of-Experts (docs/moe.md) ----
     /// Token dispatcher: NCCL all-to-all, Megatron's AllGather dispatcher (every EP rank gathers
-    /// all tokens, the combine is a ReduceScatter), or DeepEP (all-to-all whose traffic to
-    /// another NVLink domain crosses the NIC once per token and domain, then NVLink).
+    /// all tokens, the combine is a ReduceScatter), or the flex dispatcher with DeepEP or
+    /// HybridEP (all-to-all that sends a token once to each rank holding one of its experts, and
+    /// once over the NIC to each other NVLink domain, forwarded there over NVLink). DeepEP and
+    /// HybridEP move the same bytes; they differ in the bandwidth their kernels reach at
+    /// Megatron's SM budgets (the GPU's deepep_ / hybridep_nvlink_efficiency).
     enum class MoeDispatcher {
         alltoall,
         allgather,
-        deepep
+        deepep,
+        hybridep
     } moe_dispatcher = MoeDispatcher::alltoall;
     /// Megatron's EP communication overlap (--overlap-moe-expert-parallel-comm, 1F1B a2a overlap):
     /// one microbatch's dispatch / combine runs beside another's compute; what the layer's
@@ -229,6 +233,11 @@ struct HardwareSpec {
     /// times the stack's factor; 0 = collective_efficiency (docs/moe_calibration.md).
     double a2a_nvlink_efficiency = 0;
     double a2a_nic_efficiency = 0;
+    /// The flex dispatcher's NVLink ceilings, per backend, where its kernels reach a different
+    /// fraction than a2a_nvlink_efficiency at Megatron's SM budgets (20 SMs DeepEP, 16 HybridEP),
+    /// times the stack's a2a NVLink factor; 0 = a2a_nvlink_efficiency.
+    double deepep_nvlink_efficiency = 0;
+    double hybridep_nvlink_efficiency = 0;
     /// The stack's factor on the GEMM curve's eff_max for grouped expert GEMMs (small
     /// per-expert shapes; 1 = a dense GEMM's), and on hbm_efficiency for the router, permute and
     /// unpermute kernels (index gathers, not streaming copies; 1 = a streaming kernel's).

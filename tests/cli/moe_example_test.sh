@@ -2,7 +2,9 @@
 # configs/examples/deepseek_v3_space.toml (issue 36): the DeepSeek-V3 / 1,024-2,048-H100 space sweeps
 # in under a minute, its result file has the ep column, and `prism eval` of Megatron-Bridge's
 # 25.09 H100 configuration (tp 2, pp 8, ep 64, microbatch 1; measured 25.26 s per step,
-# tests/data/reference/moe/megatron_bridge_h100.csv) shows the MoE lines and lands within 10%.
+# tests/data/reference/moe/megatron_bridge_h100.csv) shows the MoE lines and lands where a stack
+# fitted on 26.04.01 software should on 25.09 software: faster, by at most the 1.42x the same
+# Qwen3-235B H100 split gained between the two containers (docs/moe_calibration.md).
 # Arguments: PRISM MPIEXEC N SCRATCH SOURCE_DIR
 set -uo pipefail
 prism=$1 dir=$4 src=$5
@@ -27,9 +29,9 @@ for line in 'layers: MoE a2a exposed' 'MoE: router and permute' 'MoE: expert com
     grep -q "$line" eval.txt || { echo "FAIL no line '$line'"; fails=1; }
 done
 step=$(awk '$1 == "step_time_s" {print $2}' eval.txt)
-echo "step time $step s (measured 25.26 s)"
-[ -n "$step" ] && [ "$(echo "$step > 0.9 * 25.264 && $step < 1.1 * 25.264" | bc)" = 1 ] ||
-    { echo "FAIL step time $step s not within 10% of 25.26 s"; fails=1; }
+echo "step time $step s (measured 25.26 s in 25.09)"
+[ -n "$step" ] && [ "$(echo "$step > 25.264 / 1.42 && $step < 1.05 * 25.264" | bc -l)" = 1 ] ||
+    { echo "FAIL step time $step s not within 25.26 s / 1.42 .. 25.26 s x 1.05"; fails=1; }
 
 # configs/examples/deepseek_v3_gb200.toml: 256 GB200 NVL72, EP inside the 64-GPU NVLink domain
 # (ep <= 64) or across it (128, 256); sweeps in under a minute too

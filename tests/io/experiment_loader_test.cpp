@@ -855,6 +855,28 @@ TEST(ExperimentLoader, MoeTrainingKeysNeedAnMoeModel) {
               "exp.toml:5:18: training.moe_dispatcher: needs an MoE model (model.experts)");
     EXPECT_TRUE(error_of(moe + "moe_dispatcher = \"nccl\"\n" + hw)
                     .starts_with("exp.toml:5:18: training.moe_dispatcher: unknown"));
+    EXPECT_EQ(parse_experiment(moe + "moe_dispatcher = \"hybridep\"\n" + hw, "exp.toml")
+                  .training.moe_dispatcher,
+              prism::TrainingSpec::MoeDispatcher::hybridep);
+}
+
+// The flex dispatcher's backend ceilings (b200.toml: HybridEP 0.52, DeepEP 0.38 from the HybridEP
+// README's B200 table) take the stack's NVLink a2a factor too; a GPU without them keeps 0 (the
+// dispatch then runs at a2a_nvlink_efficiency).
+TEST(ExperimentLoader, FlexBackendCeilingsTakeTheStacksNvlinkFactor) {
+    const std::string head = "[model]\npreset = \"mixtral-8x7b\"\n[training]\nglobal_batch = 8\n";
+    const prism::Experiment b =
+        parse_experiment(head +
+                             "[stack]\npreset = \"megatron-core\"\na2a_nvlink_efficiency = 0.5\n"
+                             "[hardware.b]\npreset = \"b200\"\n",
+                         "exp.toml");
+    EXPECT_DOUBLE_EQ(b.hardware.at(0).hybridep_nvlink_efficiency, 0.52 * 0.5);
+    EXPECT_DOUBLE_EQ(b.hardware.at(0).deepep_nvlink_efficiency, 0.38 * 0.5);
+    EXPECT_DOUBLE_EQ(b.hardware.at(0).a2a_nvlink_efficiency, 0.72 * 0.5);
+    const prism::Experiment h =
+        parse_experiment(head + "[hardware.h]\npreset = \"h100-sxm\"\n", "exp.toml");
+    EXPECT_EQ(h.hardware.at(0).hybridep_nvlink_efficiency, 0);
+    EXPECT_EQ(h.hardware.at(0).deepep_nvlink_efficiency, 0);
 }
 
 // Megatron-Core's --recompute-modules (docs/recompute_modules.md): its names, checked against

@@ -34,6 +34,10 @@ struct MoeCase {
     std::string container;
     std::string precision = "fp8";
     std::string dispatcher = "alltoall";
+    /// Megatron's EP a2a overlap (overlap_moe_expert_parallel_comm) of the row's recipe; rows
+    /// whose recipe was not established ("unknown") are modelled with it, as Megatron's MoE
+    /// performance guide recommends.
+    bool a2a_overlap = true;
     int gpus = 0, tp = 1, pp = 1, cp = 1, vp = 1, ep = 1, mbs = 1;
     std::int64_t gbs = 0;
     bool calibration_set = false;  ///< fitted (else checked only)
@@ -60,6 +64,7 @@ inline std::vector<MoeCase> megatron_bridge_moe(const std::string& data_dir) {
         c.container = t.text(i, "container");
         c.precision = t.text(i, "precision");
         c.dispatcher = t.text(i, "dispatcher");
+        c.a2a_overlap = t.text(i, "moe_a2a_overlap") != "0";
         c.gpus = int(t.number(i, "gpus"));
         c.tp = int(t.number(i, "tp"));
         c.pp = int(t.number(i, "pp"));
@@ -131,9 +136,11 @@ inline std::string moe_split(const MoeCase& c, int* interleave) {
 
 /// The experiment of a row: the model and GPU presets, the megatron-core stack (with
 /// `ceilings`: its MoE factors 1, the fit sets them), FP8 or BF16, TransformerEngine's fused
-/// attention, the distributed optimizer, the row's dispatcher (flex / DeepEP / HybridEP as
-/// `deepep`), Megatron's EP a2a overlap with another microbatch's compute (its MoE performance
-/// recipes), sequence parallelism with TP, the recipe's selective recomputation of modules
+/// attention, the distributed optimizer, the row's dispatcher (NCCL `alltoall`, or the flex
+/// dispatcher's backend, `deepep` / `hybridep`) and Megatron's EP a2a overlap with another
+/// microbatch's compute as the row's recipe sets them (the csv's `dispatcher` and
+/// `moe_a2a_overlap`), sequence parallelism with TP, the recipe's selective recomputation of
+/// modules
 /// (`recompute_modules`; none where it has none), the router forced to balance (as
 /// the tables are measured), Megatron-Core's rank order (tp, cp, dp, pp: an EP group fills a
 /// node or NVLink domain first).
@@ -152,14 +159,14 @@ inline Experiment make_moe_experiment(const MoeCase& c, bool ceilings) {
     }
     const std::string text = fmt::format(
         "[model]\npreset = \"{}\"\n\n[training]\nglobal_batch = {}\nprecision = \"{}\"\n"
-        "flash_attention = true\nmoe_dispatcher = \"{}\"\nmoe_a2a_overlap = true\n{}{}\n"
+        "flash_attention = true\nmoe_dispatcher = \"{}\"\nmoe_a2a_overlap = {}\n{}{}\n"
         "[stack]\npreset = \"megatron-core\"\n{}\n[hardware.gpu]\npreset = \"{}\"\n\n"
         "[defaults]\ngpus = {}\ntp = {}\npp = {}\ncp = {}\nep = {}\nmicrobatch = {}\n"
         "interleave = {}\nzero_stage = 1\nsequence_parallel = {}\nplacement = \"tp-cp-dp-pp\"\n"
         "recompute = \"{}\"\n",
-        c.model_preset, c.gbs, c.precision, c.dispatcher, recompute, split, stack, c.gpu_preset,
-        c.gpus, c.tp, c.pp, c.cp, c.ep, c.mbs, interleave, c.tp > 1 ? "true" : "false",
-        recompute.empty() ? "none" : "selective");
+        c.model_preset, c.gbs, c.precision, c.dispatcher, c.a2a_overlap, recompute, split, stack,
+        c.gpu_preset, c.gpus, c.tp, c.pp, c.cp, c.ep, c.mbs, interleave,
+        c.tp > 1 ? "true" : "false", recompute.empty() ? "none" : "selective");
     return io::parse_experiment(text, c.label);
 }
 
@@ -203,6 +210,8 @@ inline void set_moe_factors(MoeItem& it, const MoeFactors& f) {
     HardwareSpec& hw = it.e.hardware.at(0);
     const HardwareSpec& c = it.ceiling;
     hw.a2a_nvlink_efficiency = std::min(1.0, c.a2a_nvlink_efficiency * f.a2a_nvlink);
+    hw.deepep_nvlink_efficiency = std::min(1.0, c.deepep_nvlink_efficiency * f.a2a_nvlink);
+    hw.hybridep_nvlink_efficiency = std::min(1.0, c.hybridep_nvlink_efficiency * f.a2a_nvlink);
     hw.a2a_nic_efficiency = std::min(1.0, c.a2a_nic_efficiency * f.a2a_nic);
     hw.grouped_gemm_factor = f.grouped_gemm;
     hw.permute_factor = f.permute;

@@ -309,9 +309,10 @@ double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
 }
 
 double dispatch_bytes_per_token(const Context& c, bool forward_dispatch) {
-    const bool fp8 = c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::deepep &&
-                     c.tr.precision == Precision::fp8 && forward_dispatch;
-    return (fp8 ? 1.0 : 2.0) * c.h;  // DeepEP's FP8 dispatch (its scales left out)
+    const bool flex = c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::deepep ||
+                      c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::hybridep;
+    const bool fp8 = flex && c.tr.precision == Precision::fp8 && forward_dispatch;
+    return (fp8 ? 1.0 : 2.0) * c.h;  // DeepEP's / HybridEP's FP8 dispatch (scales left out)
 }
 
 LinkLevel ep_level(const Context& c) {
@@ -456,8 +457,17 @@ void settle_overlapped_a2a(const Context& c, PassBuilder& b, double deferred,
 
 }  // namespace
 
+double rank_hit_probability(int experts, double local, int top_k) {
+    if (experts <= 0 || local <= 0) return 0;
+    double miss = 1;  // C(E - L, k) / C(E, k) = prod_i (E - L - i) / (E - i)
+    for (int i = 0; i < top_k; ++i) {
+        miss *= std::max(0.0, (double(experts) - local - i) / (double(experts) - i));
+    }
+    return 1.0 - miss;
+}
+
 DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double tokens,
-                             double bytes_per_token, int top_k, const ExpertGroup& g) {
+                             double bytes_per_token, int top_k, int experts, const ExpertGroup& g) {
     DispatchBytes out;
     const double ep = g.size;
     if (ep <= 1) return out;
@@ -468,12 +478,16 @@ DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double toke
             out.nvlink = copies * (n_in - 1) / ep;
             out.nic = copies * (ep - n_in) / ep;
             break;
-        case TrainingSpec::MoeDispatcher::deepep: {
+        case TrainingSpec::MoeDispatcher::deepep:
+        case TrainingSpec::MoeDispatcher::hybridep: {
             const double d = g.domains;
             const double remote =
                 d > 1 ? (d - 1) * (1.0 - std::pow(1.0 - 1.0 / d, double(top_k))) : 0.0;
             out.nic = tokens * bytes_per_token * remote;
-            out.nvlink = copies * (n_in - 1) / ep + copies * (ep - n_in) / ep * (n_in - 1) / n_in;
+            // one copy per destination rank: ep p of them, p per rank
+            const double per_rank = tokens * bytes_per_token *
+                                    rank_hit_probability(experts, double(experts) / ep, top_k);
+            out.nvlink = per_rank * (n_in - 1) + per_rank * (ep - n_in) * (n_in - 1) / n_in;
             break;
         }
         case TrainingSpec::MoeDispatcher::allgather: {
@@ -493,11 +507,19 @@ double dispatch_time_s(const Context& c, double tokens, double bytes_per_token) 
         const double bytes = tokens * bytes_per_token * c.ep;
         return c.coll(KernelClass::allgather, bytes, c.ep_ring);
     }
-    const DispatchBytes d =
-        dispatch_bytes(c.tr.moe_dispatcher, tokens, bytes_per_token, c.m.top_k, c.ep_group);
-    // each link level at its a2a efficiency (DeepEP-anchored ceiling x the stack's factor)
+    const DispatchBytes d = dispatch_bytes(c.tr.moe_dispatcher, tokens, bytes_per_token, c.m.top_k,
+                                           c.m.experts, c.ep_group);
+    // each link level at its a2a efficiency (the kernel's ceiling x the stack's factor); the
+    // flex dispatcher's backends have their own NVLink ceilings where the GPU gives them
     const double eff = c.hw.collective_efficiency;
-    const double eff_nvlink = c.hw.a2a_nvlink_efficiency > 0 ? c.hw.a2a_nvlink_efficiency : eff;
+    const double backend = c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::deepep
+                               ? c.hw.deepep_nvlink_efficiency
+                           : c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::hybridep
+                               ? c.hw.hybridep_nvlink_efficiency
+                               : 0.0;
+    const double eff_nvlink = backend > 0                      ? backend
+                              : c.hw.a2a_nvlink_efficiency > 0 ? c.hw.a2a_nvlink_efficiency
+                                                               : eff;
     const double eff_nic = c.hw.a2a_nic_efficiency > 0 ? c.hw.a2a_nic_efficiency : eff;
     const double nvlink =
         d.nvlink > 0 ? d.nvlink / (c.hw.nvlink_bytes_per_s * eff_nvlink) + c.hw.nvlink_latency_s

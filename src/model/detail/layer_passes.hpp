@@ -186,16 +186,22 @@ void layer_backward(const Context& c, PassBuilder& b, bool moe = false);
 /// `ep` ranks, `per_domain` of them in a domain (`domains` domains):
 ///  - alltoall: copies to each rank in proportion; self 1/ep, domain (per_domain - 1)/ep, the
 ///    rest over the NIC;
-///  - deepep: a token crosses the NIC once per remote domain it is routed to (expected
-///    (domains - 1)(1 - (1 - 1/domains)^k) domains), every copy not on its own GPU crosses
-///    NVLink once (directly or forwarded);
+///  - deepep / hybridep: a token is sent once to each rank that holds one of its experts
+///    (the rank's E / ep local experts share one copy: expected ep p ranks, p = 1 -
+///    C(E - E/ep, k) / C(E, k) for k distinct experts drawn evenly), crossing the NIC once per
+///    remote domain it is routed to (expected (domains - 1)(1 - (1 - 1/domains)^k) domains) and
+///    NVLink once per other rank (directly, or forwarded inside the remote domain);
 ///  - allgather: every rank receives every token once (ring AllGather over the group).
 struct DispatchBytes {
     double nvlink = 0;
     double nic = 0;
 };
 DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double tokens,
-                             double bytes_per_token, int top_k, const ExpertGroup& group);
+                             double bytes_per_token, int top_k, int experts,
+                             const ExpertGroup& group);
+/// The probability that a rank holding `local` of `experts` experts is among a token's
+/// destinations when it picks `top_k` distinct experts evenly: 1 - C(E - L, k) / C(E, k).
+double rank_hit_probability(int experts, double local, int top_k);
 /// Time of one dispatch (or combine) of those bytes: the NVLink and NIC parts run at once,
 /// max(nvlink / (nvlink bw x eff), nic / (nic bw x eff)) + the latencies of the levels used.
 double dispatch_time_s(const Context& c, double tokens, double bytes_per_token);

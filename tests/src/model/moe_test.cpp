@@ -89,16 +89,35 @@ TEST(Moe, DispatchBytesPerLinkLevelMatchHandCalculation) {
     using D = TrainingSpec::MoeDispatcher;
 
     // all-to-all: 2048 x 8 copies of 14336 bytes; 7 of 64 ranks in the node, 56 outside
-    const auto a2a = prism::detail::dispatch_bytes(D::alltoall, tokens, bytes, 8, g);
+    const auto a2a = prism::detail::dispatch_bytes(D::alltoall, tokens, bytes, 8, 64, g);
     EXPECT_DOUBLE_EQ(a2a.nvlink, 2048.0 * 8 * 14336 * 7 / 64);
     EXPECT_DOUBLE_EQ(a2a.nic, 2048.0 * 8 * 14336 * 56 / 64);
     // DeepEP: once per remote node a token goes to: 7 (1 - (7/8)^8) = 4.594738 nodes expected
-    const auto deepep = prism::detail::dispatch_bytes(D::deepep, tokens, bytes, 8, g);
+    const auto deepep = prism::detail::dispatch_bytes(D::deepep, tokens, bytes, 8, 64, g);
     EXPECT_NEAR(deepep.nic, 2048.0 * 14336 * 4.594738, 2048.0 * 14336 * 1e-6);
-    // every copy not to itself crosses NVLink once: 7/64 directly, 56/64 x 7/8 forwarded
-    EXPECT_DOUBLE_EQ(deepep.nvlink, 2048.0 * 8 * 14336 * (7.0 / 64 + 56.0 / 64 * 7 / 8));
+    // one expert per rank (64 experts): one copy per expert, 8 of 64 ranks hit; every copy not
+    // to itself crosses NVLink once: 7/64 directly, 56/64 x 7/8 forwarded
+    EXPECT_NEAR(deepep.nvlink, 2048.0 * 8 * 14336 * (7.0 / 64 + 56.0 / 64 * 7 / 8),
+                2048.0 * 14336 * 1e-9);
+    // HybridEP moves the same bytes
+    const auto hybrid = prism::detail::dispatch_bytes(D::hybridep, tokens, bytes, 8, 64, g);
+    EXPECT_DOUBLE_EQ(hybrid.nic, deepep.nic);
+    EXPECT_DOUBLE_EQ(hybrid.nvlink, deepep.nvlink);
+    // 256 experts, 4 per rank: a rank is hit unless all 8 picks miss its 4:
+    // C(252, 8) / C(256, 8) = prod_{i<8} (252 - i) / (256 - i) = 0.880066 (by hand below), so
+    // p = 0.119934 and a token reaches 64 p = 7.676 ranks, not 8 (two picks on one rank share
+    // a copy); the all-to-all still sends 8 copies
+    double miss = 1;
+    for (int i = 0; i < 8; ++i) miss *= (252.0 - i) / (256.0 - i);
+    EXPECT_NEAR(miss, 0.880066, 1e-6);
+    const double p = 1 - miss;
+    const auto dedup = prism::detail::dispatch_bytes(D::deepep, tokens, bytes, 8, 256, g);
+    EXPECT_NEAR(dedup.nvlink, 2048.0 * 14336 * p * (7 + 56.0 * 7 / 8), 2048.0 * 14336 * 1e-9);
+    EXPECT_NEAR(dedup.nic, deepep.nic, 1e-6);  // the node-level dedup is unchanged
+    EXPECT_DOUBLE_EQ(prism::detail::dispatch_bytes(D::alltoall, tokens, bytes, 8, 256, g).nvlink,
+                     a2a.nvlink);
     // AllGather: every rank receives the 63 others' 2048 tokens once, 7 ranks' over NVLink
-    const auto gather = prism::detail::dispatch_bytes(D::allgather, tokens, bytes, 8, g);
+    const auto gather = prism::detail::dispatch_bytes(D::allgather, tokens, bytes, 8, 64, g);
     EXPECT_DOUBLE_EQ(gather.nvlink, 2048.0 * 14336 * 7);
     EXPECT_DOUBLE_EQ(gather.nic, 2048.0 * 14336 * 56);
 }
@@ -152,6 +171,34 @@ TEST(Moe, DispatchRunsEachLinkLevelAtItsA2aEfficiency) {
     const prism::DeterministicResult n = prism::evaluate_deterministic(e, point(1, 16, 8));
     const double bytes = 1024.0 * 2 * 2048 * 7 / 8;  // 1024 tokens x top 2 x 2048 B, 7/8 away
     EXPECT_NEAR(n.breakdown.moe_dispatch_s, 8 * 2 * (bytes / 150e9 + 3e-6), 1e-12);
+}
+
+// The flex dispatcher's backends: one copy per destination rank, each backend at its own NVLink
+// ceiling (the GPU's deepep_ / hybridep_nvlink_efficiency, from the HybridEP README's B200 and
+// GB200 tables at Megatron's SM budgets); a GPU without one runs at a2a_nvlink_efficiency.
+TEST(Moe, FlexBackendsSendOneCopyPerRankAtTheirOwnNvlinkCeilings) {
+    Experiment e = small_moe_experiment();  // 16 experts, top 2, bf16
+    e.hardware.at(0).a2a_nvlink_efficiency = 0.5;
+    e.hardware.at(0).deepep_nvlink_efficiency = 0.3;
+    e.hardware.at(0).hybridep_nvlink_efficiency = 0.6;
+    const DesignPoint p = point(1, 16, 8);  // ep 8 inside one node: NVLink only
+    // 2 experts per rank: a rank is hit with p = 1 - (14/16)(13/15) = 0.241667; a token's
+    // copies to the 7 other ranks: 1024 tokens x 2048 B x 7 p
+    const double hit = 1 - 14.0 / 16 * 13.0 / 15;
+    EXPECT_NEAR(hit, 0.241667, 1e-6);
+    const double bytes = 1024.0 * 2048 * 7 * hit;
+    auto dispatch_s = [&](TrainingSpec::MoeDispatcher d) {
+        e.training.moe_dispatcher = d;
+        return prism::evaluate_deterministic(e, p).breakdown.moe_dispatch_s;
+    };
+    using D = TrainingSpec::MoeDispatcher;
+    EXPECT_NEAR(dispatch_s(D::deepep), 8 * 2 * (bytes / (300e9 * 0.3) + 3e-6), 1e-12);
+    EXPECT_NEAR(dispatch_s(D::hybridep), 8 * 2 * (bytes / (300e9 * 0.6) + 3e-6), 1e-12);
+    // the all-to-all sends both copies (1024 x 2 x 2048 B, 7/8 away) at a2a_nvlink_efficiency
+    EXPECT_NEAR(dispatch_s(D::alltoall), 8 * 2 * (1024.0 * 2 * 2048 * 7 / 8 / 150e9 + 3e-6), 1e-12);
+    // no backend ceiling: the a2a one
+    e.hardware.at(0).hybridep_nvlink_efficiency = 0;
+    EXPECT_NEAR(dispatch_s(D::hybridep), 8 * 2 * (bytes / (300e9 * 0.5) + 3e-6), 1e-12);
 }
 
 // The stack's grouped-GEMM and permute factors scale those kernels' time and nothing else.
