@@ -104,10 +104,10 @@ constexpr const char* kMoeColumns[] = {
     "moe_router_s",      "moe_expert_compute_s", "moe_dispatch_s",   "moe_combine_s",
     "moe_a2a_exposed_s", "routing_share_p50",    "routing_share_p95"};
 
-/// The MoE lines and the routing imbalance's share of p50 and p95 of a front's points, when
-/// the file has them.
+/// The MoE lines and the routing imbalance's share of p50 and p95 of a table's points (a
+/// front's, or the top N's: `of` names it), when the file has them.
 void print_moe_lines(const io::ResultReader& reader, Loaded& data,
-                     const std::vector<std::size_t>& rows, const std::string& front,
+                     const std::vector<std::size_t>& rows, const std::string& of,
                      std::ostream& out) {
     const MetricSchema& schema = reader.metric_schema();
     std::vector<std::string> shown;
@@ -121,10 +121,10 @@ void print_moe_lines(const io::ResultReader& reader, Loaded& data,
     if (shown.empty()) return;
     const bool shares = find_metric(schema, "routing_share_p95") >= 0;
     out << fmt::format(
-        "\nMoE lines of front '{}' (the busiest stage, seconds per step: router and expert compute "
+        "\nMoE lines of {} (the busiest stage, seconds per step: router and expert compute "
         "are part of its compute, dispatch and combine before overlap, of which a2a_exposed stays "
         "exposed{})\n",
-        front,
+        of,
         shares ? "; routing_share = (p - p with moe_force_balance = true) / p, 0 without a routing "
                  "law"
                : "");
@@ -313,11 +313,11 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
                 out << fmt::format("\nPareto front '{}' ({}): {} points\n", name, objectives,
                                    rows.size());
                 out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
-                print_moe_lines(reader, data, rows, name, out);
+                print_moe_lines(reader, data, rows, fmt::format("front '{}'", name), out);
                 continue;
             }
             print_scenario_fronts(reader, experiment, set, objectives, rows, data, shown, out);
-            print_moe_lines(reader, data, rows, name, out);
+            print_moe_lines(reader, data, rows, fmt::format("front '{}'", name), out);
         }
     }
 
@@ -346,6 +346,7 @@ void print_report(const std::string& path, const ReportOptions& options, std::os
     out << fmt::format("\nTop {} by {} ({})\n", rows.size(), sort,
                        descending ? "largest first" : "smallest first");
     out << format_table(table_columns(data, shown), table_rows(data, shown, rows));
+    print_moe_lines(reader, data, rows, fmt::format("the top {}", rows.size()), out);
 }
 
 }  // namespace prism::explorer

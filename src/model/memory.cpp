@@ -65,17 +65,19 @@ ActivationTerms activation_terms_of(const ModelSpec& m, const TrainingSpec& tr,
         // the whole MLP / MoE block recomputed: nothing inside it stored
     } else if (moe && m.is_moe()) {
         // routed experts per dispatched copy (T k of them, x the capacity factor; with etp the
-        // gathered tokens over f_e / etp): FC1 input, FC1 output, FC2 input; the expert outputs
-        // kept for the weighted unpermute (2 h); the router's fp32 probabilities (4 E); the
-        // shared experts as a dense MLP of shared x f_e. All on the sequence-parallel shard
-        // (tokens / t): "sharded".
+        // gathered tokens over f_e / etp): FC1 input, FC1 output, FC2 input, and the copy's
+        // fp32 routing probability (4): Megatron-Core applies it in the activation
+        // (TEGroupedMLP.bias_act_func, weighted_bias_swiglu_impl, since 2025-04), so the
+        // combine is a plain sum and keeps no expert output; the router's fp32 probabilities
+        // (4 E); the shared experts as a dense MLP of shared x f_e. All on the sequence-parallel
+        // shard (tokens / t): "sharded".
         const double cf = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : 1.0;
         const double fe = m.expert_ffn;
         const double copies = double(m.top_k) * cf;
         // moe_act: the activation's output (the FC2 input) discarded and rebuilt
         const double fc2_input = rm.moe_act ? 0.0 : gemm_input;
         a.sharded += tokens * (copies * (gemm_input * h * p.etp + (gates + fc2_input) * fe) +
-                               copies * 2.0 * h + 4.0 * m.experts);
+                               copies * 4.0 + 4.0 * m.experts);
         if (!rm.shared_experts) {
             a.sharded += tokens * (gates + gemm_input) * double(m.shared_experts) * fe;
         }

@@ -87,6 +87,20 @@ TEST(MoeFit, RecoversKnownFactorsFromRowsTheModelGenerated) {
     EXPECT_NEAR(wave_experts(f), 4.0, 0.05);
 }
 
+/// Every row of the calibration set ran, so each must fit its GPU in prism as its recipe ran it
+/// (the most loaded stage within the usable capacity): the recipes' recompute_modules, bf16
+/// gradient reduction and no dropout, the routing probabilities applied in the activation
+/// (no expert output kept for the combine). Until model 2026.11.28.2 the four Blackwell
+/// DeepSeek-V3 rows did not (B200 179 of 172 GiB ... GB300 315 of 258).
+TEST(MoeFit, EveryRowFitsItsGpuAsItsRecipeRan) {
+    std::vector<MoeItem> items = load_moe_items(calibration_set());
+    for (MoeItem& it : items) {
+        const DeterministicResult r = evaluate_deterministic(it.e, it.e.defaults);
+        EXPECT_TRUE(r.feasible) << it.c.label << ": " << r.memory.total_bytes() / (1 << 30)
+                                << " GiB";
+    }
+}
+
 /// The acceptance bound for every left-out group, and the group that misses it,
 /// bounded by what this calibration reaches (docs/moe_calibration.md, rounded up by about one
 /// point): H100 (11.4%, two rows: Qwen3-30B-A3B's, -12.8% in sample, runs its recipe's FP8

@@ -131,6 +131,21 @@ def main(routed, forced, prism, outdir):
     rc, out = run([prism, "report", routed, "--sort", "routing_share_p95", "--desc",
                    "--metrics", "routing_share_p95,moe_a2a_exposed_s"])
     assert rc == 0 and "Top 10 by routing_share_p95 (largest first)" in out, out
+    # ... and the MoE table under the top 10 too: its rows are the file's, in the top's order
+    assert "MoE lines of the top 10" in out, out
+    top = out.split("MoE lines of the top 10", 1)[1].splitlines()
+    header = top[1].split()
+    assert header[-7:] == list(pr.MOE_COLUMNS), header
+    shares = metrics["routing_share_p95"]
+    routed_ok = (points["status"] == "ok") & ~np.isnan(shares)
+    order = sorted(np.flatnonzero(routed_ok), key=lambda r: -shares[r])[:10]
+    body = [line.split() for line in top[4:4 + len(order)]]
+    assert len(body) == len(order), top
+    for row, r in zip(body, order):
+        for k, name in enumerate(pr.MOE_COLUMNS):
+            cell = float(row[len(row) - 7 + k])
+            assert abs(cell - metrics[name][r]) <= 5e-4 * max(1.0, abs(metrics[name][r])), \
+                (name, cell, metrics[name][r])
 
     # a file without the MoE columns (as an older prism wrote it) still reads
     old = os.path.join(outdir, "moe_old.h5")

@@ -136,7 +136,10 @@ inline std::string moe_split(const MoeCase& c, int* interleave) {
 
 /// The experiment of a row: the model and GPU presets, the megatron-core stack (with
 /// `ceilings`: its MoE factors 1, the fit sets them), FP8 or BF16, TransformerEngine's fused
-/// attention, the distributed optimizer, the row's dispatcher (NCCL `alltoall`, or the flex
+/// attention, the distributed optimizer, bf16 gradient reduction and no dropout (the recipes'
+/// `grad_reduce_in_fp32 = False` in Megatron-Bridge's set_{deepseek_v3,qwen3}_common_configs,
+/// `hidden_dropout = 0.0` in its DeepSeek-V3 / Qwen3-MoE bridges, attention_dropout 0.0 from the
+/// models' Hugging Face configs), the row's dispatcher (NCCL `alltoall`, or the flex
 /// dispatcher's backend, `deepep` / `hybridep`) and Megatron's EP a2a overlap with another
 /// microbatch's compute as the row's recipe sets them (the csv's `dispatcher` and
 /// `moe_a2a_overlap`), sequence parallelism with TP, the recipe's selective recomputation of
@@ -159,7 +162,8 @@ inline Experiment make_moe_experiment(const MoeCase& c, bool ceilings) {
     }
     const std::string text = fmt::format(
         "[model]\npreset = \"{}\"\n\n[training]\nglobal_batch = {}\nprecision = \"{}\"\n"
-        "flash_attention = true\nmoe_dispatcher = \"{}\"\nmoe_a2a_overlap = {}\n{}{}\n"
+        "flash_attention = true\ngrad_reduce_in_fp32 = false\ndropout = false\n"
+        "moe_dispatcher = \"{}\"\nmoe_a2a_overlap = {}\n{}{}\n"
         "[stack]\npreset = \"megatron-core\"\n{}\n[hardware.gpu]\npreset = \"{}\"\n\n"
         "[defaults]\ngpus = {}\ntp = {}\npp = {}\ncp = {}\nep = {}\nmicrobatch = {}\n"
         "interleave = {}\nzero_stage = 1\nsequence_parallel = {}\nplacement = \"tp-cp-dp-pp\"\n"

@@ -197,7 +197,6 @@ int run_moe(const std::string& dir) {
         "| row (recompute_modules) | memory, recipe's modules | without recomputation | usable "
         "| step, recipe's modules | without |\n|---|---|---|---|---|---|\n");
     for (MoeItem* it : fit_rows) {
-        if (it->c.model_preset != "deepseek-v3") continue;
         set_moe_factors(*it, all);
         const DeterministicResult with = evaluate_deterministic(it->e, it->e.defaults);
         DesignPoint none = it->e.defaults;

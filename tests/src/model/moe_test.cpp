@@ -280,12 +280,13 @@ TEST(Moe, DispatchedTokenActivationsHoldTopKCopies) {
     const double two = prism::activation_bytes_per_layer(e.model, e.training, p);
 
     // two more copies of 1024 tokens: FC1 input 2 h, FC1 output 2 f_e, FC2 input 2 f_e, the
-    // expert output kept for the weighted unpermute 2 h
-    EXPECT_DOUBLE_EQ(two - one, 2 * 1024.0 * (2 * 1024 + 2 * 512 + 2 * 512 + 2 * 1024));
+    // copy's fp32 routing probability 4 (applied in the activation, so the combine keeps no
+    // expert output)
+    EXPECT_DOUBLE_EQ(two - one, 2 * 1024.0 * (2 * 1024 + 2 * 512 + 2 * 512 + 4));
     // the capacity factor pads every expert's buffer to 1.25 x its share
     e.training.moe_capacity_factor = 1.25;
     const double padded = prism::activation_bytes_per_layer(e.model, e.training, p);
-    EXPECT_DOUBLE_EQ(padded - two, 0.25 * 4 * 1024.0 * (2 * 1024 + 2 * 512 + 2 * 512 + 2 * 1024));
+    EXPECT_DOUBLE_EQ(padded - two, 0.25 * 4 * 1024.0 * (2 * 1024 + 2 * 512 + 2 * 512 + 4));
 }
 
 }  // namespace

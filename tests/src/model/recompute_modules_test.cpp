@@ -136,8 +136,8 @@ TEST(RecomputeModules, MlaUpProjDropsTheQueriesKeysAndValues) {
 }
 
 // MoE layer, bf16, flash, tp 1, microbatch 1 (1024 tokens), top 2 of 16 experts of f_e 512,
-// not gated: per dispatched copy FC1 input 2 h, FC1 output 2 f_e, FC2 input 2 f_e, the expert
-// output 2 h; the router's fp32 probabilities 4 E per token.
+// not gated: per dispatched copy FC1 input 2 h, FC1 output 2 f_e, FC2 input 2 f_e, its fp32
+// routing probability 4; the router's fp32 probabilities 4 E per token.
 TEST(RecomputeModules, EachMoeModuleDropsItsOwnActivationsByHand) {
     Experiment e = small_moe_experiment();
     e.model.shared_experts = 1;
@@ -151,7 +151,7 @@ TEST(RecomputeModules, EachMoeModuleDropsItsOwnActivationsByHand) {
     // shared_experts: the shared expert's FC1 output and FC2 input
     EXPECT_DOUBLE_EQ(kept - activations(e, only(&Modules::shared_experts), p), T * (2 + 2) * fe);
     // moe: everything inside the MoE block (the block's input, 2 h, is kept)
-    const double block = T * (copies * (2 * h + 2 * fe + 2 * fe + 2 * h) + 4 * 16) + T * 4 * fe;
+    const double block = T * (copies * (2 * h + 2 * fe + 2 * fe + 4) + 4 * 16) + T * 4 * fe;
     EXPECT_DOUBLE_EQ(kept - activations(e, only(&Modules::moe), p), block);
     // mlp recomputes dense MLPs only (Megatron-Core: not an MoE layer's); this model has none
     EXPECT_DOUBLE_EQ(activations(e, only(&Modules::mlp), p), kept);
