@@ -308,12 +308,13 @@ double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     return std::max(compute, roofline_time_s(c.hw.gpu, curve, c.peak_gemm, 0, bytes));
 }
 
-double dispatch_bytes_per_token(const Context& c, bool forward_dispatch) {
-    const bool flex = c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::deepep ||
-                      c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::hybridep;
-    const bool fp8 = flex && c.tr.precision == Precision::fp8 && forward_dispatch;
-    return (fp8 ? 1.0 : 2.0) * c.h;  // DeepEP's / HybridEP's FP8 dispatch (scales left out)
-}
+/// A dispatched token's bytes: bf16 whatever the GEMMs' precision. Megatron-Core's dispatchers
+/// send the hidden states as they are: the all-to-all and AllGather ones, and the flex
+/// dispatcher's backends too (megatron/core/transformer/moe/fused_a2a.py, 2025-11 to 2026-04:
+/// DeepEP gets the bf16 activations, HybridEP asserts "does not support fp8 dispatch"); FP8 on
+/// the wire (DeepSeek's own DeepEP training; Megatron's ncclep backend with
+/// moe_dispatch_fwd_dtype = "mxfp8", 2026-08) is not modelled.
+double dispatch_bytes_per_token(const Context& c) { return 2.0 * c.h; }
 
 LinkLevel ep_level(const Context& c) {
     return c.ep_group.domains > 1 ? c.ep_group.link.level : LinkLevel::nvlink;
@@ -423,8 +424,8 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
     };
     // the a2a ends when the busiest rank has received (sent back) its tokens
     const double load = T * c.busiest_rank;
-    const double dispatch = dispatch_time_s(c, load, dispatch_bytes_per_token(c, true));
-    const double combine = dispatch_time_s(c, load, dispatch_bytes_per_token(c, false));
+    const double dispatch = dispatch_time_s(c, load, dispatch_bytes_per_token(c));
+    const double combine = dispatch_time_s(c, load, dispatch_bytes_per_token(c));
     if (!backward) {
         router_part();
         a2a(dispatch, lines.dispatch_s);
