@@ -42,6 +42,9 @@ struct MoeCase {
     std::int64_t gbs = 0;
     bool calibration_set = false;  ///< fitted (else checked only)
     double measured = 0;           ///< step time (s)
+    /// the table's throughput and its "Model TFLOP/sec/GPU" (their ratio: the FLOPs per token
+    /// Megatron-Core's num_floating_point_operations counts)
+    double tokens_per_s_per_gpu = 0, tflops_per_gpu = 0;
     /// Megatron-Core's recompute_modules of the row's recipe (selective recomputation), e.g.
     /// {"mla_up_proj", "mlp"}; empty: no recomputation (the csv's "none", and "unknown" where
     /// the row's recipe was not established: modelled without recomputation).
@@ -75,6 +78,8 @@ inline std::vector<MoeCase> megatron_bridge_moe(const std::string& data_dir) {
         c.gbs = std::int64_t(t.number(i, "gbs"));
         c.calibration_set = t.number(i, "calibration_set") != 0;
         c.measured = t.number(i, "step_time_s");
+        c.tokens_per_s_per_gpu = t.number(i, "tokens_per_s_per_gpu");
+        c.tflops_per_gpu = t.number(i, "tflops_per_gpu");
         const std::string modules = t.text(i, "recompute_modules");  // ';'-separated
         if (modules != "none" && modules != "unknown") {
             std::size_t from = 0;
