@@ -93,9 +93,9 @@ TEST(MoeFit, RecoversKnownFactorsFromRowsTheModelGenerated) {
 /// counts (megatron/training/training.py), independent of prism. Qwen3 rows within 1.5%: prism
 /// also counts the router GEMM (h x E per token: 0.33% of Qwen3-30B-A3B's FLOPs), and the table's
 /// two figures disagree by up to 0.7% between rows of one model (Qwen3-30B B200 619 TFLOP/s at
-/// 27,136 tokens/s, GB300 729 at 31,744). DeepSeek-V3's rows count its multi-token-prediction layer, which
-/// prism's preset leaves out: by Megatron-Core's formula 2.600e11 FLOPs per token with it,
-/// 2.498e11 without (an MoE layer with MLA, its 2h x h projection and a second logits GEMM:
+/// 27,136 tokens/s, GB300 729 at 31,744). DeepSeek-V3's rows count its multi-token-prediction
+/// layer, which prism's preset leaves out: by Megatron-Core's formula 2.600e11 FLOPs per token with
+/// it, 2.498e11 without (an MoE layer with MLA, its 2h x h projection and a second logits GEMM:
 /// 4.08% more), so the table is 1.035-1.047x prism's there.
 TEST(MoeFit, ModelFlopsPerTokenAreTheTablesModelTflops) {
     for (const MoeCase& c : megatron_bridge_moe(PRISM_TEST_DATA_DIR)) {
