@@ -560,6 +560,64 @@ TEST(ExperimentLoader, UnknownVariabilityPresetIsReported) {
               "exp.toml:8:10: variability.preset: unknown variability preset 'no-such-profile'");
 }
 
+// full_moe.toml: every Mixture-of-Experts key (the MoE companion of full.toml), each read back.
+TEST(ExperimentLoader, FullMoeFileMapsToExpectedValues) {
+    const std::string path = std::string(PRISM_TEST_DATA_DIR) + "/experiments/full_moe.toml";
+    const prism::Experiment e = load_experiment(path);
+
+    const prism::ModelSpec& m = e.model;
+    EXPECT_EQ(m.experts, 256);
+    EXPECT_EQ(m.top_k, 8);
+    EXPECT_EQ(m.shared_experts, 1);
+    EXPECT_EQ(m.expert_ffn, 2048);
+    EXPECT_EQ(m.dense_layers, 3);
+    EXPECT_EQ(m.moe_every, 1);
+    EXPECT_EQ(m.moe_layers(), 58);
+    EXPECT_TRUE(m.is_mla());
+    EXPECT_EQ(m.q_lora_rank, 1536);
+    EXPECT_EQ(m.kv_lora_rank, 512);
+    EXPECT_EQ(m.qk_nope_head_dim, 128);
+    EXPECT_EQ(m.qk_rope_head_dim, 64);
+    EXPECT_EQ(m.v_head_dim, 128);
+
+    const prism::TrainingSpec& t = e.training;
+    EXPECT_EQ(t.moe_dispatcher, prism::TrainingSpec::MoeDispatcher::hybridep);
+    EXPECT_TRUE(t.moe_a2a_overlap);
+    EXPECT_DOUBLE_EQ(t.moe_capacity_factor, 1.25);
+    EXPECT_FALSE(t.moe_force_balance);
+    EXPECT_FALSE(t.grad_reduce_in_fp32);
+    EXPECT_FALSE(t.dropout);
+    prism::TrainingSpec::RecomputeModules modules{.core_attn = false};
+    modules.mla_up_proj = modules.moe_act = modules.shared_experts = true;
+    EXPECT_EQ(t.recompute_modules, modules);
+    EXPECT_EQ(t.layers_per_chunk.size(), 16u);
+
+    // the GPU's ceilings times the stack's factors (gb200-nvl72 given its own here)
+    ASSERT_EQ(e.hardware.size(), 1u);
+    const prism::HardwareSpec& h = e.hardware[0];
+    EXPECT_EQ(h.nvlink_domain, 64);
+    EXPECT_DOUBLE_EQ(h.a2a_nvlink_efficiency, 0.7 * 0.9);
+    EXPECT_DOUBLE_EQ(h.deepep_nvlink_efficiency, 0.4 * 0.9);
+    EXPECT_DOUBLE_EQ(h.hybridep_nvlink_efficiency, 0.6 * 0.9);
+    EXPECT_DOUBLE_EQ(h.a2a_nic_efficiency, 0.95 * 0.5);
+    EXPECT_DOUBLE_EQ(h.grouped_gemm_factor, 0.8);
+    EXPECT_DOUBLE_EQ(h.permute_factor, 0.7);
+    EXPECT_DOUBLE_EQ(h.grouped_gemm_wave_experts, 4);
+
+    EXPECT_EQ(e.defaults.ep, 64);
+    EXPECT_EQ(e.defaults.etp, 1);
+
+    const prism::VariabilitySpec& v = e.variability;
+    EXPECT_DOUBLE_EQ(v.routing_skew, 0.3);  // skew overrides the aux-loss balance's
+    EXPECT_EQ(v.routing_source, "skew given");
+    EXPECT_DOUBLE_EQ(v.routing_drift, 0.05);
+    EXPECT_TRUE(v.documents.concat);
+    EXPECT_DOUBLE_EQ(v.documents.median_tokens, 1024);
+    EXPECT_DOUBLE_EQ(v.documents.sigma, 1.0);
+    EXPECT_EQ(v.documents.source, "a made-up corpus");
+    EXPECT_FALSE(e.evaluation.routing_share);
+}
+
 TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     const std::string path = std::string(PRISM_TEST_DATA_DIR) + "/experiments/full.toml";
 
