@@ -363,8 +363,19 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
         // index gathers at the stack's permute factor of a streaming kernel's bandwidth
         const double softmax =
             pass * c.memory(3.0 * 4.0 * T * E) / c.hw.permute_factor;  // fp32 logits, top-k
-        const double permute =
-            pass * c.memory(2.0 * T * h + 2.0 * T * k * h * cap(c)) / c.hw.permute_factor;
+        // the permute (T tokens read, T k copies written) and, on the combine side, the
+        // unpermute (the copies read, T tokens written), bf16
+        const double copies = 2.0 * T * k * h * cap(c);
+        double bytes = 2.0 * (2.0 * T * h + copies);
+        // Megatron's all-to-all dispatcher sorts the received copies by local expert after
+        // the a2a and unsorts them before the combine's (token_dispatcher.py
+        // sort_chunks_by_idxs, "Permutation 2", with more than one local expert): two more
+        // passes over the copies, read and written; the flex dispatcher's backends deliver
+        // them per rank and permute once
+        const bool sorts = c.tr.moe_dispatcher == TrainingSpec::MoeDispatcher::alltoall &&
+                           double(m.experts) / c.ep > 1.0;
+        if (sorts) bytes += 2.0 * 2.0 * copies;
+        const double permute = pass * c.memory(bytes) / c.hw.permute_factor;
         b.compute(KernelClass::gemm, gemm, c.sync);
         b.compute(KernelClass::elementwise, softmax, c.sync);
         b.compute(KernelClass::elementwise, permute, c.sync);
