@@ -308,14 +308,6 @@ double grouped_gemm_s(const Context& c, double k_dim, double n_dim) {
     return std::max(compute, roofline_time_s(c.hw.gpu, curve, c.peak_gemm, 0, bytes));
 }
 
-/// A dispatched token's bytes: bf16 whatever the GEMMs' precision. Megatron-Core's dispatchers
-/// send the hidden states as they are: the all-to-all and AllGather ones, and the flex
-/// dispatcher's backends too (megatron/core/transformer/moe/fused_a2a.py, 2025-11 to 2026-04:
-/// DeepEP gets the bf16 activations, HybridEP asserts "does not support fp8 dispatch"); FP8 on
-/// the wire (DeepSeek's own DeepEP training; Megatron's ncclep backend with
-/// moe_dispatch_fwd_dtype = "mxfp8", 2026-08) is not modelled.
-double dispatch_bytes_per_token(const Context& c) { return 2.0 * c.h; }
-
 LinkLevel ep_level(const Context& c) {
     return c.ep_group.domains > 1 ? c.ep_group.link.level : LinkLevel::nvlink;
 }
@@ -433,24 +425,28 @@ void moe_block(const Context& c, PassBuilder& b, bool backward, double* deferred
         }
         lines.expert_compute_s += b.compute_s - before;
     };
-    // the a2a ends when the busiest rank has received (sent back) its tokens
-    const double load = T * c.busiest_rank;
-    const double dispatch = dispatch_time_s(c, load, dispatch_bytes_per_token(c));
-    const double combine = dispatch_time_s(c, load, dispatch_bytes_per_token(c));
+    // the a2a ends when the busiest rank has received (sent back) its tokens. Every dispatch
+    // and combine moves bf16 whatever the GEMMs' precision: Megatron-Core's dispatchers send the
+    // hidden states as they are, the flex dispatcher's backends too
+    // (megatron/core/transformer/moe/fused_a2a.py, 2025-11 to 2026-04: DeepEP gets the bf16
+    // activations, HybridEP asserts "does not support fp8 dispatch"); FP8 on the wire
+    // (DeepSeek's own DeepEP training; Megatron's ncclep backend with moe_dispatch_fwd_dtype =
+    // "mxfp8", 2026-08) is not modelled. So the dispatch and the combine take the same time.
+    const double a2a_s = dispatch_time_s(c, T * c.busiest_rank, 2.0 * h);
     if (!backward) {
         router_part();
-        a2a(dispatch, lines.dispatch_s);
+        a2a(a2a_s, lines.dispatch_s);
         etp_comm(KernelClass::allgather, lines.dispatch_s);
         experts();
         etp_comm(KernelClass::reducescatter, lines.combine_s);
-        a2a(combine, lines.combine_s);
+        a2a(a2a_s, lines.combine_s);
     } else {
         // the combine's backward sends the output gradients the way the dispatch sent tokens
-        a2a(combine, lines.combine_s);
+        a2a(a2a_s, lines.combine_s);
         etp_comm(KernelClass::allgather, lines.combine_s);
         experts();
         etp_comm(KernelClass::reducescatter, lines.dispatch_s);
-        a2a(combine, lines.dispatch_s);
+        a2a(a2a_s, lines.dispatch_s);
         router_part();
     }
 }
@@ -467,8 +463,8 @@ void settle_overlapped_a2a(const Context& c, PassBuilder& b, double deferred,
     b.routed = false;
 }
 
-}  // namespace
-
+/// The probability that a rank holding `local` of `experts` experts is among a token's
+/// destinations when it picks `top_k` distinct experts evenly: 1 - C(E - L, k) / C(E, k).
 double rank_hit_probability(int experts, double local, int top_k) {
     if (experts <= 0 || local <= 0) return 0;
     double miss = 1;  // C(E - L, k) / C(E, k) = prod_i (E - L - i) / (E - i)
@@ -477,6 +473,8 @@ double rank_hit_probability(int experts, double local, int top_k) {
     }
     return 1.0 - miss;
 }
+
+}  // namespace
 
 DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double tokens,
                              double bytes_per_token, int top_k, int experts, const ExpertGroup& g) {

@@ -199,9 +199,6 @@ struct DispatchBytes {
 DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double tokens,
                              double bytes_per_token, int top_k, int experts,
                              const ExpertGroup& group);
-/// The probability that a rank holding `local` of `experts` experts is among a token's
-/// destinations when it picks `top_k` distinct experts evenly: 1 - C(E - L, k) / C(E, k).
-double rank_hit_probability(int experts, double local, int top_k);
 /// Time of one dispatch (or combine) of those bytes: the NVLink and NIC parts run at once,
 /// max(nvlink / (nvlink bw x eff), nic / (nic bw x eff)) + the latencies of the levels used.
 double dispatch_time_s(const Context& c, double tokens, double bytes_per_token);
