@@ -500,6 +500,8 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.hybridep_nvlink_efficiency; }},
     {"gemm_max_efficiency", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
+    {"gemm_sustained", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.gemm_sustained; }},
     {"gemm_half_flops", Quantity::dimensionless, false, false, false,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.half_flops; }},
     {"fp8_gemm_max_efficiency", Quantity::dimensionless, false, true, true,
@@ -740,7 +742,7 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
     }
     for (HardwareSpec& hw : e.hardware) {
         GpuSpec& g = hw.gpu;
-        g.gemm.max_efficiency *= s.gemm;
+        g.gemm.max_efficiency *= s.gemm * g.gemm_sustained;
         if (g.fp8_gemm_max_efficiency > 0) g.fp8_gemm_max_efficiency *= s.fp8_gemm;
         const double ceiling = s.attention_kernel == "fa3" && g.attention_efficiency_fa3 > 0
                                    ? g.attention_efficiency_fa3

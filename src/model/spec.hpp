@@ -193,6 +193,12 @@ struct GpuSpec {
     double hbm_bytes_per_s = 0;       ///< bandwidth
     double hbm_efficiency = 0.8;  ///< achievable fraction of hbm bandwidth for streaming kernels
     GemmEfficiency gemm;
+    /// The fraction of the BF16 GEMM ceiling (gemm.max_efficiency, a kernel microbenchmark's)
+    /// that training sustains on this GPU, whatever the stack: GEMMs are cuBLAS in every stack,
+    /// so what every stack with BF16 rows on the GPU loses against its ceiling in common is the
+    /// GPU's (docs/calibration.md, "Sustained BF16 GEMMs on Hopper"). Applied with the stack's
+    /// factor; 1 = the ceiling.
+    double gemm_sustained = 1;
     /// FP8 GEMMs: eff_max of the curve against the fp8 peak (F_half scaled by the fp8 / bf16
     /// peak ratio: the same kernel shapes fill the GPU at twice the FLOPs); 0 = gemm's.
     double fp8_gemm_max_efficiency = 0;

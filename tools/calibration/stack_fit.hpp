@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,17 @@ inline double logit(double p) { return std::log(p / (1.0 - p)); }
 struct Factors {
     double gemm = 0.8, fp8_gemm = 0.9, attention = 0.6, hbm = 0.9, collective = 0.6;
     double kernel_launch_s = 2e-6;
+    /// On Hopper (is_hopper), a multiplier on the BF16 GEMM ceiling, over the GPU presets'
+    /// gemm_sustained: 1 for a stack fitted on BF16 rows of its own there; for the others
+    /// (megatron-core's BF16 rows are all A100), the geometric mean of those stacks' BF16 GEMM
+    /// factors over megatron-core's (fit_all; docs/calibration.md, "Sustained BF16 GEMMs on
+    /// Hopper").
+    double sustained = 1;
 };
+
+/// The GPU presets one die's sustained BF16 GEMM fraction covers (H100 SXM and H200: GH100 at
+/// 700 W; the 2024-12 torchtitan rows' 500 W H100s too, their lower clock in their peak).
+inline bool is_hopper(const std::string& gpu) { return gpu == "h100-sxm" || gpu == "h200"; }
 
 enum class Key { gemm, fp8_gemm, attention, hbm, collective, kernel_launch };
 inline const char* key_name(Key k) {
@@ -83,7 +94,8 @@ struct Item {
 inline void set_factors(Item& it, const Factors& f) {
     HardwareSpec& hw = it.e.hardware.at(0);
     const HardwareSpec& c = it.ceiling;
-    hw.gpu.gemm.max_efficiency = std::min(1.0, c.gpu.gemm.max_efficiency * f.gemm);
+    const double sustained = is_hopper(it.row.c.gpu) ? f.sustained : 1.0;
+    hw.gpu.gemm.max_efficiency = std::min(1.0, c.gpu.gemm.max_efficiency * f.gemm * sustained);
     hw.gpu.fp8_gemm_max_efficiency = std::min(1.0, c.gpu.fp8_gemm_max_efficiency * f.fp8_gemm);
     hw.gpu.attention_efficiency = std::min(1.0, c.gpu.attention_efficiency * f.attention);
     hw.gpu.exp_per_s = c.gpu.exp_per_s * f.attention;  // the whole kernel, its exponentials too
@@ -258,6 +270,24 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items,
             out[stack] = rows.empty() ? core : fit_stack(rows, keys, core, &core);
         }
     }
+    // GEMMs are cuBLAS in every stack: a stack with no BF16 rows of its own on Hopper takes the
+    // BF16 GEMM factor there that the stacks with such rows share (their geometric mean), not
+    // the one its other rows (A100, FP8) gave it
+    std::set<std::string> own;
+    for (const Item& it : items) {
+        const Case& c = it.row.c;
+        const auto& keys = std::find_if(kStackKeys.begin(), kStackKeys.end(),
+                                        [&](const auto& s) { return s.first == c.stack; })
+                               ->second;
+        if (c.set != left_out && is_hopper(c.gpu) && c.precision == "bf16" &&
+            std::find(keys.begin(), keys.end(), Key::gemm) != keys.end()) {
+            own.insert(c.stack);
+        }
+    }
+    double log_sum = 0;
+    for (const std::string& s : own) log_sum += std::log(out.at(s).gemm / core.gemm);
+    const double shared = own.empty() ? 1.0 : std::exp(log_sum / double(own.size()));
+    for (auto& [stack, f] : out) f.sustained = own.count(stack) != 0 ? 1.0 : shared;
     return out;
 }
 
