@@ -149,10 +149,11 @@ TEST(StackFit, StacksWithoutHopperBf16RowsTakeTheGeometricMeanOfThoseWithThem) {
     const double core_gemm = f.at("megatron-core").gemm;
     const double expected =
         std::sqrt(f.at("llm-foundry").gemm * f.at("torchtitan").gemm) / core_gemm;
-    std::printf("  shared Hopper BF16 factor %.4f; megatron-core %.4f, llm-foundry %.4f, "
-                "torchtitan %.4f\n",
-                f.at("megatron-core").sustained, core_gemm, f.at("llm-foundry").gemm,
-                f.at("torchtitan").gemm);
+    std::printf(
+        "  shared Hopper BF16 factor %.4f; megatron-core %.4f, llm-foundry %.4f, "
+        "torchtitan %.4f\n",
+        f.at("megatron-core").sustained, core_gemm, f.at("llm-foundry").gemm,
+        f.at("torchtitan").gemm);
     EXPECT_NEAR(core_gemm, core.gemm, 0.005);
     EXPECT_NEAR(f.at("megatron-core").sustained, expected, 1e-12);
     EXPECT_NEAR(f.at("deepspeed").sustained, expected, 1e-12);

@@ -1085,17 +1085,20 @@ TEST(ExperimentLoader, StragglerDrainingKeysAndTheirErrors) {
 // BF16 GEMM ceiling training sustains on the GPU, applied with the stack's factor; the FP8
 // curve keeps its own ceiling. A fraction: above 1 is an error naming the key.
 TEST(ExperimentLoader, GemmSustainedScalesTheBf16CeilingWithTheStacksFactor) {
-    const std::string head = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
-                             "[stack]\npreset = \"megatron-core\"\ngemm_efficiency = 0.5\n"
-                             "fp8_gemm_efficiency = 1\n";
-    const prism::Experiment full = parse_experiment(
-        head + "[hardware.h]\npreset = \"h100-sxm\"\ngemm_max_efficiency = 0.8\n"
-               "fp8_gemm_max_efficiency = 0.7\ngemm_sustained = 1\n",
-        "exp.toml");
-    const prism::Experiment half = parse_experiment(
-        head + "[hardware.h]\npreset = \"h100-sxm\"\ngemm_max_efficiency = 0.8\n"
-               "fp8_gemm_max_efficiency = 0.7\ngemm_sustained = 0.25\n",
-        "exp.toml");
+    const std::string head =
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+        "[stack]\npreset = \"megatron-core\"\ngemm_efficiency = 0.5\n"
+        "fp8_gemm_efficiency = 1\n";
+    const prism::Experiment full =
+        parse_experiment(head +
+                             "[hardware.h]\npreset = \"h100-sxm\"\ngemm_max_efficiency = 0.8\n"
+                             "fp8_gemm_max_efficiency = 0.7\ngemm_sustained = 1\n",
+                         "exp.toml");
+    const prism::Experiment half =
+        parse_experiment(head +
+                             "[hardware.h]\npreset = \"h100-sxm\"\ngemm_max_efficiency = 0.8\n"
+                             "fp8_gemm_max_efficiency = 0.7\ngemm_sustained = 0.25\n",
+                         "exp.toml");
     EXPECT_DOUBLE_EQ(full.hardware.at(0).gpu.gemm.max_efficiency, 0.8 * 0.5);
     EXPECT_DOUBLE_EQ(half.hardware.at(0).gpu.gemm.max_efficiency, 0.8 * 0.5 * 0.25);
     EXPECT_DOUBLE_EQ(half.hardware.at(0).gpu.fp8_gemm_max_efficiency, 0.7);

@@ -62,9 +62,11 @@ void print_factors(const std::map<std::string, Factors>& f) {
         const bool fitted = std::find(keys.begin(), keys.end(), Key::kernel_launch) != keys.end();
         fmt::print("kernel_launch = \"{:.2f} us\"{}\n", v.kernel_launch_s * 1e6,
                    fitted ? "" : "  # megatron-core's");
-        fmt::print("# on h100-sxm / h200 its BF16 GEMMs x {:.4f} over the presets' gemm_sustained{}\n\n",
-                   v.sustained,
-                   v.sustained == 1.0 ? " (its own BF16 rows there)" : " (the stacks' with BF16 rows there)");
+        fmt::print(
+            "# on h100-sxm / h200 its BF16 GEMMs x {:.4f} over the presets' gemm_sustained{}\n\n",
+            v.sustained,
+            v.sustained == 1.0 ? " (its own BF16 rows there)"
+                               : " (the stacks' with BF16 rows there)");
     }
 }
 

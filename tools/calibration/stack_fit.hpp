@@ -276,9 +276,9 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items,
     std::set<std::string> own;
     for (const Item& it : items) {
         const Case& c = it.row.c;
-        const auto& keys = std::find_if(kStackKeys.begin(), kStackKeys.end(),
-                                        [&](const auto& s) { return s.first == c.stack; })
-                               ->second;
+        const auto& keys = std::find_if(kStackKeys.begin(), kStackKeys.end(), [&](const auto& s) {
+                               return s.first == c.stack;
+                           })->second;
         if (c.set != left_out && is_hopper(c.gpu) && c.precision == "bf16" &&
             std::find(keys.begin(), keys.end(), Key::gemm) != keys.end()) {
             own.insert(c.stack);
