@@ -120,15 +120,16 @@ int run_loso(const std::string& dir) {
 /// of each row, selective rows as torchtitan's op-level SAC and as Megatron's selective.
 int run_memory(const std::string& dir) {
     fmt::print(
-        "| row | AC | published (max reserved) | prism | error | activations | prism with "
-        "Megatron's selective | error |\n|---|---|---|---|---|---|---|---|\n");
+        "| row | AC | published (max reserved) | prism | error | of which state, activations, "
+        "temporary | with Megatron's selective | error |\n|---|---|---|---|---|---|---|---|\n");
     for (const TorchtitanMemoryRow& r : torchtitan_memory(dir)) {
         const bool selective = r.recompute == "selective";
         fmt::print(
-            "| {} | {} | {:.1f} GiB | {:.1f} GiB | {:+.1f}% | {:.1f} GiB | {} | {} |\n", r.label,
-            selective ? "op SAC" : r.recompute, r.measured_gib, r.predicted_gib,
-            100 * (r.predicted_gib / r.measured_gib - 1), r.activations_gib,
-            selective ? fmt::format("{:.1f} GiB", r.megatron_gib) : "",
+            "| {} | {} | {:.1f} GiB | {:.1f} GiB | {:+.1f}% | {:.1f}, {:.1f}, {:.1f} GiB | {} "
+            "| {} |\n",
+            r.label, selective ? "op SAC" : r.recompute, r.measured_gib, r.predicted_gib,
+            100 * (r.predicted_gib / r.measured_gib - 1), r.state_gib, r.activations_gib,
+            r.temporary_gib, selective ? fmt::format("{:.1f} GiB", r.megatron_gib) : "",
             selective ? fmt::format("{:+.1f}%", 100 * (r.megatron_gib / r.measured_gib - 1)) : "");
     }
     return 0;

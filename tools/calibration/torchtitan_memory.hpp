@@ -25,6 +25,8 @@ struct TorchtitanMemoryRow {
     double total_gib = 0;        ///< prism's whole per-GPU memory (the allocator's share + context
                                  ///< + NCCL), as the feasibility check sees it
     double activations_gib = 0;  ///< of predicted_gib: the stored activations
+    double state_gib = 0;        ///< of predicted_gib: weights, gradients, optimizer state
+    double temporary_gib = 0;    ///< of predicted_gib: logits, recompute, FSDP gathers
 };
 
 /// The allocator's share of a point's memory on its most loaded stage, in GiB.
@@ -53,6 +55,9 @@ inline std::vector<TorchtitanMemoryRow> torchtitan_memory(const std::string& dat
         row.predicted_gib = allocator_gib(e, r, p);
         row.total_gib = r.memory.total_bytes() / kGiB;
         row.activations_gib = r.memory.activations_bytes / kGiB;
+        row.state_gib =
+            (r.memory.weights_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes) / kGiB;
+        row.temporary_gib = r.memory.temporary_bytes / kGiB;
         Experiment megatron = e;
         megatron.training.selective_recompute = TrainingSpec::SelectiveRecompute::megatron;
         row.megatron_gib = allocator_gib(megatron, evaluate_deterministic(megatron, p), p);
