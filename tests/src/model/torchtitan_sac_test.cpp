@@ -8,9 +8,11 @@
 #include <algorithm>
 
 #include "src/common/error.hpp"
+#include "src/model/collectives.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/model/flops.hpp"
 #include "src/model/memory.hpp"
+#include "src/model/topology.hpp"
 #include "tests/src/model/model_test_helpers.hpp"
 
 namespace {
@@ -144,6 +146,28 @@ TEST(TorchtitanOpSac, BackwardRerunsWkWoW3AndTheElementwiseOpsByHand) {
     const double gemms = gemm_s(M, h, h) + gemm_s(M, h, f) + gemm_s(M, h, kv);
     const double elementwise = (6 * M * h + 4 * M * h + 2 * M * 3 * f + 4 * M * h) / 1.6e12;
     EXPECT_NEAR(backward_s(e, p) - backward_s(e, none), gemms + elementwise, 1e-12);
+}
+
+// tp 2 with sequence parallelism: wo's reduce-scatter output is saved, so wo is not re-run; w3
+// and wk re-run on their column shards (f / 2, g d / 2), the elementwise ops on the sequence
+// shard but SiLU * mul (on the f / 2 columns), and the two norms' outputs are gathered again
+// (exposed, as the forward's all-gathers: 2 M h bytes over the tp link, timed by the collective
+// model).
+TEST(TorchtitanOpSac, WithSequenceParallelTpWoIsNotRerunAndTheNormsAreGatheredAgain) {
+    const Experiment e = small_gqa_op_sac();
+    DesignPoint p = selective(2, 1);
+    DesignPoint none = p;
+    none.recompute = Recompute::none;
+    const double M = 1024, h = 1024, f = 4096, kv = 256;
+
+    const double gemms = gemm_s(M, h, f / 2) + gemm_s(M, h, kv / 2);
+    const double elementwise =
+        (6 * M * h / 2 + 4 * M * h / 2 + 2 * M * 3 * f / 2 + 4 * M * h / 2) / 1.6e12;
+    const prism::GroupLink tp =
+        prism::group_link(e.hardware[0], e.cluster, p, prism::ParallelDim::tp);
+    const double gather = prism::collective_time_s(prism::KernelClass::allgather, 2 * M * h, tp,
+                                                   e.hardware[0].collective_efficiency);
+    EXPECT_NEAR(backward_s(e, p) - backward_s(e, none), gemms + elementwise + 2 * gather, 1e-12);
 }
 
 // With torchao's separate FP8 casts, none of them is saved: every GEMM input and weight the
