@@ -77,6 +77,20 @@ TEST(TorchtitanOpSac, StoresTheSavedOpsOutputsByHand) {
                      tokens * 14848);
 }
 
+// The recompute buffer is the larger of the two parts the backward rebuilds, per token: the MLP's
+// (the residual sum 2 h, ffn_norm's output 2 h, w3's output and the SiLU product 2 x 2 f =
+// 20480 bytes) and the attention's (attention_norm's output 2 h, Q and K after RoPE 2 a d + 2 g d,
+// the repeated K and V 2 x 2 a d = 8704). One stage (pp 1) also holds the fp32 logits and their
+// gradient, 2 x 4 x tokens x V; no FSDP gathers at ZeRO 0.
+TEST(TorchtitanOpSac, RecomputeBufferIsTheLargerRebuiltPartByHand) {
+    const Experiment e = small_gqa_op_sac();
+    const DesignPoint p = selective(1, 2);
+    const double tokens = 2 * 1024.0;
+
+    const prism::MemoryBreakdown m = prism::memory_per_gpu(e.model, e.training, p, 1);
+    EXPECT_DOUBLE_EQ(m.temporary_bytes, tokens * 20480 + 2 * 4 * tokens * 32000);
+}
+
 // Llama 3.1 8B, tp 1: 2 h + 2 a d + 2 g d + 2 a d + 2 f = 8192 + 8192 + 2048 + 8192 + 28672 =
 // 55296 bytes per token and layer; Megatron's selective (core_attn, nothing with fused
 // attention; no dropout) keeps the norms' inputs 4 h, the QKV and MLP inputs 4 h, Q, K, V and
