@@ -292,6 +292,9 @@ void parse_model(const toml::table& root, const std::string& file, Experiment& e
 
 // ---- [training] ------------------------------------------------------------------------------
 
+/// The values of selective_recompute (stack presets, [stack], [training]).
+const std::vector<std::string> kSelectiveRecomputeNames{"megatron", "torchtitan-op"};
+
 /// [training] recompute_modules: Megatron-Core's names (transformer_config.py, its allowed set);
 /// each must name a part the model has (as Megatron checks mla_up_proj against MLA).
 void parse_recompute_modules(const toml::node& node, const ModelSpec& model,
@@ -376,7 +379,8 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "moe_a2a_overlap",
                 "moe_capacity_factor",
                 "moe_force_balance",
-                "recompute_modules"});
+                "recompute_modules",
+                "selective_recompute"});
     const toml::node* seqs = table.get("global_batch");
     const toml::node* tokens = table.get("global_batch_tokens");
     if (seqs != nullptr && tokens != nullptr) {
@@ -454,6 +458,12 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     }
     if (const toml::node* n = table.get("recompute_modules")) {
         parse_recompute_modules(*n, experiment.model, training.recompute_modules);
+    }
+    if (const toml::node* n = table.get("selective_recompute")) {
+        training.selective_recompute = as_choice(*n, "training.selective_recompute",
+                                                 kSelectiveRecomputeNames) == "torchtitan-op"
+                                           ? TrainingSpec::SelectiveRecompute::torchtitan_op
+                                           : TrainingSpec::SelectiveRecompute::megatron;
     }
     detail::apply_training_schedule_keys(table, experiment.model, training);
 }
@@ -620,6 +630,9 @@ struct StackFactors {
     double grouped_gemm_wave_experts = 0;  ///< experts per curve call (0: all local experts)
     double kernel_launch_s = 0;
     bool fp8_cast_separate = false;  ///< fp8_cast = "separate" (torchao) | "fused" (TE)
+    /// What recompute = "selective" means in the stack: "megatron" | "torchtitan-op"; none:
+    /// the default (Megatron-Core's recompute_modules)
+    std::optional<std::string> selective_recompute;
     /// The GEMM libraries' workspaces the stack holds ([memory] workspace unless given there);
     /// none: default_memory_reserve()'s (TransformerEngine's)
     std::optional<double> workspace_bytes;
@@ -634,6 +647,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
     std::vector<std::string> allowed{is_preset ? "source" : "preset",
                                      "attention_kernel",
                                      "fp8_cast",
+                                     "selective_recompute",
                                      "workspace",
                                      "gemm_efficiency",
                                      "fp8_gemm_efficiency",
@@ -658,6 +672,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.attention_kernel = as_choice(*node, full, {"cudnn", "fa2", "fa3"});
         } else if (name == "fp8_cast") {
             s.fp8_cast_separate = as_choice(*node, full, {"fused", "separate"}) == "separate";
+        } else if (name == "selective_recompute") {
+            s.selective_recompute = as_choice(*node, full, kSelectiveRecomputeNames);
         } else if (name == "workspace") {
             s.workspace_bytes = as_quantity(*node, full, Quantity::bytes, false, true);
         } else if (name == "kernel_launch") {
@@ -732,6 +748,11 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
                 overridden += (overridden.empty() ? "" : ", ") + std::string(key->str());
             }
         }
+    }
+    if (s.selective_recompute && !root["training"]["selective_recompute"]) {
+        e.training.selective_recompute = *s.selective_recompute == "torchtitan-op"
+                                             ? TrainingSpec::SelectiveRecompute::torchtitan_op
+                                             : TrainingSpec::SelectiveRecompute::megatron;
     }
     for (const auto& [key, value] : s.overlaps) {
         if (root["training"][key]) continue;
@@ -1187,6 +1208,66 @@ void prune_default_with_scenarios(const toml::table& root, Experiment& e) {
     if (scenarios > 1) e.evaluation.prune = false;
 }
 
+/// Whether a point of the experiment can have recompute = "selective" ([defaults] or [space]).
+bool any_selective_point(const Experiment& e) {
+    const auto& dims = e.space.dimensions;
+    return e.defaults.recompute == Recompute::selective ||
+           std::any_of(dims.begin(), dims.end(), [](const Dimension& d) {
+               return d.name == "recompute" &&
+                      std::any_of(d.values.begin(), d.values.end(),
+                                  [](const DimensionValue& v) { return v.s == "selective"; });
+           });
+}
+
+/// torchtitan's op-level selective checkpointing (docs/torchtitan_sac.md) is modelled for
+/// dense models with standard attention run by SDPA's fused kernels, and replaces Megatron's
+/// recompute_modules: where a selective point takes it, anything else is an error, reported at
+/// the key that chose it ([training] or [stack] selective_recompute, else the stack's name).
+void check_selective_recompute(const toml::table& root, const Experiment& e) {
+    if (!e.training.torchtitan_op_sac() || !any_selective_point(e)) return;
+    std::pair<const toml::node*, std::string> chosen{nullptr, ""};
+    for (const auto& [node, key] :
+         {std::pair{root["training"]["selective_recompute"].node(), "training.selective_recompute"},
+          std::pair{root["stack"]["selective_recompute"].node(), "stack.selective_recompute"},
+          std::pair{root["training"]["stack"].node(), "training.stack"},
+          std::pair{root["stack"]["preset"].node(), "stack.preset"}}) {
+        if (node != nullptr) {
+            chosen = {node, key};
+            break;
+        }
+    }
+    const auto fail = [&](const std::string& why) {
+        const std::string what =
+            chosen.second.find("selective_recompute") != std::string::npos
+                ? fmt::format("{}: \"torchtitan-op\"", chosen.second)
+                : fmt::format("{}: the stack's selective_recompute = \"torchtitan-op\"",
+                              chosen.second);
+        if (chosen.first != nullptr) fail_at(*chosen.first, what + " " + why);
+        throw error_at(root.source(), what + " " + why);
+    };
+    if (const toml::node* n = root["training"]["recompute_modules"].node()) {
+        fail_at(*n, fmt::format("training.recompute_modules: Megatron-Core's modules, but the "
+                                "selective points recompute by torchtitan's op policy "
+                                "(selective_recompute = \"torchtitan-op\", from {}); give "
+                                "selective_recompute = \"megatron\" to use the modules",
+                                chosen.second.empty() ? "the stack" : chosen.second));
+    }
+    if (e.model.is_moe()) {
+        fail("is modelled for dense models: model.experts = " + std::to_string(e.model.experts) +
+             " (MoE) with recompute = \"selective\"");
+    }
+    if (e.model.is_mla()) {
+        fail(
+            "is modelled for standard attention: model.attention = \"mla\" with recompute = "
+            "\"selective\"");
+    }
+    if (!e.training.flash_attention) {
+        fail(
+            "saves the outputs of SDPA's fused attention kernels: needs flash_attention = true "
+            "with recompute = \"selective\"");
+    }
+}
+
 const toml::table* optional_table(const toml::table& root, std::string_view key) {
     const toml::node* node = root.get(key);
     return node == nullptr ? nullptr : &as_table(*node, key);
@@ -1251,15 +1332,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     prune_default_with_scenarios(root, experiment);
     if (const toml::node* n = root["training"]["recompute_modules"].node()) {
         // as Megatron-Core, the modules apply to selective recomputation only
-        const auto& dims = experiment.space.dimensions;
-        const bool selective =
-            experiment.defaults.recompute == Recompute::selective ||
-            std::any_of(dims.begin(), dims.end(), [](const Dimension& d) {
-                return d.name == "recompute" &&
-                       std::any_of(d.values.begin(), d.values.end(),
-                                   [](const DimensionValue& v) { return v.s == "selective"; });
-            });
-        if (!selective) {
+        if (!any_selective_point(experiment)) {
             fail_at(*n,
                     "training.recompute_modules: applies to recompute = \"selective\" (as "
                     "Megatron-Core's --recompute-modules), which no point of the experiment uses");
@@ -1286,6 +1359,7 @@ prism::Experiment parse_experiment(std::string_view text, const std::string& sou
     if (const toml::table* t = optional_table(root, "cotune")) detail::parse_cotune(*t, experiment);
     detail::check_b_noise_dimension(root, experiment);
     apply_stack_defaults(root, experiment);
+    check_selective_recompute(root, experiment);
     if (stack_workspace) experiment.memory_reserve.workspace_bytes = *stack_workspace;
     if (const toml::table* t = optional_table(root, "constraints")) {
         detail::parse_constraints(*t, experiment.constraints);

@@ -90,7 +90,17 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
               e.sequence_parallel_follows_tp ? "tp > 1" : flag(p.sequence_parallel),
               "on wherever tp > 1, as Megatron-LM's and NeMo's recipes run TP");
     dimension("interleave", std::to_string(p.interleave));
-    if (p.recompute == Recompute::selective || in_space("recompute")) {
+    const bool selective = p.recompute == Recompute::selective || in_space("recompute");
+    if (selective) {
+        // what "selective" means: Megatron-Core's modules or torchtitan's op policy
+        add("training", "selective_recompute",
+            t.torchtitan_op_sac() ? "\"torchtitan-op\"" : "\"megatron\"",
+            t.torchtitan_op_sac()
+                ? "the stack's: torchtitan's op-level selective checkpointing under "
+                  "torch.compile (docs/torchtitan_sac.md)"
+                : "Megatron-Core's recompute_modules (docs/recompute_modules.md)");
+    }
+    if (selective && !t.torchtitan_op_sac()) {
         // what a selective point recomputes (docs/recompute_modules.md)
         const TrainingSpec::RecomputeModules& rm = t.recompute_modules;
         std::vector<std::string> names;

@@ -45,6 +45,13 @@ Shape check_point(const Experiment& e, const DesignPoint& p) {
         m.ffn <= 0) {
         throw ModelError("model: layers, hidden, heads, ffn, vocab and seq must be positive");
     }
+    if (p.recompute == Recompute::selective && e.training.torchtitan_op_sac() &&
+        (m.is_moe() || m.is_mla() || !e.training.flash_attention)) {
+        // the loader reports it with its place in the file (docs/torchtitan_sac.md)
+        throw ModelError(
+            "selective_recompute = \"torchtitan-op\" is modelled for dense models with "
+            "standard fused attention");
+    }
     if (hw.gpu.peak_bf16_flop_per_s <= 0 || hw.gpu.hbm_bytes_per_s <= 0) {
         throw ModelError(
             fmt::format("hardware {}: peak flop/s and hbm bandwidth must be positive", hw.name));
@@ -535,8 +542,8 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     r.step_time_s = deterministic_step_time(prof);
     r.megatron_flops_per_step = megatron_flops_per_step(e.model, shape.batch);
     r.model_flops_per_step = model_flops_per_step(e.model, shape.batch);
-    r.hardware_flops_per_step =
-        hardware_flops_per_step(e.model, e.training, p.recompute, shape.batch);
+    r.hardware_flops_per_step = hardware_flops_per_step(e.model, e.training, p.recompute,
+                                                        shape.batch, op_sac_saves_wo_output(p));
     r.tokens_per_step = double(shape.batch) * e.model.seq;
     r.moe = e.model.is_moe();
 

@@ -87,14 +87,19 @@ double model_flops_per_step(const ModelSpec& m, std::int64_t batch) {
 }
 
 double hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& tr, Recompute recompute,
-                               std::int64_t batch) {
+                               std::int64_t batch, bool wo_output_saved) {
     const TrainingSpec::RecomputeModules& rm = tr.recompute_modules;
     auto layer = [&](const LayerFlops& f, bool moe_layer) {
         const double gemms = f.total() - f.attention;
         const double attention_fwd = tr.flash_attention ? 0.5 * f.attention : f.attention;
         const double attention_bwd = (tr.flash_attention ? 2.5 : 2.0) * attention_fwd;
         double t = 3.0 * gemms + attention_fwd + attention_bwd;
-        if (recompute == Recompute::selective) {
+        if (recompute == Recompute::selective && tr.torchtitan_op_sac()) {
+            // torchtitan's op-level SAC: wk and w3 again, and wo unless its output is kept
+            const double s = m.seq, h = m.hidden, hk = kv_hidden(m), hv = q_width(m);
+            t += 2.0 * s * h * hk + 2.0 * s * h * double(m.ffn);
+            if (!wo_output_saved) t += 2.0 * s * hv * h;
+        } else if (recompute == Recompute::selective) {
             // the recompute_modules' forward GEMMs (docs/recompute_modules.md)
             if (rm.core_attn) t += attention_fwd;
             if (rm.mla_up_proj && m.is_mla()) {

@@ -60,9 +60,12 @@ double model_flops_per_step(const ModelSpec& model, std::int64_t global_batch_se
 /// `training.flash_attention` half the square forward and a backward of 2.5 x the forward
 /// (FlashAttention-2 recomputes the scores, Dao 2023, section 3.1.2); recomputation adds the
 /// attention core's forward (selective) or the whole layer forward (full); the logits GEMM
-/// 3 x forward.
+/// 3 x forward. With torchtitan's op-level SAC (training.selective_recompute) a selective
+/// layer re-runs the wk and w3 GEMMs, and wo unless `wo_output_saved`
+/// (op_sac_saves_wo_output: TP with sequence parallelism; docs/torchtitan_sac.md).
 double hardware_flops_per_step(const ModelSpec& model, const TrainingSpec& training,
-                               Recompute recompute, std::int64_t global_batch_seqs);
+                               Recompute recompute, std::int64_t global_batch_seqs,
+                               bool wo_output_saved = false);
 
 /// The weight matrices of one layer (QKV, output projection, MLP), without biases and norms;
 /// for an MoE model the mean over its layers (all experts counted).

@@ -102,6 +102,41 @@ ActivationTerms activation_terms(const ModelSpec& m, const TrainingSpec& tr, con
             (1 - w) * d.scores + w * e.scores};
 }
 
+/// torchtitan's op-level SAC under torch.compile (docs/torchtitan_sac.md), bytes per token of
+/// one layer: what the policy saves that the backward reads. The block's input x (2 h, the
+/// checkpoint's input; on the SP shard with TP), the outputs of wq (Q before RoPE, 2 a d), wv
+/// (V, 2 g d), SDPA (its output 2 a d; its fp32 logsumexp, 4 a, is not counted, as elsewhere)
+/// and w1 (2 f), and with TP and SP the reduce-scatter output of wo (2 h / t); the bf16 mm
+/// outputs whatever the precision (torchao's FP8 GEMMs output bf16, their casts are
+/// recomputed). Not stored: the norms' outputs, wk's and w3's outputs, RoPE, SiLU * mul, the
+/// residual sum h, dropout (none: its random op is replayed), the FP8 copies.
+double op_sac_bytes_per_token(const ModelSpec& m, const DesignPoint& p) {
+    const double t = p.tp, h = m.hidden;
+    const double hq = double(m.heads) * m.head_dim();
+    const double hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+    const double replicated = 2.0 * h;
+    const double sharded =
+        2.0 * hq + 2.0 * hk + 2.0 * hq + 2.0 * m.ffn + (op_sac_saves_wo_output(p) ? 2.0 * h : 0.0);
+    return (p.sequence_parallel ? replicated / t : replicated) + sharded / t;
+}
+
+/// The tensors op-level SAC rebuilds for one layer's backward, the larger of its two parts
+/// (bytes per token): the MLP's (the residual sum h, ffn_norm's gathered output, w3's output
+/// and SiLU * mul, 2 h + 2 h + 4 f / t) and the attention's (attention_norm's gathered output,
+/// Q and K after RoPE, GQA's repeated K and V: 2 h + (2 a d + 2 g d + 4 a d) / t).
+double op_sac_rebuilt_bytes_per_token(const ModelSpec& m, const DesignPoint& p) {
+    const double t = p.tp, h = m.hidden;
+    const double hq = double(m.heads) * m.head_dim();
+    const double hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+    const double mlp = (p.sequence_parallel ? 2.0 * h / t : 2.0 * h) + 2.0 * h + 4.0 * m.ffn / t;
+    const double attention = 2.0 * h + (2.0 * hq + 2.0 * hk + 4.0 * hq) / t;
+    return std::max(mlp, attention);
+}
+
+bool op_sac(const TrainingSpec& tr, const DesignPoint& p) {
+    return p.recompute == Recompute::selective && tr.torchtitan_op_sac();
+}
+
 }  // namespace
 
 double weight_bytes(const ModelSpec& m, const TrainingSpec& tr, double layers, double embeddings) {
@@ -117,6 +152,7 @@ double expert_weight_bytes(const ModelSpec& m, const TrainingSpec& tr, double la
 double activation_bytes_per_layer(const ModelSpec& m, const TrainingSpec& tr,
                                   const DesignPoint& p) {
     const double t = p.tp;
+    if (op_sac(tr, p)) return op_sac_bytes_per_token(m, p) * p.microbatch * double(m.seq) / p.cp;
     const ActivationTerms a = activation_terms(m, tr, p);
     if (p.recompute == Recompute::full) {
         const double input = 2.0 * p.microbatch * double(m.seq) / p.cp * m.hidden;
@@ -164,6 +200,9 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
         DesignPoint none = p;
         none.recompute = Recompute::none;
         t.recompute_temporary = activation_bytes_per_layer(m, tr, none);
+    } else if (op_sac(tr, p)) {
+        t.recompute_temporary =
+            op_sac_rebuilt_bytes_per_token(m, p) * p.microbatch * double(m.seq) / p.cp;
     } else if (p.recompute == Recompute::selective) {
         // one recomputed module's activations at a time, rebuilt just before its backward:
         // the largest module's

@@ -175,6 +175,21 @@ struct TrainingSpec {
 
         bool operator==(const RecomputeModules&) const = default;
     } recompute_modules;
+    /// What recompute = "selective" means (docs/torchtitan_sac.md): Megatron-Core's
+    /// recompute_modules (the default), or torchtitan's op-level selective activation
+    /// checkpointing under torch.compile ([activation_checkpoint] mode = "selective",
+    /// selective_ac_option = "op"): every aten.mm, SDPA and TP reduce-scatter output saved but
+    /// every second mm of a block (wk, wo, w3), everything else (norms, RoPE, SiLU, mul,
+    /// residual adds, FP8 casts) recomputed where the backward needs it. Dense models with
+    /// fused attention only (the loader checks). The stack preset's `selective_recompute`,
+    /// [training] selective_recompute overriding it.
+    enum class SelectiveRecompute {
+        megatron,
+        torchtitan_op
+    } selective_recompute = SelectiveRecompute::megatron;
+    bool torchtitan_op_sac() const {
+        return selective_recompute == SelectiveRecompute::torchtitan_op;
+    }
 };
 
 /// Size-dependent GEMM efficiency, eff(F) = eff_max * F / (F + flops_half), F = FLOPs of one
@@ -322,6 +337,12 @@ struct DesignPoint {
 
     bool operator==(const DesignPoint&) const = default;
 };
+
+/// torchtitan's op-level SAC (TrainingSpec::selective_recompute, docs/torchtitan_sac.md): the
+/// policy saves a TP reduce-scatter's output, so with sequence parallelism the attention
+/// output projection's (wo's) output is kept; otherwise wo is re-run in the backward (the
+/// residual sum h = x + wo(...) feeds ffn_norm's backward, and no saved op holds it).
+inline bool op_sac_saves_wo_output(const DesignPoint& p) { return p.tp > 1 && p.sequence_parallel; }
 
 // ---- variability (DESIGN.md section 2) -------------------------------------------------------
 

@@ -991,6 +991,73 @@ TEST(ExperimentLoader, RecomputeModulesAreMegatronsNamesCheckedAgainstTheModel) 
               "(as Megatron-Core's --recompute-modules), which no point of the experiment uses");
 }
 
+// What "selective" means (docs/torchtitan_sac.md): Megatron-Core's recompute_modules unless the
+// stack (torchtitan's preset) or [training] says torchtitan's op-level SAC.
+TEST(ExperimentLoader, SelectiveRecomputeFollowsTheStackUnlessTrainingSaysOtherwise) {
+    using Policy = prism::TrainingSpec::SelectiveRecompute;
+    const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"h100-sxm\"\n";
+    const std::string selective = "[defaults]\nrecompute = \"selective\"\n";
+    const auto policy = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.selective_recompute;
+    };
+
+    EXPECT_EQ(policy(llama + hw + selective), Policy::megatron);
+    EXPECT_EQ(policy(llama + "stack = \"megatron-core\"\n" + hw + selective), Policy::megatron);
+    EXPECT_EQ(policy(llama + "stack = \"torchtitan\"\n" + hw + selective), Policy::torchtitan_op);
+    EXPECT_EQ(policy(llama + "stack = \"torchtitan\"\nselective_recompute = \"megatron\"\n" + hw +
+                     selective),
+              Policy::megatron);
+    EXPECT_EQ(policy(llama + "selective_recompute = \"torchtitan-op\"\n" + hw + selective),
+              Policy::torchtitan_op);
+    EXPECT_EQ(policy(llama + hw +
+                     "[stack]\npreset = \"torchtitan\"\nselective_recompute = "
+                     "\"megatron\"\n" +
+                     selective),
+              Policy::megatron);
+    // `prism validate` lists it where a point can be selective, and the modules only with
+    // Megatron's policy
+    const auto listed = [](const std::string& text, const std::string& key) {
+        for (const prism::io::ResolvedSetting& r :
+             prism::io::resolved_settings(parse_experiment(text, "exp.toml"))) {
+            if (r.key == key) return r.value + (r.defaulted ? " *" : "");
+        }
+        return std::string("absent");
+    };
+    const std::string titan = llama + "stack = \"torchtitan\"\n" + hw;
+    EXPECT_EQ(listed(titan + selective, "training.selective_recompute"), "\"torchtitan-op\" *");
+    EXPECT_EQ(listed(titan + selective, "training.recompute_modules"), "absent");
+    EXPECT_EQ(listed(llama + hw + selective, "training.selective_recompute"), "\"megatron\" *");
+    EXPECT_EQ(listed(titan, "training.selective_recompute"), "absent");
+
+    EXPECT_EQ(error_of(llama + "selective_recompute = \"op\"\n" + hw + selective),
+              "exp.toml:5:23: training.selective_recompute: unknown value 'op'; expected one of "
+              "\"megatron\", \"torchtitan-op\"");
+    // Megatron's modules and torchtitan's op policy are two answers to one question
+    EXPECT_EQ(error_of(llama + "stack = \"torchtitan\"\nrecompute_modules = [\"layernorm\"]\n" +
+                       hw + selective),
+              "exp.toml:6:21: training.recompute_modules: Megatron-Core's modules, but the "
+              "selective points recompute by torchtitan's op policy (selective_recompute = "
+              "\"torchtitan-op\", from training.stack); give selective_recompute = \"megatron\" "
+              "to use the modules");
+    // modelled for dense models with standard attention: reported where it was chosen
+    const std::string mixtral =
+        "[model]\npreset = \"mixtral-8x7b\"\n[training]\nglobal_batch = 8\n";
+    EXPECT_EQ(error_of(mixtral + "stack = \"torchtitan\"\n" + hw + selective),
+              "exp.toml:5:9: training.stack: the stack's selective_recompute = \"torchtitan-op\" "
+              "is modelled for dense models: model.experts = 8 (MoE) with recompute = "
+              "\"selective\"");
+    EXPECT_EQ(error_of(llama +
+                       "selective_recompute = \"torchtitan-op\"\nflash_attention = "
+                       "false\n" +
+                       hw + selective),
+              "exp.toml:5:23: training.selective_recompute: \"torchtitan-op\" saves the outputs "
+              "of SDPA's fused attention kernels: needs flash_attention = true with recompute = "
+              "\"selective\"");
+    // without a selective point the policy is moot: an MoE model may run the torchtitan stack
+    EXPECT_EQ(policy(mixtral + "stack = \"torchtitan\"\n" + hw), Policy::torchtitan_op);
+}
+
 TEST(ExperimentLoader, RoutingVariabilityTableSetsTheSkewFromTheBalancing) {
     const std::string moe =
         "[model]\npreset = \"mixtral-8x7b\"\n[training]\nglobal_batch = 8\n"

@@ -9,6 +9,8 @@
 //   prism_calibrate moe [DATA_DIR]    the MoE factors of the megatron-core stack on Megatron-
 //                                     Bridge's MoE rows, with each model and each GPU left out
 //                                     (tools/calibration/moe_fit.hpp; docs/moe_calibration.md)
+//   prism_calibrate memory [DATA_DIR] torchtitan's published peak memory per GPU against
+//                                     prism's, each row (docs/torchtitan_sac.md; never fitted)
 //   prism_calibrate check FILE.csv    a table that is never fitted (e.g. a kept-aside set kept
 //                                     outside the repository), with the shipped presets
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
@@ -44,6 +46,7 @@
 
 #include "tools/calibration/moe_fit.hpp"
 #include "tools/calibration/stack_fit.hpp"
+#include "tools/calibration/torchtitan_memory.hpp"
 
 namespace {
 
@@ -115,6 +118,25 @@ int run_loso(const std::string& dir) {
         std::fflush(stdout);
     }
     fmt::print("\n{} of {} sources over their bound\n", failures, sources.size());
+    return 0;
+}
+
+/// torchtitan's published peak memory per GPU (max reserved) against prism's allocator share
+/// of each row, selective rows as torchtitan's op-level SAC and as Megatron's selective.
+int run_memory(const std::string& dir) {
+    fmt::print(
+        "| row | AC | published (max reserved) | prism | error | of which state, activations, "
+        "temporary | with Megatron's selective | error |\n|---|---|---|---|---|---|---|---|\n");
+    for (const TorchtitanMemoryRow& r : torchtitan_memory(dir)) {
+        const bool selective = r.recompute == "selective";
+        fmt::print(
+            "| {} | {} | {:.1f} GiB | {:.1f} GiB | {:+.1f}% | {:.1f}, {:.1f}, {:.1f} GiB | {} "
+            "| {} |\n",
+            r.label, selective ? "op SAC" : r.recompute, r.measured_gib, r.predicted_gib,
+            100 * (r.predicted_gib / r.measured_gib - 1), r.state_gib, r.activations_gib,
+            r.temporary_gib, selective ? fmt::format("{:.1f} GiB", r.megatron_gib) : "",
+            selective ? fmt::format("{:+.1f}%", 100 * (r.megatron_gib / r.measured_gib - 1)) : "");
+    }
     return 0;
 }
 
@@ -275,12 +297,14 @@ int main(int argc, char** argv) {
         if (which == "fit") return run_fit(dir);
         if (which == "loso") return run_loso(dir);
         if (which == "moe") return run_moe(dir);
+        if (which == "memory") return run_memory(dir);
         if (which == "check" && argc > 2) return run_check(argv[2]);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "prism_calibrate: %s\n", e.what());
         return 1;
     }
-    std::fprintf(stderr, "prism_calibrate: unknown command '%s' (fit, loso, moe, check FILE)\n",
+    std::fprintf(stderr,
+                 "prism_calibrate: unknown command '%s' (fit, loso, moe, memory, check FILE)\n",
                  which.c_str());
     return 2;
 }

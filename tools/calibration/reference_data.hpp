@@ -93,7 +93,10 @@ struct Case {
     std::string gpu = "a100-80gb";        ///< GPU preset the run used
     bool fp8_params = false;
     double measured = 0;  ///< step time (s) or TFLOP/s per GPU, per dataset
-    bool train = false;   ///< used by the fit (else held out)
+    /// Published peak memory per GPU in GiB (torchtitan: the allocator's peak reserved); 0 =
+    /// not published. Checked, never fitted (docs/torchtitan_sac.md).
+    double measured_memory_gib = 0;
+    bool train = false;  ///< used by the fit (else held out)
 };
 
 /// The [stack] table of `c`: its stack preset, and with `ceilings` every factor 1 and no host

@@ -119,6 +119,10 @@ inline std::string grand_teton_h100_overrides() {
 /// as the table says, sequence parallelism with TP, AsyncTP as tp_comm_overlap, SDPA attention
 /// (FlashAttention-2 backend), torchao Float8 linears as fp8 (Trainy: FP8 all-gather as
 /// fp8_params), no grad accumulation without PP (micro batch = local batch), PP micro batch 1.
+/// Rows with `selective` ran torchtitan's op-level selective activation checkpointing
+/// (selective_ac_option = "op"): the torchtitan stack preset's selective_recompute
+/// (docs/torchtitan_sac.md). memory_gib: the published peak reserved memory per GPU, checked by
+/// torchtitan_memory.hpp, never fitted.
 inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
     const Table t = read_table(data_file(data_dir, "torchtitan_llama3.csv"));
     std::vector<Case> cases;
@@ -149,6 +153,7 @@ inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
         if (c.gpu == "h100-sxm") c.hardware_overrides = grand_teton_h100_overrides();
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
+        c.measured_memory_gib = t.number(i, "memory_gib");
         c.label = fmt::format("table {} {} s{} x{} {}{}", t.text(i, "table"), t.text(i, "model"),
                               c.seq, gpus, c.precision, c.tp_comm_overlap ? " asyncTP" : "");
         cases.push_back(c);

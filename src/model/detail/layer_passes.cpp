@@ -573,7 +573,51 @@ void layer_forward(const Context& c, PassBuilder& b, bool moe) {
     settle_overlapped_a2a(c, b, deferred, compute_before);
 }
 
+namespace {
+
+/// torchtitan's op-level SAC under torch.compile (docs/torchtitan_sac.md): the compiled
+/// block's partitioner re-runs, in the backward, every op the policy does not save that the
+/// backward needs. Of the GEMMs: wk (its K feeds SDPA's backward), w3 (the SiLU-mul backward
+/// and w2's weight gradient), and wo where its output is not saved (without a TP
+/// reduce-scatter: h = x + wo(...) feeds ffn_norm's backward). Of the rest: the two RMSNorms,
+/// the residual add h, SiLU * mul; with separate FP8 casts every cast the backward's GEMMs use
+/// (torchao's casts are not in the save list: inputs and weights cast again). RoPE and GQA's
+/// repeat_kv are not timed, as the forward does not time them. In the backward's order: the
+/// MLP part, then the attention part.
+void op_sac_recompute(const Context& c, PassBuilder& b) {
+    const double M = c.tokens, h = c.h, t = c.t, f = c.f;
+    auto elementwise = [&](double bytes) {
+        b.compute(KernelClass::elementwise, c.memory(bytes), c.sync);
+    };
+    add_cast(c, b, fp8_cast_forward_s(c, M * c.hv / t, c.hv / t * h));  // wo's input, weight
+    if (!op_sac_saves_wo_output(c.p)) {
+        const Op wo = gemm_op(c, c.hv / t, h);
+        b.compute(wo.cls, wo.time_s, wo.sync_size);
+    }
+    elementwise(c.act(6 * M * h));  // the residual add h = x + o: two reads, one write
+    elementwise(c.act(4 * M * h));  // ffn_norm
+    tp_gather(c, b);
+    add_cast(c, b, fp8_cast_forward_s(c, c.act(M * h), h * f / t));  // w3's input and weight
+    const Op w3 = gemm_op(c, h, f / t);
+    b.compute(w3.cls, w3.time_s, w3.sync_size);
+    add_cast(c, b, fp8_cast_forward_s(c, 0, h * f / t));          // w1's weight
+    elementwise(2 * M * 3.0 * f / t);                             // SiLU(w1 x) * w3 x
+    add_cast(c, b, fp8_cast_forward_s(c, M * f / t, f / t * h));  // w2's input and weight
+    elementwise(c.act(4 * M * h));                                // attention_norm
+    tp_gather(c, b);
+    add_cast(c, b, fp8_cast_forward_s(c, c.act(M * h), h * c.hk / t));  // wk's input, weight
+    const Op wk = gemm_op(c, h, c.hk / t);
+    b.compute(wk.cls, wk.time_s, wk.sync_size);
+    add_cast(c, b, fp8_cast_forward_s(c, 0, h * (c.hq + c.hk) / t));  // wq's and wv's weights
+}
+
+}  // namespace
+
 void layer_recompute(const Context& c, PassBuilder& b, bool moe) {
+    if (c.tr.torchtitan_op_sac()) {
+        op_sac_recompute(c, b);
+        return;
+    }
     const TrainingSpec::RecomputeModules& rm = c.tr.recompute_modules;
     const double M = c.tokens, h = c.h, t = c.t;
     // in the backward's order: the MLP part first, then the attention part
