@@ -134,8 +134,8 @@ Context make_context(const Experiment& e, const DesignPoint& p) {
         c.hv = double(m.heads) * m.v_head_dim;
         c.hk = 0.5 * (c.hq + c.hv);  // K as wide as Q, V of d_v per head
     } else {
-        c.hq = c.hv = double(m.heads) * m.head_dim();
-        c.hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+        c.hq = c.hv = m.q_width();
+        c.hk = m.kv_width();
     }
     c.f = m.ffn;
     c.moe_tokens = c.tokens / p.tp;  // the MoE block runs on the sequence-parallel shard

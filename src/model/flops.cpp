@@ -4,19 +4,12 @@ namespace prism {
 
 namespace {
 
-double q_width(const ModelSpec& m) { return double(m.heads) * m.head_dim(); }
-
-double kv_hidden(const ModelSpec& m) {
-    const int g = m.kv_heads > 0 ? m.kv_heads : m.heads;
-    return double(g) * m.head_dim();
-}
-
 double mlp_matrices(const ModelSpec& m) { return m.gated_mlp ? 3.0 : 2.0; }
 
 /// Attention weight matrices (without biases and norms).
 double attention_matrix_params(const ModelSpec& m) {
     const double h = m.hidden;
-    if (!m.is_mla()) return h * (q_width(m) + 2 * kv_hidden(m)) + q_width(m) * h;
+    if (!m.is_mla()) return h * (m.q_width() + 2 * m.kv_width()) + m.q_width() * h;
     const double a = m.heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
     const double q = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * a * qk : h * a * qk;
     const double kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) +
@@ -36,9 +29,9 @@ LayerFlops attention_flops(const ModelSpec& m, int b) {
             2.0 * bs * m.seq * a * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
         f.projection = 2.0 * bs * out;
     } else {
-        f.qkv = 2.0 * bs * h * (q_width(m) + 2.0 * kv_hidden(m));
-        f.attention = 4.0 * bs * m.seq * q_width(m);
-        f.projection = 2.0 * bs * q_width(m) * h;
+        f.qkv = 2.0 * bs * h * (m.q_width() + 2.0 * m.kv_width());
+        f.attention = 4.0 * bs * m.seq * m.q_width();
+        f.projection = 2.0 * bs * m.q_width() * h;
     }
     return f;
 }
@@ -96,7 +89,7 @@ double hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& tr, Recom
         double t = 3.0 * gemms + attention_fwd + attention_bwd;
         if (recompute == Recompute::selective && tr.torchtitan_op_sac()) {
             // torchtitan's op-level SAC: wk and w3 again, and wo unless its output is kept
-            const double s = m.seq, h = m.hidden, hk = kv_hidden(m), hv = q_width(m);
+            const double s = m.seq, h = m.hidden, hk = m.kv_width(), hv = m.q_width();
             t += 2.0 * s * h * hk + 2.0 * s * h * double(m.ffn);
             if (!wo_output_saved) t += 2.0 * s * hv * h;
         } else if (recompute == Recompute::selective) {
@@ -128,7 +121,7 @@ double hardware_flops_per_step(const ModelSpec& m, const TrainingSpec& tr, Recom
 
 double attention_params(const ModelSpec& m) {
     if (m.is_mla()) return attention_matrix_params(m) + m.q_lora_rank + m.kv_lora_rank;
-    const double h = m.hidden, hq = q_width(m), hk = kv_hidden(m);
+    const double h = m.hidden, hq = m.q_width(), hk = m.kv_width();
     return attention_matrix_params(m) + (hq + 2 * hk) + h;
 }
 

@@ -24,8 +24,8 @@ ActivationTerms activation_terms_of(const ModelSpec& m, const TrainingSpec& tr,
     const TrainingSpec::RecomputeModules& rm = selective ? tr.recompute_modules : none_recomputed;
     const double tokens = double(p.microbatch) * m.seq / p.cp;
     const double h = m.hidden;
-    double hq = double(m.heads) * m.head_dim(), hv = hq;
-    double hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+    double hq = m.q_width(), hv = hq;
+    double hk = m.kv_width();
     double latents = 0;
     if (m.is_mla()) {
         hq = double(m.heads) * (m.qk_nope_head_dim + m.qk_rope_head_dim);
@@ -112,8 +112,7 @@ ActivationTerms activation_terms(const ModelSpec& m, const TrainingSpec& tr, con
 /// residual sum h, dropout (none: its random op is replayed), the FP8 copies.
 double op_sac_bytes_per_token(const ModelSpec& m, const DesignPoint& p) {
     const double t = p.tp, h = m.hidden;
-    const double hq = double(m.heads) * m.head_dim();
-    const double hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+    const double hq = m.q_width(), hk = m.kv_width();
     const double replicated = 2.0 * h;
     const double sharded =
         2.0 * hq + 2.0 * hk + 2.0 * hq + 2.0 * m.ffn + (op_sac_saves_wo_output(p) ? 2.0 * h : 0.0);
@@ -126,8 +125,7 @@ double op_sac_bytes_per_token(const ModelSpec& m, const DesignPoint& p) {
 /// Q and K after RoPE, GQA's repeated K and V: 2 h + (2 a d + 2 g d + 4 a d) / t).
 double op_sac_rebuilt_bytes_per_token(const ModelSpec& m, const DesignPoint& p) {
     const double t = p.tp, h = m.hidden;
-    const double hq = double(m.heads) * m.head_dim();
-    const double hk = double(m.head_dim()) * (m.kv_heads > 0 ? m.kv_heads : m.heads);
+    const double hq = m.q_width(), hk = m.kv_width();
     const double mlp = (p.sequence_parallel ? 2.0 * h / t : 2.0 * h) + 2.0 * h + 4.0 * m.ffn / t;
     const double attention = 2.0 * h + (2.0 * hq + 2.0 * hk + 4.0 * hq) / t;
     return std::max(mlp, attention);

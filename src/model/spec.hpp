@@ -57,6 +57,10 @@ struct ModelSpec {
         if (head_dim_override > 0) return head_dim_override;
         return heads > 0 ? hidden / heads : 0;
     }
+    /// Width of the queries (heads x head dim) and of the keys or values (KV heads x head dim,
+    /// all heads without GQA) of standard attention; MLA's are its own.
+    double q_width() const { return double(heads) * head_dim(); }
+    double kv_width() const { return double(kv_heads > 0 ? kv_heads : heads) * head_dim(); }
     bool is_moe() const { return experts > 0; }
     bool is_mla() const { return attention == AttentionKind::mla; }
     /// Whether layer `layer` (0-based) is an MoE layer.

@@ -280,15 +280,14 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items,
     // BF16 GEMM factor there that the stacks with such rows share (their geometric mean), not
     // the one its other rows (A100, FP8) gave it
     std::set<std::string> own;
-    for (const Item& it : items) {
-        const Case& c = it.row.c;
-        const auto& keys = std::find_if(kStackKeys.begin(), kStackKeys.end(), [&](const auto& s) {
-                               return s.first == c.stack;
-                           })->second;
-        if (c.set != left_out && is_hopper(c.gpu) && c.precision == "bf16" &&
-            std::find(keys.begin(), keys.end(), Key::gemm) != keys.end()) {
-            own.insert(c.stack);
-        }
+    for (const auto& [stack, keys] : kStackKeys) {
+        const bool fits_gemm = std::find(keys.begin(), keys.end(), Key::gemm) != keys.end();
+        const bool has_rows = std::any_of(items.begin(), items.end(), [&](const Item& it) {
+            const Case& c = it.row.c;
+            return c.stack == stack && c.set != left_out && is_hopper(c.gpu) &&
+                   c.precision == "bf16";
+        });
+        if (fits_gemm && has_rows) own.insert(stack);
     }
     double log_sum = 0;
     for (const std::string& s : own) log_sum += std::log(out.at(s).gemm / core.gemm);
