@@ -366,6 +366,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "tp_comm_overlap",
                 "fp8_params",
                 "fsdp_prefetch",
+                "fsdp_pp_unsharded",
                 "stack",
                 "first_stage_layers",
                 "last_stage_layers",
@@ -633,6 +634,9 @@ struct StackFactors {
     /// What recompute = "selective" means in the stack: "megatron" | "torchtitan-op"; none:
     /// the default (Megatron-Core's recompute_modules)
     std::optional<std::string> selective_recompute;
+    /// FSDP under PP holds the stage gathered for the step (TrainingSpec::fsdp_pp_unsharded);
+    /// none: the default (false)
+    std::optional<bool> fsdp_pp_unsharded;
     /// The GEMM libraries' workspaces the stack holds ([memory] workspace unless given there);
     /// none: default_memory_reserve()'s (TransformerEngine's)
     std::optional<double> workspace_bytes;
@@ -648,6 +652,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "attention_kernel",
                                      "fp8_cast",
                                      "selective_recompute",
+                                     "fsdp_pp_unsharded",
                                      "workspace",
                                      "gemm_efficiency",
                                      "fp8_gemm_efficiency",
@@ -674,6 +679,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.fp8_cast_separate = as_choice(*node, full, {"fused", "separate"}) == "separate";
         } else if (name == "selective_recompute") {
             s.selective_recompute = as_choice(*node, full, kSelectiveRecomputeNames);
+        } else if (name == "fsdp_pp_unsharded") {
+            s.fsdp_pp_unsharded = as_bool(*node, full);
         } else if (name == "workspace") {
             s.workspace_bytes = as_quantity(*node, full, Quantity::bytes, false, true);
         } else if (name == "kernel_launch") {
@@ -753,6 +760,9 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
         e.training.selective_recompute = *s.selective_recompute == "torchtitan-op"
                                              ? TrainingSpec::SelectiveRecompute::torchtitan_op
                                              : TrainingSpec::SelectiveRecompute::megatron;
+    }
+    if (s.fsdp_pp_unsharded && !root["training"]["fsdp_pp_unsharded"]) {
+        e.training.fsdp_pp_unsharded = *s.fsdp_pp_unsharded;
     }
     for (const auto& [key, value] : s.overlaps) {
         if (root["training"][key]) continue;

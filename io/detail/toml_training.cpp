@@ -109,6 +109,9 @@ void apply_training_schedule_keys(const toml::table& table, const ModelSpec& mod
     if (const toml::node* n = table.get("fsdp_prefetch")) {
         training.fsdp_prefetch = as_bool(*n, "training.fsdp_prefetch");
     }
+    if (const toml::node* n = table.get("fsdp_pp_unsharded")) {
+        training.fsdp_pp_unsharded = as_bool(*n, "training.fsdp_pp_unsharded");
+    }
     apply_stage_layers(table, model, training);
 }
 

@@ -182,6 +182,8 @@ struct StageTerms {
     double grad_bytes_per_param = kGradBytesPerParam;  ///< 2 without grad_reduce_in_fp32
     double activations_per_layer = 0;
     double recompute_temporary = 0;
+    int sharding =
+        0;  ///< the ZeRO stage of the memory (sharding_stage: FSDP under PP may hold 1's)
 };
 
 StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p) {
@@ -192,6 +194,7 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.grad_bytes_per_param = tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
     t.expert_params = layer_expert_params(m);
     t.expert_weight_bytes = expert_weight_bytes(m, tr, 1);
+    t.sharding = sharding_stage(tr, p);
     t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
     if (p.recompute == Recompute::full) {
         // recomputing a layer rebuilds its activations
@@ -244,14 +247,12 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
     const double edp = std::max(1, p.edp());
     const double expert_params = layers * terms.expert_params / expert_ranks;
     const double expert_weights = layers * terms.expert_weight_bytes / expert_ranks;
-    mem.weights_bytes = weights / (p.zero_stage >= 3 ? shards : 1.0) +
-                        expert_weights / (p.zero_stage >= 3 ? edp : 1.0);
-    mem.grads_bytes =
-        terms.grad_bytes_per_param * (params / (p.zero_stage >= 2 ? shards : 1.0) +
-                                      expert_params / (p.zero_stage >= 2 ? edp : 1.0));
-    mem.optimizer_bytes =
-        kOptimizerBytesPerParam * (params / (p.zero_stage >= 1 ? shards : 1.0) +
-                                   expert_params / (p.zero_stage >= 1 ? edp : 1.0));
+    const int z = terms.sharding;
+    mem.weights_bytes = weights / (z >= 3 ? shards : 1.0) + expert_weights / (z >= 3 ? edp : 1.0);
+    mem.grads_bytes = terms.grad_bytes_per_param *
+                      (params / (z >= 2 ? shards : 1.0) + expert_params / (z >= 2 ? edp : 1.0));
+    mem.optimizer_bytes = kOptimizerBytesPerParam *
+                          (params / (z >= 1 ? shards : 1.0) + expert_params / (z >= 1 ? edp : 1.0));
 
     mem.activations_bytes = terms.activations_per_layer * layers *
                             inflight_microbatches(p.pp, p.interleave, microbatches, stage);
@@ -261,7 +262,7 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
         // fp32 logits and their gradient (vocab-parallel over t)
         temporary += 2.0 * 4.0 * p.microbatch * double(m.seq) / p.cp * m.vocab / t;
     }
-    if (p.zero_stage >= 3) {
+    if (terms.sharding >= 3) {
         // the gathered weights of the current and the prefetched layer
         temporary += 2.0 * terms.layer_weight_bytes / t;
     }

@@ -118,6 +118,19 @@ struct TrainingSpec {
     /// ZeRO-3/FSDP: the next layer's AllGather prefetched beside this layer's compute (PyTorch
     /// FSDP backward/forward prefetch; Megatron-FSDP). false: every gather exposed.
     bool fsdp_prefetch = true;
+    /// ZeRO-3/FSDP under pipeline parallelism, PyTorch's FSDP2 in torch.distributed.pipelining
+    /// (torchtitan): each stage's parameters stay gathered and its gradients unsharded for the
+    /// whole step. torchtitan passes reshard_after_forward = False with PP ("to avoid
+    /// per-microbatch all-gathers", torchtitan/parallelisms/parallelize_llama.py @3f20451);
+    /// the stage's backward sets set_reshard_after_backward(False) and
+    /// set_requires_gradient_sync(False) for every microbatch and runs FSDP's post-backward
+    /// (the reduce-scatter) after the last one (torch/distributed/pipelining/stage.py,
+    /// backward_maybe_with_nosync). So the stage gathers once per step (prefetched under the
+    /// first forward) and reduce-scatters once, after its last backward: ZeRO-1's traffic and
+    /// memory (full weights and gradients, sharded optimizer state; sharding_stage()).
+    /// false: every microbatch gathers and scatters each layer (Megatron-FSDP's per-layer
+    /// FSDP). No effect at pp = 1 or below zero_stage 3.
+    bool fsdp_pp_unsharded = false;
     /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /
     /// --decoder-last-pipeline-num-layers): layers on the first / last stage, the other stages
     /// sharing the rest evenly; 0 = not set. Ignored at pp = 1.
@@ -341,6 +354,19 @@ struct DesignPoint {
 
     bool operator==(const DesignPoint&) const = default;
 };
+
+/// The ZeRO stage whose traffic and memory the point has: its zero_stage, except FSDP under
+/// pipeline parallelism with TrainingSpec::fsdp_pp_unsharded, which gathers and reduce-scatters
+/// once per step and holds full weights and gradients: stage 1's.
+inline int sharding_stage(const TrainingSpec& tr, const DesignPoint& p) {
+    return p.zero_stage >= 3 && p.pp > 1 && tr.fsdp_pp_unsharded ? 1 : p.zero_stage;
+}
+
+/// Whether the point is FSDP under pipeline parallelism with its reduce-scatter after the last
+/// backward (TrainingSpec::fsdp_pp_unsharded): not overlapped with the backward.
+inline bool fsdp_scatter_after_backward(const TrainingSpec& tr, const DesignPoint& p) {
+    return sharding_stage(tr, p) != p.zero_stage;
+}
 
 /// torchtitan's op-level SAC (TrainingSpec::selective_recompute, docs/torchtitan_sac.md): the
 /// policy saves a TP reduce-scatter's output, so with sequence parallelism the attention

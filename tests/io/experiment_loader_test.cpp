@@ -650,6 +650,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_FALSE(e.training.overlap_param_gather);
     EXPECT_TRUE(e.training.tp_comm_overlap);
     EXPECT_FALSE(e.training.fsdp_prefetch);
+    EXPECT_TRUE(e.training.fsdp_pp_unsharded);
 
     ASSERT_EQ(e.hardware.size(), 2u);
     const prism::HardwareSpec& h100 = e.hardware[0];
@@ -989,6 +990,27 @@ TEST(ExperimentLoader, RecomputeModulesAreMegatronsNamesCheckedAgainstTheModel) 
     EXPECT_EQ(error_of(dsv3 + "recompute_modules = [\"mla_up_proj\"]\n" + hw),
               "exp.toml:5:21: training.recompute_modules: applies to recompute = \"selective\" "
               "(as Megatron-Core's --recompute-modules), which no point of the experiment uses");
+}
+
+// FSDP under pipeline parallelism (docs/model.md): gathered for the step in PyTorch's pipelining
+// (the torchtitan stack's default), per layer and microbatch otherwise; [training] and [stack]
+// override the stack's value.
+TEST(ExperimentLoader, FsdpUnderPipelineFollowsTheStackUnlessTrainingSaysOtherwise) {
+    const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"h100-sxm\"\n";
+    const auto unsharded = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.fsdp_pp_unsharded;
+    };
+
+    EXPECT_FALSE(unsharded(llama + hw));
+    EXPECT_FALSE(unsharded(llama + "stack = \"megatron-core\"\n" + hw));
+    EXPECT_TRUE(unsharded(llama + "stack = \"torchtitan\"\n" + hw));
+    EXPECT_FALSE(unsharded(llama + "stack = \"torchtitan\"\nfsdp_pp_unsharded = false\n" + hw));
+    EXPECT_TRUE(unsharded(llama + "fsdp_pp_unsharded = true\n" + hw));
+    EXPECT_FALSE(
+        unsharded(llama + hw + "[stack]\npreset = \"torchtitan\"\nfsdp_pp_unsharded = false\n"));
+    EXPECT_EQ(error_of(llama + "fsdp_pp_unsharded = \"yes\"\n" + hw),
+              "exp.toml:5:21: training.fsdp_pp_unsharded: expected a boolean, got a string");
 }
 
 // What "selective" means (docs/torchtitan_sac.md): Megatron-Core's recompute_modules unless the

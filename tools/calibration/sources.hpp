@@ -118,7 +118,9 @@ inline std::string grand_teton_h100_overrides() {
 /// train configs: FSDP2 over the data-parallel ranks (ZeRO-3, prefetched) with TP, PP and CP
 /// as the table says, sequence parallelism with TP, AsyncTP as tp_comm_overlap, SDPA attention
 /// (FlashAttention-2 backend), torchao Float8 linears as fp8 (Trainy: FP8 all-gather as
-/// fp8_params), no grad accumulation without PP (micro batch = local batch), PP micro batch 1.
+/// fp8_params), no grad accumulation without PP (micro batch = local batch); with PP the local
+/// batch in PP-degree microbatches (torchtitan's default; the csv's micro_batch) and FSDP2's
+/// stages gathered for the step (the stack preset's fsdp_pp_unsharded).
 /// Rows with `selective` ran torchtitan's op-level selective activation checkpointing
 /// (selective_ac_option = "op"): the torchtitan stack preset's selective_recompute
 /// (docs/torchtitan_sac.md). memory_gib: the published peak reserved memory per GPU, checked by
