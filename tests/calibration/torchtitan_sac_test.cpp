@@ -54,12 +54,12 @@ TEST(TorchtitanSac, PublishedPeakMemoryTellsTheOpPolicyFromMegatrons) {
     EXPECT_EQ(selective, 6);
 }
 
-// Table 5's 405B row (FSDP 8 x TP 8 x PP 8, full checkpointing) with FSDP2 under pipeline
-// parallelism as PyTorch runs it (fsdp_pp_unsharded): each stage holds its weights gathered and
-// its gradients unsharded for the step, so prism's allocator share lands 27% under the published
-// 82.5 GiB, where the benchmark's full-checkpointing 8B and 70B rows are (28% to 38% under). Read
-// as per-layer FSDP (every layer resharded after its forward and backward) it would be 77%
-// under: less than a quarter of what the allocator reserved.
+// Table 5's 405B rows (FSDP 8 x TP 8 x PP 8, full checkpointing, 1F1B and interleaved 1F1B) with
+// FSDP2 under pipeline parallelism as PyTorch runs it (fsdp_pp_unsharded): each stage holds its
+// weights gathered and its gradients unsharded for the step, so prism's allocator share lands
+// 27% / 12% under the published 82.5 / 72.7 GiB, where the benchmark's other full-checkpointing
+// rows are (28% to 38% under). Read as per-layer FSDP (every layer resharded after its forward
+// and backward) they would be 62% / 52% under: less than half of what the allocator reserved.
 TEST(TorchtitanMemory, PipelineRowHoldsItsStagesGathered) {
     int rows = 0;
     for (const Case& c : torchtitan_llama3(PRISM_TEST_DATA_DIR)) {
@@ -77,9 +77,9 @@ TEST(TorchtitanMemory, PipelineRowHoldsItsStagesGathered) {
 
         EXPECT_GE(unsharded / measured - 1, -0.35) << c.label;
         EXPECT_LE(unsharded / measured - 1, 0.05) << c.label;
-        EXPECT_LT(per_layer / measured - 1, -0.60) << c.label;
+        EXPECT_LT(per_layer / measured - 1, -0.45) << c.label;
     }
-    EXPECT_EQ(rows, 1);
+    EXPECT_EQ(rows, 2);  // table 5: 1F1B and interleaved 1F1B
 }
 
 }  // namespace

@@ -113,12 +113,12 @@ inline std::string grand_teton_h100_overrides() {
 /// tests/data/reference/torchtitan_llama3.csv): the torchtitan team's of 2024-12 on Meta's Grand
 /// Teton H100 (96 GB HBM2e at 2.4 TB/s, 500 W power limit: the h100-sxm preset with that HBM
 /// bandwidth; its tensor-core peak is below the SXM datasheet's by an unknown amount, which the
-/// stack's factors absorb), tables 1-5 with torch.compile (the 1F1B row of table 5), and
-/// Trainy's of 2025-06 on H200 (llama3_8b_h200_2025-06_torchtitan.md). Settings of torchtitan's
-/// train configs: FSDP2 over the data-parallel ranks (ZeRO-3, prefetched) with TP, PP and CP
-/// as the table says, sequence parallelism with TP, AsyncTP as tp_comm_overlap, SDPA attention
-/// (FlashAttention-2 backend), torchao Float8 linears as fp8 (Trainy: FP8 all-gather as
-/// fp8_params), no grad accumulation without PP (micro batch = local batch); with PP the local
+/// stack's factors absorb), tables 1-5 with torch.compile (table 5: 1F1B and interleaved 1F1B, 2
+/// stages per rank), and Trainy's of 2025-06 on H200 (llama3_8b_h200_2025-06_torchtitan.md).
+/// Settings of torchtitan's train configs: FSDP2 over the data-parallel ranks (ZeRO-3, prefetched)
+/// with TP, PP and CP as the table says, sequence parallelism with TP, AsyncTP as tp_comm_overlap,
+/// SDPA attention (FlashAttention-2 backend), torchao Float8 linears as fp8 (Trainy: FP8 all-gather
+/// as fp8_params), no grad accumulation without PP (micro batch = local batch); with PP the local
 /// batch in PP-degree microbatches (torchtitan's default; the csv's micro_batch) and FSDP2's
 /// stages gathered for the step (the stack preset's fsdp_pp_unsharded).
 /// Rows with `selective` ran torchtitan's op-level selective activation checkpointing
@@ -141,6 +141,7 @@ inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
         c.tp = int(t.number(i, "tp"));
         c.pp = int(t.number(i, "pp"));
         c.cp = int(t.number(i, "cp"));
+        c.interleave = int(t.number(i, "vp"));
         c.dp = gpus / (c.tp * c.pp * c.cp);
         c.zero_stage = 3;
         c.precision = t.text(i, "precision");
@@ -151,13 +152,14 @@ inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
         c.tp_comm_overlap = t.number(i, "tp_comm_overlap") != 0;
         c.overlap_grad_reduce = true;
         c.overlap_param_gather = true;
-        c.pipeline_slots = c.layers % c.pp != 0;
+        c.pipeline_slots = c.layers % (c.pp * c.interleave) != 0;
         if (c.gpu == "h100-sxm") c.hardware_overrides = grand_teton_h100_overrides();
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
         c.measured_memory_gib = t.number(i, "memory_gib");
-        c.label = fmt::format("table {} {} s{} x{} {}{}", t.text(i, "table"), t.text(i, "model"),
-                              c.seq, gpus, c.precision, c.tp_comm_overlap ? " asyncTP" : "");
+        c.label = fmt::format("table {} {} s{} x{} {}{}{}", t.text(i, "table"), t.text(i, "model"),
+                              c.seq, gpus, c.precision, c.tp_comm_overlap ? " asyncTP" : "",
+                              c.interleave > 1 ? " interleaved" : "");
         cases.push_back(c);
     }
     return cases;
