@@ -212,7 +212,7 @@ LayerPasses build_layer_passes(const Context& c) {
         l.dense_backward = dense.backward;
         l.dense_share = 1.0 - double(moe_layers) / c.m.layers;
     }
-    if (sharding_stage(c.tr, c.p) >= 3 && c.dp_link.size > 1) {
+    if (c.zero >= 3 && c.dp_link.size > 1) {
         const double params = layer_params(c.m) / c.t;
         const double gather =
             c.coll(KernelClass::allgather, weight_bytes(c.m, c.tr, 1, 0) / c.t, c.dp_link);
@@ -306,11 +306,10 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
     const double bucket_share = std::min(1.0, bucket / params);
     DpSync out;
     double grad_s = 0, gather_s = 0;
-    const int zero = sharding_stage(c.tr, p);
-    if (ranks > 1 && zero == 0) {
+    if (ranks > 1 && c.zero == 0) {
         grad_s = c.coll(KernelClass::allreduce, kGradReduceBytesPerParam * params, c.dp_link);
         out.list.comm(KernelClass::allreduce, grad_s, c.dp_link.level, kDp);
-    } else if (ranks > 1 && zero <= 2) {
+    } else if (ranks > 1 && c.zero <= 2) {
         grad_s = c.coll(KernelClass::reducescatter, kGradReduceBytesPerParam * params, c.dp_link);
         const double gathered_bytes =
             largest_stage(c.m, p, s.stage_layers, [&](double l, double ends) {
@@ -325,7 +324,7 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
     const int edp = p.edp();
     if (expert_params > 0 && edp > 1) {
         const GroupLink link = expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link;
-        if (zero == 0) {
+        if (c.zero == 0) {
             const double t =
                 c.coll(KernelClass::allreduce, kGradReduceBytesPerParam * expert_params, link);
             out.list.comm(KernelClass::allreduce, t, link.level, kDp);
@@ -359,9 +358,9 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
         }
         return total_s - std::min(exposed, total_s);
     };
-    // FSDP2 under PP reduce-scatters in its post-backward, after the stage's last backward
-    const bool grad_overlap =
-        e.training.overlap_grad_reduce && !fsdp_scatter_after_backward(c.tr, p);
+    // FSDP2 under PP (traffic of a lower stage than its own) reduce-scatters in its
+    // post-backward, after the stage's last backward
+    const bool grad_overlap = e.training.overlap_grad_reduce && c.zero == p.zero_stage;
     out.overlap_s = hidden(grad_s, chunk_bwd_s, grad_overlap) +
                     hidden(gather_s, chunk_fwd_s, e.training.overlap_param_gather);
     return out;
@@ -371,10 +370,10 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
 /// distributed optimizer updates the stage's parameters / (d c).
 SegmentList build_optimizer(const Context& c, const Shape& s) {
     const int edp = std::max(1, c.p.edp());
-    const double params = largest_stage_params(c.m, c.p, s.stage_layers) /
-                              (c.p.zero_stage >= 1 ? double(c.dp_link.size) : 1.0) +
-                          largest_stage_expert_params(c.m, c.p, s.stage_layers) /
-                              (c.p.zero_stage >= 1 ? double(edp) : 1.0);
+    const double params =
+        largest_stage_params(c.m, c.p, s.stage_layers) /
+            (c.zero >= 1 ? double(c.dp_link.size) : 1.0) +
+        largest_stage_expert_params(c.m, c.p, s.stage_layers) / (c.zero >= 1 ? double(edp) : 1.0);
     return {
         Segment{{Op{KernelClass::optimizer, c.memory(30.0 * params), c.sync, LinkLevel::local}}}};
 }
@@ -391,7 +390,7 @@ StepProfile assemble_profile(const Context& c, const Shape& s, LayerPasses& laye
     prof.dp = p.dp;
     prof.tp = p.tp;
     prof.cp = p.cp;
-    prof.dp_lockstep = sharding_stage(c.tr, p) >= 3 && c.dp_link.size > 1;
+    prof.dp_lockstep = c.zero >= 3 && c.dp_link.size > 1;
     prof.layer_forward = std::move(layers.forward.list);
     prof.layer_backward = std::move(layers.backward.list);
     prof.dense_chunk_layers = dense_chunk_layers(c.m, s.chunk_layers, p.pp, s.chunks);

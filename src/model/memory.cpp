@@ -182,8 +182,8 @@ struct StageTerms {
     double grad_bytes_per_param = kGradBytesPerParam;  ///< 2 without grad_reduce_in_fp32
     double activations_per_layer = 0;
     double recompute_temporary = 0;
-    int sharding =
-        0;  ///< the ZeRO stage of the memory (sharding_stage: FSDP under PP may hold 1's)
+    /// the ZeRO stage of the memory (sharding_stage: FSDP under PP may hold 1's)
+    int sharding = 0;
 };
 
 StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p) {
@@ -262,7 +262,7 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
         // fp32 logits and their gradient (vocab-parallel over t)
         temporary += 2.0 * 4.0 * p.microbatch * double(m.seq) / p.cp * m.vocab / t;
     }
-    if (terms.sharding >= 3) {
+    if (z >= 3) {
         // the gathered weights of the current and the prefetched layer
         temporary += 2.0 * terms.layer_weight_bytes / t;
     }

@@ -362,12 +362,6 @@ inline int sharding_stage(const TrainingSpec& tr, const DesignPoint& p) {
     return p.zero_stage >= 3 && p.pp > 1 && tr.fsdp_pp_unsharded ? 1 : p.zero_stage;
 }
 
-/// Whether the point is FSDP under pipeline parallelism with its reduce-scatter after the last
-/// backward (TrainingSpec::fsdp_pp_unsharded): not overlapped with the backward.
-inline bool fsdp_scatter_after_backward(const TrainingSpec& tr, const DesignPoint& p) {
-    return sharding_stage(tr, p) != p.zero_stage;
-}
-
 /// torchtitan's op-level SAC (TrainingSpec::selective_recompute, docs/torchtitan_sac.md): the
 /// policy saves a TP reduce-scatter's output, so with sequence parallelism the attention
 /// output projection's (wo's) output is kept; otherwise wo is re-run in the backward (the

@@ -104,7 +104,7 @@ void PassBuilder::apply_launch_floor(double kernel_launch_s) {
 
 Context::Context(const ModelSpec& model, const TrainingSpec& training, const HardwareSpec& hardware,
                  const DesignPoint& point)
-    : m(model), tr(training), hw(hardware), p(point) {}
+    : m(model), tr(training), hw(hardware), p(point), zero(sharding_stage(training, point)) {}
 
 double Context::gemm(double flops, double m_rows, double k, double n) const {
     const double bytes = 2.0 * (m_rows * k + k * n + m_rows * n);

@@ -150,6 +150,8 @@ struct Context {
     bool tp_overlap = false;  ///< --tp-comm-overlap in effect (tp > 1 with SP)
     GroupLink tp_link, cp_link, pp_link;
     GroupLink dp_link;  ///< the data-parallel group with CP: d c ranks
+    /// The ZeRO stage of the point's traffic (sharding_stage: FSDP under PP may move 1's)
+    int zero = 0;
 
     Context(const ModelSpec& model, const TrainingSpec& training, const HardwareSpec& hardware,
             const DesignPoint& point);

@@ -14,15 +14,12 @@ namespace {
 
 using prism::DesignPoint;
 
-// The helper model: h = 1024, a = 16, L = 8, s = 1024, V = 32000, f = 4h, MHA.
-constexpr double kH = 1024, kLayerParams = 12 * kH * kH + 13 * kH, kVocab = 32000;
+using prism::test::kH;
+using prism::test::kLayerParams;
+using prism::test::kVocab;
+using prism::test::ring;
 // a stage of pp 2: 4 layers and the embedding (first) or the output layer (last)
 constexpr double kStageParams = 4 * kLayerParams + kVocab * kH;
-
-/// Ring ReduceScatter / AllGather of `bytes` over n ranks at 0.8 x `link_bytes_per_s`.
-double ring(double bytes, int n, double link_bytes_per_s, double latency_s) {
-    return double(n - 1) / n * bytes / (0.8 * link_bytes_per_s) + (n - 1) * latency_s;
-}
 
 /// pp 2 x dp 4 (the dp ranks 2 apart inside one 8-GPU node), FSDP, 4 microbatches of 1.
 DesignPoint pp2_dp4_fsdp() {

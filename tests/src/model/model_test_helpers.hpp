@@ -6,6 +6,16 @@
 
 namespace prism::test {
 
+/// small_experiment()'s shape: h = 1024, a = 16, L = 8, s = 1024, V = 32000, f = 4h, MHA; its
+/// parameters per layer (12 h^2 + 13 h).
+inline constexpr double kH = 1024, kLayerParams = 12 * kH * kH + 13 * kH, kVocab = 32000;
+
+/// Ring ReduceScatter / AllGather of `bytes` over n ranks at 0.8 x `link_bytes_per_s` (the
+/// helpers' collective efficiency) with `latency_s` per hop.
+inline double ring(double bytes, int n, double link_bytes_per_s, double latency_s) {
+    return double(n - 1) / n * bytes / (0.8 * link_bytes_per_s) + (n - 1) * latency_s;
+}
+
 /// A GPT-3-like model on an A100-like node with round numbers, so that hand calculations stay
 /// simple: 8 GPUs per node, NVLink 300 GB/s, NIC 25 GB/s.
 inline Experiment small_experiment() {

@@ -14,14 +14,11 @@ namespace {
 
 using prism::DesignPoint;
 
-// The helper model: h = 1024, a = 16, L = 8, s = 1024, V = 32000, f = 4h, MHA.
-constexpr double kH = 1024, kLayerParams = 12 * kH * kH + 13 * kH, kVocab = 32000;
+using prism::test::kH;
+using prism::test::kLayerParams;
+using prism::test::kVocab;
+using prism::test::ring;
 constexpr double kStageParams = 8 * kLayerParams + kVocab * kH;
-
-/// Ring ReduceScatter / AllGather of `bytes` over n ranks at 0.8 x `link_bytes_per_s`.
-double ring(double bytes, int n, double link_bytes_per_s, double latency_s) {
-    return double(n - 1) / n * bytes / (0.8 * link_bytes_per_s) + (n - 1) * latency_s;
-}
 
 /// Compute at 0.7 x 300 TFLOP/s for every GEMM; memory and host costs zero.
 prism::Experiment compute_only() {
