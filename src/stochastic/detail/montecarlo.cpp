@@ -370,10 +370,11 @@ class StepSampler {
             const double gg = gs[s];
             for (int c = 0; c < v; ++c) {
                 const int j = s * v + c;
-                draw_mean_[2 * j] = m.fwd[j].mean(gg, r);
-                draw_sd_[2 * j] = std::sqrt(m.fwd[j].var(gg, r));
-                draw_mean_[2 * j + 1] = m.bwd[j].mean(gg, r);
-                draw_sd_[2 * j + 1] = std::sqrt(m.bwd[j].var(gg, r));
+                const Moments f = m.fwd[j].moments(gg, r), b = m.bwd[j].moments(gg, r);
+                draw_mean_[2 * j] = f.mean;
+                draw_sd_[2 * j] = std::sqrt(f.var);
+                draw_mean_[2 * j + 1] = b.mean;
+                draw_sd_[2 * j + 1] = std::sqrt(b.var);
             }
         }
     }
@@ -535,10 +536,11 @@ class StepSampler {
             const double gg = m.lockstep ? gk[s] : gk[s * m.dp + rep];
             for (int c = 0; c < m.chunks; ++c) {
                 const int i = s * m.chunks + c;
-                mean_f_[i] = m.fwd[i].mean(gg, r);
-                sd_f_[i] = single ? 0.0 : std::sqrt(m.fwd[i].var(gg, r));
-                mean_b_[i] = m.bwd[i].mean(gg, r);
-                sd_b_[i] = single ? 0.0 : std::sqrt(m.bwd[i].var(gg, r));
+                const Moments f = m.fwd[i].moments(gg, r), b = m.bwd[i].moments(gg, r);
+                mean_f_[i] = f.mean;
+                sd_f_[i] = single ? 0.0 : std::sqrt(f.var);
+                mean_b_[i] = b.mean;
+                sd_b_[i] = single ? 0.0 : std::sqrt(b.var);
             }
         }
     }
@@ -648,11 +650,10 @@ class StepSampler {
                 gmaxs[rep] = std::max(gmaxs[rep], gg);
                 for (int c = 0; c < v; ++c) {
                     const int i = s * v + c;
-                    const double mf = m.fwd[i].mean(gg, r), mb = m.bwd[i].mean(gg, r);
-                    rep_dur_[(2 * i) * reps + rep] = mf;
-                    rep_dur_[(2 * i + 1) * reps + rep] = mb;
-                    f += n * (clamp_mass(mf, m.fwd[i].var(gg, r)) +
-                              clamp_mass(mb, m.bwd[i].var(gg, r)));
+                    const Moments mf = m.fwd[i].moments(gg, r), mb = m.bwd[i].moments(gg, r);
+                    rep_dur_[(2 * i) * reps + rep] = mf.mean;
+                    rep_dur_[(2 * i + 1) * reps + rep] = mb.mean;
+                    f += n * (clamp_mass(mf.mean, mf.var) + clamp_mass(mb.mean, mb.var));
                 }
             }
         }

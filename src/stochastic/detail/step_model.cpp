@@ -102,22 +102,80 @@ DistributionSpec job_regime(const DistributionSpec& regime, const RegimeLevels& 
     return out;
 }
 
+namespace {
+
+/// Phi and phi at the nodes -kClarkCertain + i / kNormalTableDensity (exact, from libm)
+struct NormalNodes {
+    std::vector<double> cdf, pdf;
+    NormalNodes() {
+        const int n = static_cast<int>(2 * kClarkCertain * kNormalTableDensity);
+        cdf.resize(n + 1);
+        pdf.resize(n + 1);
+        for (int i = 0; i <= n; ++i) {
+            const double x = -kClarkCertain + static_cast<double>(i) / kNormalTableDensity;
+            cdf[i] = normal_cdf(x);
+            pdf[i] = 0.39894228040143267794 * std::exp(-0.5 * x * x);
+        }
+    }
+};
+
+/// built before main (no guard on the hot path); nothing runs clark_max at static initialization
+const NormalNodes kNormalNodes;
+
+}  // namespace
+
+NormalPair normal_pair(double x) {
+    const auto& t = kNormalNodes;
+    const double u = (x + kClarkCertain) * kNormalTableDensity;
+    if (!(u >= 0) || u >= static_cast<double>(t.cdf.size() - 1)) {
+        return {normal_cdf(x), 0.39894228040143267794 * std::exp(-0.5 * x * x)};
+    }
+    const auto i = static_cast<size_t>(u);
+    const double f = u - static_cast<double>(i);
+    const double h = 1.0 / kNormalTableDensity;
+    const double x0 = -kClarkCertain + static_cast<double>(i) * h, x1 = x0 + h;
+    // cubic Hermite basis on [x0, x1] with the exact derivatives Phi' = phi, phi' = -x phi
+    const double f2 = f * f, f3 = f2 * f;
+    const double h00 = 2 * f3 - 3 * f2 + 1, h10 = f3 - 2 * f2 + f;
+    const double h01 = -2 * f3 + 3 * f2, h11 = f3 - f2;
+    const double p0 = t.pdf[i], p1 = t.pdf[i + 1];
+    return {h00 * t.cdf[i] + h10 * h * p0 + h01 * t.cdf[i + 1] + h11 * h * p1,
+            h00 * p0 - h10 * h * x0 * p0 + h01 * p1 - h11 * h * x1 * p1};
+}
+
 Moments clark_max(Moments a, Moments b) {
     const double s2 = a.var + b.var;
     if (s2 <= 0) return a.mean >= b.mean ? a : b;
     const double s = std::sqrt(s2);
-    const double alpha = (a.mean - b.mean) / s;
-    const double pa = normal_cdf(alpha);
-    const double pb = normal_cdf(-alpha);
-    const double phi = 0.39894228040143267794 * std::exp(-0.5 * alpha * alpha);
-    const double m = a.mean * pa + b.mean * pb + s * phi;
-    const double e2 = (a.mean * a.mean + a.var) * pa + (b.mean * b.mean + b.var) * pb +
-                      (a.mean + b.mean) * s * phi;
-    return {m, std::max(0.0, e2 - m * m)};
+    const double d = a.mean - b.mean;
+    const double alpha = d / s;
+    // |alpha| >= 9: the other side wins with probability Phi(-9) = 1.1e-19 and shifts the
+    // moments by less than that many of their units (s phi(9) = 1e-18 s < 1e-19 of the mean):
+    // the winner's moments, exactly in double precision
+    if (alpha >= kClarkCertain) return a;
+    if (alpha <= -kClarkCertain) return b;
+    const auto [pa, phi] = normal_pair(alpha);
+    const double pb = 1.0 - pa;
+    // mean b + d Phi + s phi; the variance written without the means' squares (E[M^2] - m^2
+    // cancels them): va Phi + vb (1 - Phi) + d^2 Phi (1 - Phi) + d s phi (1 - 2 Phi) - s^2 phi^2
+    const double m = b.mean + d * pa + s * phi;
+    const double v =
+        a.var * pa + b.var * pb + d * d * pa * pb + d * s * phi * (pb - pa) - s2 * phi * phi;
+    return {m, std::max(0.0, v)};
 }
 
 Moments ChunkCost::mixed_moments(const MixedSegment& s, double g, double r) {
     return clark_max({g * s.comp_mean, g * g * s.comp_var}, {r * s.comm_mean, r * r * s.comm_var});
+}
+
+Moments ChunkCost::moments(double g, double r) const {
+    Moments out{g * comp_mean + r * comm_mean, g * g * comp_var + r * r * comm_var};
+    for (const auto& s : mixed) {
+        const Moments x = mixed_moments(s, g, r);
+        out.mean += s.repeat * x.mean;
+        out.var += s.repeat * x.var;
+    }
+    return out;
 }
 
 namespace {

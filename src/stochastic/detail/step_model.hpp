@@ -74,6 +74,8 @@ struct ChunkCost {
         for (const auto& s : mixed) v += s.repeat * mixed_moments(s, g, r).var;
         return v;
     }
+    /// mean(g, r) and var(g, r) in one pass (one Clark's max per mixed segment)
+    Moments moments(double g, double r) const;
     /// Majorants for every g, R >= 0: mean(g, R) <= g comp_bound_mean() + R comm_bound_mean(),
     /// var(g, R) <= g^2 comp_bound_var() + R^2 comm_bound_var(), and mean(g', R) - mean(g, R)
     /// <= (g' - g) comp_bound_mean() for g' >= g (the max is 1-Lipschitz in each side; the
@@ -212,6 +214,21 @@ double level_amplitude(const RegimeLevels& levels, const std::array<double, 5>& 
 /// Throws ConfigError for an empirical or mixture regime with levels set.
 DistributionSpec job_regime(const DistributionSpec& regime, const RegimeLevels& levels,
                             const std::array<double, 5>& seconds);
+
+/// |alpha| beyond which clark_max returns the winner's moments unchanged (step_model.cpp)
+inline constexpr double kClarkCertain = 9.0;
+/// nodes per unit of the normal pair's table on [-kClarkCertain, kClarkCertain]
+inline constexpr double kNormalTableDensity = 128.0;
+
+/// The standard normal's cdf Phi(x) and density phi(x) together: on [-9, 9] cubic Hermite
+/// interpolation of a table with the exact derivatives (phi and -x phi) at its nodes, each
+/// within h^4 / 384 max|f''''| of the truth at h = 1 / 128 (Phi'''' = phi''', at most 0.55;
+/// phi'''' at most 1.2: 1.2e-11); outside, libm. A mixed segment's moments take one pair per
+/// lane and sample in the Monte Carlo evaluator, where libm's erfc and exp were half the time.
+struct NormalPair {
+    double cdf = 0, pdf = 0;
+};
+NormalPair normal_pair(double x);
 
 /// Clark (1961): mean and variance of max(A, B) for independent normals A, B.
 Moments clark_max(Moments a, Moments b);
