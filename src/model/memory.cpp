@@ -319,12 +319,13 @@ double reserved_bytes(const MemoryReserveSpec& reserve, const DesignPoint& p) {
            reserve.nccl_bytes_per_communicator * nccl_communicators(p);
 }
 
-double model_state_bytes_average(const ModelSpec& m, const DesignPoint& p) {
+double model_state_bytes_average(const ModelSpec& m, const TrainingSpec& tr, const DesignPoint& p) {
     const double params = total_params(m) / (double(p.tp) * p.pp);
     const double d = double(p.dp) * p.cp;
-    return kWeightBytesPerParam * params / (p.zero_stage >= 3 ? d : 1.0) +
-           kGradBytesPerParam * params / (p.zero_stage >= 2 ? d : 1.0) +
-           kOptimizerBytesPerParam * params / (p.zero_stage >= 1 ? d : 1.0);
+    const int z = sharding_stage(tr, p);
+    return kWeightBytesPerParam * params / (z >= 3 ? d : 1.0) +
+           kGradBytesPerParam * params / (z >= 2 ? d : 1.0) +
+           kOptimizerBytesPerParam * params / (z >= 1 ? d : 1.0);
 }
 
 }  // namespace prism

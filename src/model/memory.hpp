@@ -118,7 +118,9 @@ int nccl_communicators(const DesignPoint& point);
 double reserved_bytes(const MemoryReserveSpec& reserve, const DesignPoint& point);
 
 /// Model state (weights + grads + optimizer) averaged over the t p model-parallel GPUs:
-/// 18 x total params / (t p), ZeRO-sharded over d c. Korthikanti et al.'s Figure 1 convention.
-double model_state_bytes_average(const ModelSpec& model, const DesignPoint& point);
+/// 18 x total params / (t p), ZeRO-sharded over d c at the point's sharding_stage (FSDP under
+/// PP with fsdp_pp_unsharded holds stage 1's). Korthikanti et al.'s Figure 1 convention.
+double model_state_bytes_average(const ModelSpec& model, const TrainingSpec& training,
+                                 const DesignPoint& point);
 
 }  // namespace prism

@@ -166,7 +166,7 @@ TEST(ModelFidelity, KorthikantiMemoryPerGpuWithinFivePercentPerRow) {
     for (const MemoryCase& m : cases) {
         const Experiment e = make_experiment(m.c);
         const DeterministicResult r = evaluate_deterministic(e, e.defaults);
-        const double state = model_state_bytes_average(e.model, e.defaults) / kGiB;
+        const double state = model_state_bytes_average(e.model, e.training, e.defaults) / kGiB;
         const double act = r.memory.activations_bytes / kGiB;
         std::printf(
             "  %-22s params+opt %6.2f / %6.2f GiB (%+5.1f%%)  activations %7.2f / %7.2f "

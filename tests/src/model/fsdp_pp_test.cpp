@@ -8,6 +8,7 @@
 
 #include "model_test_helpers.hpp"
 #include "src/model/deterministic.hpp"
+#include "src/model/flops.hpp"
 #include "src/model/memory.hpp"
 
 namespace {
@@ -47,6 +48,19 @@ TEST(FsdpUnderPipeline, StageHoldsFullWeightsAndGradientsAndShardedOptimizerStat
     const auto sharded = prism::memory_of_stage(e.model, e.training, p, 4, 0, 4);
     EXPECT_DOUBLE_EQ(sharded.weights_bytes, 2 * kStageParams / 4);
     EXPECT_DOUBLE_EQ(sharded.grads_bytes, 4 * kStageParams / 4);
+}
+
+TEST(FsdpUnderPipeline, AverageModelStateFollowsTheShardingStage) {
+    // Korthikanti's convention: 18 bytes per parameter over the t p = 2 model-parallel GPUs,
+    // sharded over the 4 dp ranks where the stage shards them
+    auto e = prism::test::small_experiment();
+    const DesignPoint p = pp2_dp4_fsdp();
+    const double per_gpu = prism::total_params(e.model) / 2;
+    e.training.fsdp_pp_unsharded = true;
+    EXPECT_DOUBLE_EQ(prism::model_state_bytes_average(e.model, e.training, p),
+                     (2 + 4) * per_gpu + 12 * per_gpu / 4);
+    e.training.fsdp_pp_unsharded = false;
+    EXPECT_DOUBLE_EQ(prism::model_state_bytes_average(e.model, e.training, p), 18 * per_gpu / 4);
 }
 
 TEST(FsdpUnderPipeline, GathersOnceAndReduceScattersOnceAfterTheLastBackward) {

@@ -72,13 +72,13 @@ TEST(ClarkMax, MeanAndVarianceOfTwoNormalsAgainstIntegration) {
         Moments a, b;
     };
     const std::vector<Case> cases = {
-        {{1.0, 0.01}, {1.0, 0.01}},         // alpha 0
-        {{1.0, 0.0025}, {0.9, 0.0004}},     // alpha 1.9
-        {{0.7, 0.0025}, {1.0, 0.0004}},     // alpha -5.9
-        {{3.0, 0.04}, {1.0, 0.0001}},       // alpha 9.98: the winner's moments
-        {{1.0, 1e-4}, {1.125, 1e-4}},       // alpha -8.8: just inside the table
-        {{1000.0, 1e-6}, {1000.001, 4e-6}}, // a small spread under a large mean
-        {{2.0, 0.5}, {1.5, 0.02}},          // unequal spreads
+        {{1.0, 0.01}, {1.0, 0.01}},          // alpha 0
+        {{1.0, 0.0025}, {0.9, 0.0004}},      // alpha 1.9
+        {{0.7, 0.0025}, {1.0, 0.0004}},      // alpha -5.9
+        {{3.0, 0.04}, {1.0, 0.0001}},        // alpha 9.98: the winner's moments
+        {{1.0, 1e-4}, {1.125, 1e-4}},        // alpha -8.8: just inside the table
+        {{1000.0, 1e-6}, {1000.001, 4e-6}},  // a small spread under a large mean
+        {{2.0, 0.5}, {1.5, 0.02}},           // unequal spreads
     };
     for (const auto& k : cases) {
         const Moments got = clark_max(k.a, k.b);
