@@ -630,7 +630,7 @@ struct StackFactors {
     double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1;  ///< MoE factors
     double grouped_gemm_wave_experts = 0;  ///< experts per curve call (0: all local experts)
     double kernel_launch_s = 0;
-    bool fp8_cast_separate = false;  ///< fp8_cast = "separate" (torchao) | "fused" (TE)
+    Fp8Cast fp8_cast = Fp8Cast::fused;  ///< fp8_cast = "fused" | "separate" | "te-linear"
     /// What recompute = "selective" means in the stack: "megatron" | "torchtitan-op"; none:
     /// the default (Megatron-Core's recompute_modules)
     std::optional<std::string> selective_recompute;
@@ -676,7 +676,10 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
         } else if (name == "attention_kernel") {
             s.attention_kernel = as_choice(*node, full, {"cudnn", "fa2", "fa3"});
         } else if (name == "fp8_cast") {
-            s.fp8_cast_separate = as_choice(*node, full, {"fused", "separate"}) == "separate";
+            const std::string v = as_choice(*node, full, {"fused", "separate", "te-linear"});
+            s.fp8_cast = v == "separate"    ? Fp8Cast::separate
+                         : v == "te-linear" ? Fp8Cast::te_linear
+                                            : Fp8Cast::fused;
         } else if (name == "selective_recompute") {
             s.selective_recompute = as_choice(*node, full, kSelectiveRecomputeNames);
         } else if (name == "fsdp_pp_unsharded") {
@@ -795,7 +798,7 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
         hw.permute_factor *= s.permute;
         hw.grouped_gemm_wave_experts = s.grouped_gemm_wave_experts;
         hw.kernel_launch_s += s.kernel_launch_s;
-        hw.fp8_cast_separate = s.fp8_cast_separate;
+        hw.fp8_cast = s.fp8_cast;
         g.source +=
             fmt::format("; stack {}{}{}", s.name, s.source.empty() ? "" : " (" + s.source + ")",
                         overridden.empty() ? "" : " (overridden: " + overridden + ")");

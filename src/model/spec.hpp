@@ -253,6 +253,13 @@ struct GpuSpec {
     double attention_efficiency_fa3 = 0;
 };
 
+/// Where a stack casts FP8 GEMM inputs (HardwareSpec::fp8_cast).
+enum class Fp8Cast : std::uint8_t {
+    fused,     ///< in the producing kernel (TransformerEngine's fused modules): nothing extra
+    separate,  ///< torchao Float8, dynamic tensorwise: amax + quantize kernels (torchtitan)
+    te_linear  ///< TransformerEngine te.Linear: one cast-transpose pass per tensor (llm-foundry)
+};
+
 /// A GPU model inside a node type and its network.
 struct HardwareSpec {
     std::string name;  ///< key of [hardware.<name>]
@@ -288,11 +295,12 @@ struct HardwareSpec {
     /// Host (framework) time to issue one kernel: a layer pass takes at least its kernel count
     /// times this (launch-bound small models). Fitted; see configs/presets/gpus.
     double kernel_launch_s = 0;
-    /// The stack casts each FP8 GEMM input in kernels of its own (torchao Float8 with dynamic
-    /// tensorwise scaling: an amax reduction and a quantize pass per tensor) instead of fusing
-    /// the cast into the kernel that produces it (TransformerEngine): `fp8_cast = "separate"`
-    /// of configs/presets/stacks. Memory-bound kernels per FP8 GEMM (layer_passes.hpp).
-    bool fp8_cast_separate = false;
+    /// Where the stack casts each FP8 GEMM input (`fp8_cast` of configs/presets/stacks;
+    /// memory-bound kernels per FP8 GEMM, layer_passes.hpp): fused into the kernel that produces
+    /// it (TransformerEngine's fused modules), in torchao Float8's amax and quantize kernels
+    /// (dynamic tensorwise scaling), or in TransformerEngine's cast-transpose kernel of a bare
+    /// te.Linear (delayed scaling: the amax taken in the same pass).
+    Fp8Cast fp8_cast = Fp8Cast::fused;
 
     /// GPUs per NVLink domain: nvlink_domain, or the node when it is not set.
     int nvlink_domain_gpus() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }

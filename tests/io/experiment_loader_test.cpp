@@ -181,20 +181,22 @@ TEST(ExperimentLoader, StackFactorsMultiplyTheHardwareCeilings) {
     EXPECT_NE(hw.gpu.source.find("stack llm-foundry"), std::string::npos) << hw.gpu.source;
 }
 
-// fp8_cast: torchtitan's preset casts separately (torchao), megatron-core's fuses (TE, the
-// default); a [stack] table may override it; another word is rejected at the key.
-TEST(ExperimentLoader, StackFp8CastSeparateOrFused) {
-    EXPECT_FALSE(parse_experiment(kBase, "exp.toml").hardware.at(0).fp8_cast_separate);
-    EXPECT_TRUE(parse_experiment(kBase + "[stack]\npreset = \"torchtitan\"\n", "exp.toml")
-                    .hardware.at(0)
-                    .fp8_cast_separate);
-    EXPECT_FALSE(parse_experiment(
-                     kBase + "[stack]\npreset = \"torchtitan\"\nfp8_cast = \"fused\"\n", "exp.toml")
-                     .hardware.at(0)
-                     .fp8_cast_separate);
+// fp8_cast: torchtitan's preset casts separately (torchao), llm-foundry's in te.Linear's
+// cast-transpose, megatron-core's fuses (TE's fused modules, the default); a [stack] table may
+// override it; another word is rejected at the key.
+TEST(ExperimentLoader, StackFp8CastSeparateTeLinearOrFused) {
+    auto cast_of = [](const std::string& stack) {
+        return parse_experiment(kBase + stack, "exp.toml").hardware.at(0).fp8_cast;
+    };
+    EXPECT_EQ(cast_of(""), prism::Fp8Cast::fused);
+    EXPECT_EQ(cast_of("[stack]\npreset = \"torchtitan\"\n"), prism::Fp8Cast::separate);
+    EXPECT_EQ(cast_of("[stack]\npreset = \"llm-foundry\"\n"), prism::Fp8Cast::te_linear);
+    EXPECT_EQ(cast_of("[stack]\npreset = \"torchtitan\"\nfp8_cast = \"fused\"\n"),
+              prism::Fp8Cast::fused);
+    EXPECT_EQ(cast_of("[stack]\nfp8_cast = \"te-linear\"\n"), prism::Fp8Cast::te_linear);
     EXPECT_EQ(error_of(kBase + "[stack]\nfp8_cast = \"unfused\"\n"),
               "exp.toml:8:12: stack.fp8_cast: unknown value 'unfused'; expected one of "
-              "\"fused\", \"separate\"");
+              "\"fused\", \"separate\", \"te-linear\"");
 }
 
 // The stack's GEMM workspaces replace the default reserve's (TransformerEngine's 96 MiB: PyTorch's

@@ -123,15 +123,31 @@ double Context::coll(KernelClass cls, double bytes, const GroupLink& link) const
 }
 
 double fp8_cast_forward_s(const Context& c, double input_elements, double weight_elements) {
-    if (c.tr.precision != Precision::fp8 || !c.hw.fp8_cast_separate) return 0;
-    return c.memory(kFp8CastActivationBytes * input_elements +
-                    kFp8CastWeightBytes * weight_elements) +
-           2 * kFp8AmaxStageTime_s;
+    if (c.tr.precision != Precision::fp8) return 0;
+    switch (c.hw.fp8_cast) {
+        case Fp8Cast::fused:
+            return 0;
+        case Fp8Cast::separate:
+            return c.memory(kFp8CastActivationBytes * input_elements +
+                            kFp8CastWeightBytes * weight_elements) +
+                   2 * kFp8AmaxStageTime_s;
+        case Fp8Cast::te_linear:
+            return c.memory(kTeCastTransposeBytes * (input_elements + weight_elements));
+    }
+    return 0;
 }
 
 double fp8_cast_backward_s(const Context& c, double grad_elements) {
-    if (c.tr.precision != Precision::fp8 || !c.hw.fp8_cast_separate) return 0;
-    return c.memory(kFp8CastActivationBytes * grad_elements) + kFp8AmaxStageTime_s;
+    if (c.tr.precision != Precision::fp8) return 0;
+    switch (c.hw.fp8_cast) {
+        case Fp8Cast::fused:
+            return 0;
+        case Fp8Cast::separate:
+            return c.memory(kFp8CastActivationBytes * grad_elements) + kFp8AmaxStageTime_s;
+        case Fp8Cast::te_linear:
+            return c.memory(kTeCastTransposeBytes * grad_elements);
+    }
+    return 0;
 }
 
 // ---- one layer -------------------------------------------------------------------------------

@@ -80,9 +80,16 @@ inline double fused_attention_time_s(double mma_s, double exp_s, double overlap)
 /// row- and column-major (2 x 1 byte), the second for the backward's transposed GEMM. A linear
 /// layer casts its input (4 bytes per element) and weight (6) in the forward and its output
 /// gradient (4) in the backward; the FP8 input and weight are saved for the backward (no
-/// recast). TransformerEngine fuses the cast into the producing kernel: nothing extra.
+/// recast). TransformerEngine's fused modules (LayerNormLinear, LayerNormMLP) fuse the cast into
+/// the producing kernel: nothing extra. A bare te.Linear (Fp8Cast::te_linear: llm-foundry's
+/// fc_type = "te") casts its input, its weight (every call: no is_first_microbatch cache) and, in
+/// the backward, its output gradient in one cast-transpose pass each (transformer_engine/pytorch/
+/// module/linear.py, fp8_cast_transpose_fused: read 2 bytes, write the FP8 tensor and its
+/// transpose, 2 x 1), the amax taken in that pass (delayed scaling): 4 bytes per element for all
+/// three, no second amax stage (the scale update is one multi-tensor kernel per step).
 inline constexpr double kFp8CastActivationBytes = 4;  ///< per element: quantize read 2, write 2
 inline constexpr double kFp8CastWeightBytes = 6;      ///< per element: amax read 2 + quantize 4
+inline constexpr double kTeCastTransposeBytes = 4;    ///< per element: read 2, write 2 x 1
 /// The second stage of each tensor's amax reduction: torchao's measured single-element Triton
 /// kernel on H100 (roofline_utils.py, TRITON_KERNEL_1_ELEMENT_TIME_SEC).
 inline constexpr double kFp8AmaxStageTime_s = 2e-6;

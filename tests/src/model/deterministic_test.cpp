@@ -107,7 +107,7 @@ TEST(Deterministic, SeparateFp8CastsAddTorchaosCastBytesPerLinear) {
     e.training.precision = prism::Precision::fp8;
     const DesignPoint p;  // one GPU, microbatch 1: M = 1024 tokens, h = 1024, f = 4h, MHA
     const auto fused = prism::evaluate_deterministic(e, p);
-    e.hardware[0].fp8_cast_separate = true;
+    e.hardware[0].fp8_cast = prism::Fp8Cast::separate;
     const auto separate = prism::evaluate_deterministic(e, p);
 
     // torchao's roofline (roofline_utils.py): forward, each linear's input at 4 bytes per
@@ -130,7 +130,7 @@ TEST(Deterministic, SeparateFp8CastsAddTorchaosCastBytesPerLinear) {
     tp2.sequence_parallel = true;
     const double tp2_fused = [&] {
         auto f = e;
-        f.hardware[0].fp8_cast_separate = false;
+        f.hardware[0].fp8_cast = prism::Fp8Cast::fused;
         return prism::evaluate_deterministic(f, tp2).breakdown.layer_forward_s;
     }();
     const auto tp2_separate = prism::evaluate_deterministic(e, tp2);
@@ -140,8 +140,26 @@ TEST(Deterministic, SeparateFp8CastsAddTorchaosCastBytesPerLinear) {
     // bf16 training casts nothing
     e.training.precision = prism::Precision::bf16;
     const auto bf16_separate = prism::evaluate_deterministic(e, p);
-    e.hardware[0].fp8_cast_separate = false;
+    e.hardware[0].fp8_cast = prism::Fp8Cast::fused;
     EXPECT_DOUBLE_EQ(bf16_separate.step_time_s, prism::evaluate_deterministic(e, p).step_time_s);
+}
+
+TEST(Deterministic, TeLinearCastsAddOneCastTransposePassPerTensor) {
+    auto e = prism::test::small_experiment();
+    e.training.precision = prism::Precision::fp8;
+    const DesignPoint p;  // one GPU, microbatch 1: M = 1024 tokens, h = 1024, f = 4h, MHA
+    const auto fused = prism::evaluate_deterministic(e, p);
+    e.hardware[0].fp8_cast = prism::Fp8Cast::te_linear;
+    const auto te = prism::evaluate_deterministic(e, p);
+
+    // a bare te.Linear's fp8_cast_transpose_fused: read 2 bytes per element, write the FP8
+    // tensor and its transpose (2 x 1); forward, each linear's input (7 M h) and weight
+    // (12 h^2); backward, its output gradient (9 M h); no amax stage; at 2 TB/s x 0.8
+    const double M = 1024, h = 1024, bw = 2e12 * 0.8;
+    EXPECT_NEAR(te.breakdown.layer_forward_s - fused.breakdown.layer_forward_s,
+                4 * (7 * M * h + 12 * h * h) / bw, 1e-12);
+    EXPECT_NEAR(te.breakdown.layer_backward_s - fused.breakdown.layer_backward_s,
+                4 * 9 * M * h / bw, 1e-12);
 }
 
 TEST(Deterministic, FusedAttentionBackwardHasTwoAndAHalfTimesTheForwardFlops) {

@@ -197,7 +197,7 @@ TEST(TorchtitanOpSac, SeparateFp8CastsAreRecastInTheBackwardByHand) {
     none.recompute = Recompute::none;
     const auto recompute_s = [&](bool separate) {
         Experiment x = e;
-        x.hardware[0].fp8_cast_separate = separate;
+        x.hardware[0].fp8_cast = separate ? prism::Fp8Cast::separate : prism::Fp8Cast::fused;
         return backward_s(x, p) - backward_s(x, none);
     };
     const double M = 1024, h = 1024, f = 4096, kv = 256;
