@@ -122,12 +122,23 @@ double Context::coll(KernelClass cls, double bytes, const GroupLink& link) const
     return collective_time_s(cls, bytes, link, hw.collective_efficiency);
 }
 
+bool fsdp_fp8_weights(const Context& c) {
+    return c.tr.precision == Precision::fp8 && c.tr.fp8_params && c.zero >= 3 &&
+           c.hw.fp8_cast == Fp8Cast::separate;
+}
+
 double fp8_cast_forward_s(const Context& c, double input_elements, double weight_elements) {
     if (c.tr.precision != Precision::fp8) return 0;
     switch (c.hw.fp8_cast) {
         case Fp8Cast::fused:
             return 0;
         case Fp8Cast::separate:
+            if (fsdp_fp8_weights(c)) {
+                const double shards = double(c.p.dp) * c.p.cp;
+                return c.memory(kFp8CastActivationBytes * input_elements +
+                                kFsdpFp8ShardCastBytes * weight_elements / shards) +
+                       (input_elements > 0 ? kFp8AmaxStageTime_s : 0.0);
+            }
             return c.memory(kFp8CastActivationBytes * input_elements +
                             kFp8CastWeightBytes * weight_elements) +
                    2 * kFp8AmaxStageTime_s;
@@ -137,13 +148,16 @@ double fp8_cast_forward_s(const Context& c, double input_elements, double weight
     return 0;
 }
 
-double fp8_cast_backward_s(const Context& c, double grad_elements) {
+double fp8_cast_backward_s(const Context& c, double grad_elements, double weight_elements) {
     if (c.tr.precision != Precision::fp8) return 0;
     switch (c.hw.fp8_cast) {
         case Fp8Cast::fused:
             return 0;
         case Fp8Cast::separate:
-            return c.memory(kFp8CastActivationBytes * grad_elements) + kFp8AmaxStageTime_s;
+            return c.memory(
+                       kFp8CastActivationBytes * grad_elements +
+                       (fsdp_fp8_weights(c) ? kFp8WeightTransposeBytes * weight_elements : 0.0)) +
+                   kFp8AmaxStageTime_s;
         case Fp8Cast::te_linear:
             return c.memory(kTeCastTransposeBytes * grad_elements);
     }
@@ -685,7 +699,7 @@ void layer_backward(const Context& c, PassBuilder& b, bool moe) {
     // shard before its gather, a column-parallel linear's (n / t wide) whole
     auto row_parallel = [&](double k, double n) {
         const Op g = gemm_op(c, k, n);
-        add_cast(c, b, fp8_cast_backward_s(c, c.act(c.tokens * n)));
+        add_cast(c, b, fp8_cast_backward_s(c, c.act(c.tokens * n), k * n));
         if (c.tp_overlap) {
             b.ring_exchange(g, tp_op(c, KernelClass::allgather), c.p.tp, kTp);
         } else {
@@ -696,7 +710,7 @@ void layer_backward(const Context& c, PassBuilder& b, bool moe) {
     };
     auto column_parallel = [&](double k, double n) {
         const Op g = gemm_op(c, k, n);
-        add_cast(c, b, fp8_cast_backward_s(c, c.tokens * n));
+        add_cast(c, b, fp8_cast_backward_s(c, c.tokens * n, k * n));
         if (c.p.tp <= 1) {
             b.compute(KernelClass::gemm, g.time_s, c.sync);
             b.compute(KernelClass::gemm, g.time_s, c.sync);

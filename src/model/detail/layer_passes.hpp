@@ -174,9 +174,23 @@ struct Context {
 
 /// The separate FP8 casts of one linear layer's forward (its input of `input_elements` and its
 /// weight of `weight_elements` elements on this GPU) and backward (its output gradient of
-/// `grad_elements`); 0 unless the training precision is FP8 and the stack casts separately.
+/// `grad_elements`, its weight of `weight_elements`); 0 unless the training precision is FP8
+/// and the stack casts separately.
 double fp8_cast_forward_s(const Context& c, double input_elements, double weight_elements);
-double fp8_cast_backward_s(const Context& c, double grad_elements);
+double fp8_cast_backward_s(const Context& c, double grad_elements, double weight_elements);
+
+/// torchao's Float8 weights under per-layer FSDP with fp8_params (`enable_fsdp_float8_all_gather`):
+/// FSDP gathers FP8 weights that torchao cast on the local shard in `fsdp_pre_all_gather`
+/// (pytorch/ao torchao/float8/fsdp_utils.py) with a scale precomputed once per step for all of
+/// them (`precompute_float8_dynamic_scale_for_fsdp`): a read of 2 and a write of 1 byte per shard
+/// element at each gather (the forward's; a recomputed forward's), no amax pass of its own.
+/// Float8Linear then casts no weight itself (`tensor_already_casted_to_fp8`), but the
+/// backward's input-gradient GEMM takes the gathered row-major FP8 weight as its second operand
+/// and `preprocess_addmm` copies it column-major (float8_ops.py, `b_data.t().contiguous().t()`:
+/// read 1, write 1 byte per element of the whole weight).
+bool fsdp_fp8_weights(const Context& c);
+inline constexpr double kFsdpFp8ShardCastBytes = 3;    ///< per shard element: read 2, write 1
+inline constexpr double kFp8WeightTransposeBytes = 2;  ///< per element: read 1, write 1
 
 /// Attention core (scores, softmax, dropout, scores x V) of one pass; `scale` = 1 forward,
 /// 2 backward. CP: the K/V ring exchange runs concurrently with the attention kernel.
