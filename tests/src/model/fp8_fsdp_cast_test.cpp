@@ -15,19 +15,14 @@ using prism::DesignPoint;
 constexpr double kBw = 2e12 * 0.8;  // the small experiment's HBM bandwidth x its efficiency
 constexpr double kAmaxStage = 2e-6;
 
-DesignPoint fsdp_dp4() {
-    DesignPoint p;
-    p.dp = 4;
-    p.zero_stage = 3;
-    return p;
-}
-
 TEST(Fp8FsdpCast, WeightCastOnTheShardAndTransposedForTheBackward) {
     auto e = prism::test::small_experiment();
     e.training.precision = prism::Precision::fp8;
     e.training.fp8_params = true;
     e.hardware[0].fp8_cast = prism::Fp8Cast::separate;
-    const DesignPoint p = fsdp_dp4();
+    DesignPoint p;  // per-layer FSDP over 4 ranks
+    p.dp = 4;
+    p.zero_stage = 3;
     const prism::detail::Context c(e.model, e.training, e.hardware[0], p);
     const double input = 1024.0 * 1024, weight = 1024.0 * 4096, grad = 1024.0 * 4096;
 
@@ -50,8 +45,8 @@ TEST(Fp8FsdpCast, WeightCastOnTheShardAndTransposedForTheBackward) {
         const prism::detail::Context d(f.model, f.training, f.hardware[0], q);
         EXPECT_NEAR(prism::detail::fp8_cast_forward_s(d, input, weight),
                     (4 * input + 6 * weight) / kBw + 2 * kAmaxStage, 1e-15);
-        EXPECT_NEAR(prism::detail::fp8_cast_backward_s(d, grad, weight), 4 * grad / kBw + kAmaxStage,
-                    1e-15);
+        EXPECT_NEAR(prism::detail::fp8_cast_backward_s(d, grad, weight),
+                    4 * grad / kBw + kAmaxStage, 1e-15);
     }
 }
 
