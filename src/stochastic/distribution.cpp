@@ -17,8 +17,6 @@ namespace {
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
-double normal_pdf(double z) { return kInvSqrt2Pi * std::exp(-0.5 * z * z); }
-
 const char* kind_name(DistKind k) {
     switch (k) {
         case DistKind::constant:
@@ -57,6 +55,7 @@ double bisect_increasing(F f, double target, double lo, double hi) {
 }  // namespace
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z * kInvSqrt2); }
+double normal_pdf(double z) { return kInvSqrt2Pi * std::exp(-0.5 * z * z); }
 double normal_sf(double z) { return 0.5 * std::erfc(z * kInvSqrt2); }
 
 double normal_quantile(double p) {

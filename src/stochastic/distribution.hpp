@@ -15,6 +15,8 @@ namespace prism::stochastic {
 
 /// Standard normal CDF, upper tail and quantile (Wichura, AS241, relative error ~1e-16).
 double normal_cdf(double z);
+/// Standard normal density.
+double normal_pdf(double z);
 double normal_sf(double z);
 double normal_quantile(double p);
 

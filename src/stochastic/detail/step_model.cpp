@@ -114,7 +114,7 @@ struct NormalNodes {
         for (int i = 0; i <= n; ++i) {
             const double x = -kClarkCertain + static_cast<double>(i) / kNormalTableDensity;
             cdf[i] = normal_cdf(x);
-            pdf[i] = 0.39894228040143267794 * std::exp(-0.5 * x * x);
+            pdf[i] = normal_pdf(x);
         }
     }
 };
@@ -128,7 +128,7 @@ NormalPair normal_pair(double x) {
     const auto& t = kNormalNodes;
     const double u = (x + kClarkCertain) * kNormalTableDensity;
     if (!(u >= 0) || u >= static_cast<double>(t.cdf.size() - 1)) {
-        return {normal_cdf(x), 0.39894228040143267794 * std::exp(-0.5 * x * x)};
+        return {normal_cdf(x), normal_pdf(x)};
     }
     const auto i = static_cast<size_t>(u);
     const double f = u - static_cast<double>(i);

@@ -64,18 +64,10 @@ struct ChunkCost {
     /// variance split between the two sides by the probability each wins.
     double lin_comp = 0, lin_comm = 0, lin_comp_var = 0, lin_comm_var = 0;
 
-    double mean(double g, double r) const {
-        double m = g * comp_mean + r * comm_mean;
-        for (const auto& s : mixed) m += s.repeat * mixed_moments(s, g, r).mean;
-        return m;
-    }
-    double var(double g, double r) const {
-        double v = g * g * comp_var + r * r * comm_var;
-        for (const auto& s : mixed) v += s.repeat * mixed_moments(s, g, r).var;
-        return v;
-    }
-    /// mean(g, r) and var(g, r) in one pass (one Clark's max per mixed segment)
+    /// mean(g, r) and var(g, r) together (one Clark's max per mixed segment)
     Moments moments(double g, double r) const;
+    double mean(double g, double r) const { return moments(g, r).mean; }
+    double var(double g, double r) const { return moments(g, r).var; }
     /// Majorants for every g, R >= 0: mean(g, R) <= g comp_bound_mean() + R comm_bound_mean(),
     /// var(g, R) <= g^2 comp_bound_var() + R^2 comm_bound_var(), and mean(g', R) - mean(g, R)
     /// <= (g' - g) comp_bound_mean() for g' >= g (the max is 1-Lipschitz in each side; the
