@@ -20,6 +20,32 @@ sed 's/^zero_stage = \[0, 3\]/zero_stage = [0, 3]\nlearning_rate = [1e-4, 2e-4, 
     "$src/tests/data/sweeps/sweep_small.toml" > "$exp"
 "$prism" sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 
+grace=${PRISM_TRIAL_GRACE_S:-60}  # seconds a stopped job may take to end (undisturbed: ~3 s)
+# Whether PID is running (a zombie, exited but not reaped, is not).
+running() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1; [[ $s != Z* ]]; }
+# Waits up to LIMIT seconds for the child PID, its exit status in $waited; fails when a watchdog
+# had to kill the job's session (what was still running is then in $dir/timed_out).
+wait_bounded() {
+    local pid=$1 limit=$2 dog i
+    rm -f "$dir/timed_out"
+    (
+        for ((i = 0; i < limit; i++)); do sleep 1; running "$pid" || exit 0; done
+        leftovers "$pid" > "$dir/timed_out"
+        kill -KILL -- "-$pid"
+    ) 2>/dev/null &
+    dog=$!
+    wait "$pid" 2>/dev/null; waited=$?
+    kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
+    [ ! -e "$dir/timed_out" ]
+}
+# The processes of the job's session (setsid made PID its leader), one line each.
+leftovers() { ps -s "$1" -o pid=,stat=,etime=,args= 2>/dev/null | awk '$2 !~ /^Z/' | tr '\n' ';'; }
+# Waits up to LIMIT seconds for every process of the session to end.
+settle() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do [ -z "$(leftovers "$1")" ] && return 0; sleep 0.1; done
+    return 1
+}
 violations=0 agreed=0 term_runs=0 identical=0 files=0 none=0
 declare -A kinds=()
 violation() { echo "FAIL trial $t ($kind after ${delay}s): $*"; violations=$((violations + 1)); }
@@ -43,7 +69,18 @@ for t in $(seq "$trials"); do
         term-all) kill -TERM -- "-$pid" 2>/dev/null ;;
         kill-all) kill -KILL -- "-$pid" 2>/dev/null ;;
     esac
-    wait "$pid" 2>/dev/null; rc=$?
+    # Bounded: a launcher (or a rank it leaves behind) still running long after the signal is
+    # a violation of its own, reported with what was still running, not a hung test.
+    if ! wait_bounded "$pid" "$grace"; then
+        violation "launcher still running ${grace}s after the signal: $(cat "$dir/timed_out")"
+        continue
+    fi
+    rc=$waited
+    if ! settle "$pid" "$grace"; then
+        violation "launcher exited $rc but ranks still ran ${grace}s later: $(leftovers "$pid")"
+        kill -KILL -- "-$pid" 2>/dev/null
+        continue
+    fi
     if [ ! -e "$file" ]; then
         none=$((none + 1))
         [ "$kind" = kill-all ] || [ "$rc" != 0 ] || violation "exit 0 and no file"
@@ -62,7 +99,8 @@ for t in $(seq "$trials"); do
         fi
     fi
     if [ "$status" = 3 ]; then
-        "$mpiexec" -n 3 "$prism" sweep "$exp" -o "$file" --resume -q > "$dir/resume.log" 2>&1 \
+        timeout -s KILL 300 "$mpiexec" -n 3 "$prism" sweep "$exp" -o "$file" --resume -q \
+            > "$dir/resume.log" 2>&1 \
             || { violation "--resume exited $?: $(cat "$dir/resume.log")"; continue; }
     fi
     if /usr/bin/python3 "$compare" "$dir/ref.h5" "$file" > "$dir/compare.log" 2>&1; then
