@@ -30,14 +30,21 @@ std::vector<Item> synthetic_rows(const std::map<std::string, Factors>& truth) {
     return items;
 }
 
+/// Stack factors: BF16 GEMM, FP8 GEMM, attention, HBM, collectives, host time per kernel.
+Factors factors(double gemm, double fp8, double attention, double hbm, double collective,
+                double host_s) {
+    Factors f;
+    f.gemm = gemm;
+    f.fp8_gemm = fp8;
+    f.attention = attention;
+    f.hbm = hbm;
+    f.collective = collective;
+    f.kernel_launch_s = host_s;
+    return f;
+}
+
 TEST(StackFit, ReproducesRowsGeneratedFromKnownFactorsAndPredictsALeftOutSource) {
-    Factors core;
-    core.gemm = 0.8;
-    core.fp8_gemm = 0.85;
-    core.attention = 0.6;
-    core.hbm = 0.9;
-    core.collective = 0.55;
-    core.kernel_launch_s = 3e-6;
+    const Factors core = factors(0.8, 0.85, 0.6, 0.9, 0.55, 3e-6);
     Factors mlperf = core;
     mlperf.fp8_gemm = 0.95;
     mlperf.attention = 0.5;
@@ -46,13 +53,13 @@ TEST(StackFit, ReproducesRowsGeneratedFromKnownFactorsAndPredictsALeftOutSource)
     std::vector<Item> items = synthetic_rows(truth);
     ASSERT_EQ(items.size(), 30u);  // 10 + 12 + 8
 
-    const auto fitted = fit_all(items, "");
+    const auto fitted = fit_all(items, "", Shrinkage::off);
     for (const auto& [source, e] : errors(items, fitted)) {
         std::printf("  in sample %-20s MAPE %.3f%%\n", source.c_str(), 100 * e.s.mean_abs);
         EXPECT_LT(e.s.mean_abs, 0.01) << source;
     }
     const std::string left_out = "mlperf-v5.0-nebius";  // the H200 row: no other H200 source
-    const auto without = fit_all(items, left_out);
+    const auto without = fit_all(items, left_out, Shrinkage::off);
     const SourceError e = errors(items, without, left_out).at(left_out);
     std::printf("  left out %s: error %.3f%%\n", left_out.c_str(), 100 * e.s.mean_abs);
     EXPECT_LT(e.s.mean_abs, 0.02);
@@ -101,7 +108,7 @@ TEST(StackFit, RecoversALargeHostTimeFromMegatronCoresZero) {
     }
     ASSERT_EQ(items.size(), 10u + 36u);
 
-    const auto fitted = fit_all(items, "");
+    const auto fitted = fit_all(items, "", Shrinkage::off);
     const Factors& f = fitted.at("deepspeed");
     std::printf("  deepspeed fitted: gemm %.3f hbm %.3f collectives %.3f host %.1f us\n", f.gemm,
                 f.hbm, f.collective, 1e6 * f.kernel_launch_s);
@@ -120,13 +127,7 @@ TEST(StackFit, RecoversALargeHostTimeFromMegatronCoresZero) {
 // get the geometric mean of the two fitted factors over megatron-core's, the two stacks 1;
 // with torchtitan left out, llm-foundry's alone: 0.80.
 TEST(StackFit, StacksWithoutHopperBf16RowsTakeTheGeometricMeanOfThoseWithThem) {
-    Factors core;
-    core.gemm = 0.85;
-    core.fp8_gemm = 0.9;
-    core.attention = 0.6;
-    core.hbm = 0.9;
-    core.collective = 0.6;
-    core.kernel_launch_s = 1e-6;
+    const Factors core = factors(0.85, 0.9, 0.6, 0.9, 0.6, 1e-6);
     Factors lf = core, tt = core;
     lf.gemm = 0.85 * 0.80;
     tt.gemm = 0.85 * 0.90;
@@ -145,7 +146,7 @@ TEST(StackFit, StacksWithoutHopperBf16RowsTakeTheGeometricMeanOfThoseWithThem) {
         items.push_back(std::move(it));
     }
     ASSERT_EQ(items.size(), 10u + 9u + 2u);
-    const auto f = fit_all(items, "");
+    const auto f = fit_all(items, "", Shrinkage::off);
     const double core_gemm = f.at("megatron-core").gemm;
     const double expected =
         std::sqrt(f.at("llm-foundry").gemm * f.at("torchtitan").gemm) / core_gemm;
@@ -161,7 +162,7 @@ TEST(StackFit, StacksWithoutHopperBf16RowsTakeTheGeometricMeanOfThoseWithThem) {
     EXPECT_EQ(f.at("torchtitan").sustained, 1.0);
     EXPECT_NEAR(f.at("llm-foundry").gemm, lf.gemm, 0.01);
     // left out, the torchtitan rows' BF16 GEMMs come from llm-foundry's, over megatron-core's
-    const auto without = fit_all(items, "torchtitan-2024-12");
+    const auto without = fit_all(items, "torchtitan-2024-12", Shrinkage::off);
     EXPECT_NEAR(without.at("torchtitan").sustained, 0.80, 0.01);
     EXPECT_NEAR(without.at("megatron-core").sustained, 0.80, 0.01);
 }
@@ -186,4 +187,47 @@ TEST(StackFit, ShippedSustainedBf16FractionIsTheFitsFixedPoint) {
         f.at("megatron-core").sustained, f.at("torchtitan").gemm, f.at("llm-foundry").gemm,
         f.at("megatron-core").gemm);
     EXPECT_NEAR(f.at("megatron-core").sustained, 1.0, 0.005);
+}
+
+// The shrinkage toward megatron-core's factors (prior_weight) against a brute-force minimum of
+// the objective it states: BLOOM's row generated with a BF16 GEMM factor of 0.70 on the
+// deepspeed stack (megatron-core's: 0.85), the GEMM factor alone fitted. The objective, written
+// out here: the row's squared log error plus 0.054^2 / 0.19^2 (one source; the row sigma over
+// the stacks' spread) times the squared log ratio to 0.85, minimized on a grid
+// of 4,001 values. Without shrinkage the fit returns 0.70; with it, the grid's minimum, strictly
+// between 0.70 and 0.85.
+TEST(StackFit, ShrinkageIsTheMinimumOfTheRowErrorPlusTheGaussianPrior) {
+    const Factors core = factors(0.85, 0.9, 0.6, 0.9, 0.6, 1e-6);
+    std::vector<Item> items;
+    for (Item& it : load_items(PRISM_TEST_DATA_DIR, 4)) {
+        if (it.row.c.set == "bloom-176b") items.push_back(std::move(it));
+    }
+    ASSERT_EQ(items.size(), 1u);
+    Item& bloom = items[0];
+    Factors truth = core;
+    truth.gemm = 0.70;
+    set_factors(bloom, truth);
+    bloom.row.c.measured = predict_item(bloom);
+
+    std::vector<Item*> rows{&bloom};
+    const Factors plain = fit_stack(rows, {Key::gemm}, core, &core, Shrinkage::off);
+    EXPECT_NEAR(plain.gemm, 0.70, 0.002);
+    const Factors shrunk = fit_stack(rows, {Key::gemm}, core, &core, Shrinkage::on);
+
+    const double w = (0.054 * 0.054) / (0.19 * 0.19);
+    double best = 0, best_value = 1e300;
+    for (int i = 0; i <= 4000; ++i) {
+        const double g = 0.60 + 0.30 * i / 4000.0;
+        Factors f = core;
+        f.gemm = g;
+        set_factors(bloom, f);
+        const double d = std::log(predict_item(bloom) / bloom.row.c.measured);
+        const double r = std::log(g / core.gemm);
+        if (const double v = d * d + w * r * r; v < best_value) best_value = v, best = g;
+    }
+    std::printf("  GEMM factor: truth 0.70, megatron-core 0.85; fitted %.4f, grid %.4f\n",
+                shrunk.gemm, best);
+    EXPECT_NEAR(shrunk.gemm, best, 0.002);
+    EXPECT_GT(shrunk.gemm, 0.702);
+    EXPECT_LT(shrunk.gemm, 0.848);
 }

@@ -16,6 +16,8 @@
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
 //   PRISM_CALIBRATE_LEAVE_OUT=SOURCE  `fit` without that source (its row of `loso`, with the
 //                                     factors it was predicted with)
+//   PRISM_CALIBRATE_SHRINK=1          `fit` / `loso` with the stacks' fractions shrunk toward
+//                                     megatron-core's (not the shipped fit; docs/calibration.md)
 //   PRISM_MOE_FACTORS=a,b,c,d,w       `moe` without a fit: the rows with these factors (a2a
 //                                     NVLink, NIC, grouped GEMM, permute, wave experts)
 //
@@ -25,10 +27,11 @@
 // builds it. Each stack is fitted (Nelder-Mead on the mean squared log error, each source of the
 // stack weighted equally) on its own rows only; the factors a stack's rows do not constrain are
 // megatron-core's (fitted first), and among fits its rows cannot tell apart it takes the one
-// nearest megatron-core's (a small penalty on the log ratios, kPrior). A stack with no rows left
-// (its only source left out) takes all of megatron-core's factors: the prediction a user would get
-// for a stack never measured. vTrain's 1440 rows enter the fit every 4th (cost); every row is
-// reported.
+// nearest megatron-core's (a small penalty on the log ratios, kPrior; PRISM_CALIBRATE_SHRINK=1
+// shrinks the fractions toward megatron-core's instead, a measured alternative). A stack with no
+// rows left (its only source left out) takes all of megatron-core's factors: the prediction a user
+// would get for a stack never measured. vTrain's 1440 rows enter the fit every 4th (cost); every
+// row is reported.
 //
 // DATA_DIR defaults to the source tree's tests/data.
 
@@ -73,13 +76,19 @@ void print_factors(const std::map<std::string, Factors>& f) {
     }
 }
 
+/// PRISM_CALIBRATE_SHRINK set (to anything): the stacks' fractions shrunk toward megatron-core's
+/// (stack_fit.hpp, prior_weight; not the shipped fit).
+Shrinkage shrinkage() {
+    return std::getenv("PRISM_CALIBRATE_SHRINK") != nullptr ? Shrinkage::on : Shrinkage::off;
+}
+
 /// The bound of the acceptance: 8% for the default stack's sources, 10% otherwise.
 double bound(const std::string& stack) { return stack == "megatron-core" ? 0.08 : 0.10; }
 
 int run_fit(const std::string& dir) {
     std::vector<Item> fit_items = load_items(dir, 4);
     const char* left_out = std::getenv("PRISM_CALIBRATE_LEAVE_OUT");
-    const auto f = fit_all(fit_items, left_out != nullptr ? left_out : "");
+    const auto f = fit_all(fit_items, left_out != nullptr ? left_out : "", shrinkage());
     print_factors(f);
     std::vector<Item> items = load_items(dir, 1);
     fmt::print(
@@ -96,14 +105,14 @@ int run_loso(const std::string& dir) {
     std::vector<Item> items = load_items(dir, 1);
     std::set<std::string> sources;
     for (const Item& it : items) sources.insert(it.row.c.set);
-    const auto all = fit_all(fit_items, "");
+    const auto all = fit_all(fit_items, "", shrinkage());
     const auto in_sample = errors(items, all);
     fmt::print(
         "| source left out | stack | GPU | rows | MAPE left out | max | MAPE in sample | bound "
         "| |\n|---|---|---|---|---|---|---|---|---|\n");
     int failures = 0;
     for (const std::string& source : sources) {
-        const auto f = fit_all(fit_items, source);
+        const auto f = fit_all(fit_items, source, shrinkage());
         const SourceError e = errors(items, f, source).at(source);
         const bool alone = std::none_of(items.begin(), items.end(), [&](const Item& it) {
             return it.row.c.stack == e.stack && it.row.c.set != source;
