@@ -175,7 +175,7 @@ struct Context {
 /// The separate FP8 casts of one linear layer's forward (its input of `input_elements` and its
 /// weight of `weight_elements` elements on this GPU) and backward (its output gradient of
 /// `grad_elements`, its weight of `weight_elements`); 0 unless the training precision is FP8
-/// and the stack casts separately.
+/// and the stack casts outside the producing kernels (Fp8Cast::separate or te_linear).
 double fp8_cast_forward_s(const Context& c, double input_elements, double weight_elements);
 double fp8_cast_backward_s(const Context& c, double grad_elements, double weight_elements);
 

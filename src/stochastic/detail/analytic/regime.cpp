@@ -79,12 +79,20 @@ std::pair<Distribution, double> shared_law(const SharedDrift& d) {
     return {Distribution(spec), spec.mean};
 }
 
+/// The tail's two parts at regime value r: the sync's mean and sd, the optimizer's mean and sd
+/// (with the routing's shared variance on it); one pass over each chunk.
+struct TailParts {
+    double sm, ssd, om, osd;
+};
+TailParts tail_parts(const StepModel& m, double r, double shared_var) {
+    const Moments sync = m.sync.moments(1.0, r), opt = m.optimizer.moments(1.0, r);
+    return {sync.mean, std::sqrt(sync.var), opt.mean, std::sqrt(opt.var + shared_var)};
+}
+
 /// Whether the tail at regime value r is one normal (no rectification in reach: the sync
 /// exposed or hidden by more than 6 sd, the optimizer positive), and its sd; -1 if not.
 double tail_normal_sd(const StepModel& m, double r, double shared_var) {
-    const double sm = m.sync.mean(1.0, r), ssd = std::sqrt(m.sync.var(1.0, r));
-    const double om = m.optimizer.mean(1.0, r);
-    const double osd = std::sqrt(m.optimizer.var(1.0, r) + shared_var);
+    const auto [sm, ssd, om, osd] = tail_parts(m, r, shared_var);
     if (!(om > 6.0 * osd)) return -1;
     if (!(ssd > 0)) return osd;  // a constant sync (none without DP)
     if (sm - m.sync_overlap_s > 6.0 * ssd) return std::sqrt(ssd * ssd + osd * osd);
@@ -139,9 +147,7 @@ std::size_t tail_nodes(const StepModel& m, double r, double collapse_sd, double 
     };
     // the routing's shared drift (a normal with a random regime: regime.hpp) rides on the
     // optimizer's normal part, which is never rectified where it is in reach
-    const double sm = m.sync.mean(1.0, r), ssd = std::sqrt(m.sync.var(1.0, r));
-    const double om = m.optimizer.mean(1.0, r);
-    const double osd = std::sqrt(m.optimizer.var(1.0, r) + shared_var);
+    const auto [sm, ssd, om, osd] = tail_parts(m, r, shared_var);
     if (sm - m.sync_overlap_s > 6.0 * ssd && om > 6.0 * osd) {
         // no rectification in reach: the sum of two normals is normal
         const double sd = folded_var > 0
