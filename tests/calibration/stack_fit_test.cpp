@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "io/experiment_loader.hpp"
 #include "tools/calibration/stack_fit.hpp"
 
 namespace {
@@ -65,7 +67,8 @@ TEST(StackFit, ReproducesRowsGeneratedFromKnownFactorsAndPredictsALeftOutSource)
     EXPECT_LT(e.s.mean_abs, 0.02);
 }
 
-// A stack whose only rows are left out is predicted with megatron-core's factors.
+// A stack whose only rows are left out is predicted with megatron-core's factors (deepspeed's
+// host time per kernel: the measured eager one, kEagerHostTime_s).
 TEST(StackFit, AStackWithNoRowsLeftTakesMegatronCoresFactors) {
     std::vector<Item> items;
     for (Item& it : load_items(PRISM_TEST_DATA_DIR, 4)) {
@@ -79,7 +82,50 @@ TEST(StackFit, AStackWithNoRowsLeftTakesMegatronCoresFactors) {
     EXPECT_EQ(ds.gemm, core.gemm);
     EXPECT_EQ(ds.hbm, core.hbm);
     EXPECT_EQ(ds.collective, core.collective);
-    EXPECT_EQ(ds.kernel_launch_s, core.kernel_launch_s);
+    EXPECT_EQ(ds.kernel_launch_s, kEagerHostTime_s);
+}
+
+/// Kernels the model counts per layer (forward + backward, recomputation's forward included) in
+/// the deepspeed stack: with one second of host time per kernel every layer pass is host-bound,
+/// so two layers' step less one layer's is that count in seconds.
+double model_kernels_per_layer(int hidden, int heads, int seq, int batch, bool recompute) {
+    const auto step = [&](int layers) {
+        const Experiment e = io::parse_experiment(
+            fmt::format("[model]\nlayers = {}\nhidden = {}\nheads = {}\nffn = {}\nvocab = 1024\n"
+                        "seq = {}\ngated_mlp = false\n[training]\nglobal_batch = {}\n"
+                        "flash_attention = false\n[stack]\npreset = \"deepspeed\"\n"
+                        "kernel_launch = \"1 s\"\n[hardware.gpu]\npreset = \"h200\"\n"
+                        "[defaults]\ntp = 1\npp = 1\ndp = 1\nmicrobatch = {}\nrecompute = \"{}\"\n",
+                        layers, hidden, heads, 4 * hidden, seq, batch, batch,
+                        recompute ? "full" : "none"),
+            "kernels.toml");
+        return evaluate_deterministic(e, e.defaults).step_time_s;
+    };
+    return step(2) - step(1);
+}
+
+// The deepspeed stack's host time per kernel is measured (stack_fit.hpp, kEagerHostTime_s):
+// eager PyTorch GPT layers on the H200 machine's Xeon, host-bound (the GPU busy less than half
+// the step), host time per layer over the kernels the model counts in the same configuration
+// (rounded to whole kernels); the constant is the median of those runs.
+TEST(StackFit, DeepspeedHostTimeIsTheMeasuredEagerLayerOverTheModelsKernels) {
+    const Table t = read_table(data_file(PRISM_TEST_DATA_DIR, "h200_eager_host.csv"));
+    std::vector<double> per_kernel;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        const double step = t.number(i, "step_ms") * 1e-3;
+        if (t.number(i, "gpu_kernels_ms") * 1e-3 > 0.5 * step) continue;
+        const double kernels = std::round(model_kernels_per_layer(
+            int(t.number(i, "hidden")), int(t.number(i, "heads")), int(t.number(i, "seq")),
+            int(t.number(i, "batch")), t.number(i, "recompute") != 0));
+        per_kernel.push_back(step / t.number(i, "layers") / kernels);
+        std::printf("  h %5.0f, %2.0f layers, recompute %.0f: %.0f us per layer, %.0f kernels in "
+                    "the model, %.1f us per kernel\n",
+                    t.number(i, "hidden"), t.number(i, "layers"), t.number(i, "recompute"),
+                    1e6 * step / t.number(i, "layers"), kernels, 1e6 * per_kernel.back());
+    }
+    ASSERT_EQ(per_kernel.size(), 5u);
+    std::sort(per_kernel.begin(), per_kernel.end());
+    EXPECT_NEAR(per_kernel[2] / kEagerHostTime_s, 1.0, 0.01);
 }
 
 // A stack whose rows need tens of microseconds of host time per kernel gets it back even though

@@ -67,7 +67,9 @@ void print_factors(const std::map<std::string, Factors>& f) {
         }
         const bool fitted = std::find(keys.begin(), keys.end(), Key::kernel_launch) != keys.end();
         fmt::print("kernel_launch = \"{:.2f} us\"{}\n", v.kernel_launch_s * 1e6,
-                   fitted ? "" : "  # megatron-core's");
+                   fitted                ? ""
+                   : stack == "deepspeed" ? "  # measured, held (kEagerHostTime_s)"
+                                          : "  # megatron-core's");
         fmt::print(
             "# on h100-sxm / h200 its BF16 GEMMs x {:.4f} over the presets' gemm_sustained{}\n\n",
             v.sustained,
