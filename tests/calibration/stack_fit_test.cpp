@@ -118,10 +118,11 @@ TEST(StackFit, DeepspeedHostTimeIsTheMeasuredEagerLayerOverTheModelsKernels) {
             int(t.number(i, "hidden")), int(t.number(i, "heads")), int(t.number(i, "seq")),
             int(t.number(i, "batch")), t.number(i, "recompute") != 0));
         per_kernel.push_back(step / t.number(i, "layers") / kernels);
-        std::printf("  h %5.0f, %2.0f layers, recompute %.0f: %.0f us per layer, %.0f kernels in "
-                    "the model, %.1f us per kernel\n",
-                    t.number(i, "hidden"), t.number(i, "layers"), t.number(i, "recompute"),
-                    1e6 * step / t.number(i, "layers"), kernels, 1e6 * per_kernel.back());
+        std::printf(
+            "  h %5.0f, %2.0f layers, recompute %.0f: %.0f us per layer, %.0f kernels in "
+            "the model, %.1f us per kernel\n",
+            t.number(i, "hidden"), t.number(i, "layers"), t.number(i, "recompute"),
+            1e6 * step / t.number(i, "layers"), kernels, 1e6 * per_kernel.back());
     }
     ASSERT_EQ(per_kernel.size(), 5u);
     std::sort(per_kernel.begin(), per_kernel.end());

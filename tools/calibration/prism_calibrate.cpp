@@ -67,7 +67,7 @@ void print_factors(const std::map<std::string, Factors>& f) {
         }
         const bool fitted = std::find(keys.begin(), keys.end(), Key::kernel_launch) != keys.end();
         fmt::print("kernel_launch = \"{:.2f} us\"{}\n", v.kernel_launch_s * 1e6,
-                   fitted                ? ""
+                   fitted                 ? ""
                    : stack == "deepspeed" ? "  # measured, held (kEagerHostTime_s)"
                                           : "  # megatron-core's");
         fmt::print(
