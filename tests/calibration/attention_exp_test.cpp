@@ -16,43 +16,17 @@
 
 #include "io/experiment_loader.hpp"
 #include "src/model/detail/layer_passes.hpp"
+#include "tests/calibration/preset_ceilings.hpp"
 #include "tools/calibration/reference_data.hpp"
 
 namespace {
 
 using namespace prism;
 
-/// The GPU preset's ceilings for one kernel family, the stack's factors left at 1.
-GpuSpec ceilings(const std::string& gpu, const std::string& kernel) {
-    return io::parse_experiment(
-               "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
-               "[hardware.h]\npreset = \"" +
-                   gpu +
-                   "\"\n[stack]\npreset = \"megatron-core\"\n"
-                   "attention_kernel = \"" +
-                   kernel + "\"\nattention_efficiency = 1\n",
-               "preset.toml")
-        .hardware.at(0)
-        .gpu;
-}
+using test::attention_combined;
+using test::attention_pass;
+using test::preset_ceilings;
 
-/// Hand calculation, per score element and head: forward 4 d FLOPs (QK^T and PV), backward
-/// 2.5 x that; one exponential in each pass; the two resources combined as max + (1 - w) min.
-struct Pass {
-    double flops, seconds;
-};
-Pass pass(const GpuSpec& g, double d, double flop_scale) {
-    const double flops = flop_scale * 4 * d;
-    const double mma = flops / (g.peak_bf16_flop_per_s * g.attention_efficiency);
-    const double exp = 1.0 / g.exp_per_s;
-    const double w = g.attention_exp_overlap;
-    return {flops, std::max(mma, exp) + (1 - w) * std::min(mma, exp)};
-}
-/// The fraction of the bf16 peak of forward + backward together (docs/calibration.md's table).
-double combined(const GpuSpec& g, double d) {
-    const Pass f = pass(g, d, 1), b = pass(g, d, 2.5);
-    return (f.flops + b.flops) / (f.seconds + b.seconds) / g.peak_bf16_flop_per_s;
-}
 /// The forward (or backward) alone at head dim d, its MMA fraction anchored on the same
 /// kernel's published figure at head dim 128 (`at128`, fraction of peak).
 double anchored(const GpuSpec& g, double d, double at128, double flop_scale, double overlap) {
@@ -86,9 +60,9 @@ TEST(AttentionExp, PresetsGiveBackThePublishedCombinedCeilingsAtHeadDim128) {
           Row{"h200", "fa2", 0.35}, Row{"a100-80gb", "fa2", 0.65}, Row{"b200", "cudnn", 0.55},
           Row{"gb200-nvl72", "cudnn", 0.4976}, Row{"b300", "cudnn", 0.55},
           Row{"gb300-nvl72", "cudnn", 0.55}}) {
-        const GpuSpec g = ceilings(r.gpu, r.kernel);
+        const GpuSpec g = preset_ceilings(r.gpu, r.kernel);
         ASSERT_GT(g.exp_per_s, 0) << r.gpu;
-        EXPECT_NEAR(combined(g, 128), r.published, 1e-4) << r.gpu << " " << r.kernel;
+        EXPECT_NEAR(attention_combined(g, 128), r.published, 1e-4) << r.gpu << " " << r.kernel;
     }
 }
 
@@ -96,14 +70,15 @@ TEST(AttentionExp, PresetsGiveBackThePublishedCombinedCeilingsAtHeadDim128) {
 // of FP16 matmul but only 3.9 TFLOPS of special functions"), A100 108 SMs x 16 / clock x
 // 1.41 GHz, Blackwell 5e12, Blackwell Ultra 10.7e12 (twice the SFU rate).
 TEST(AttentionExp, ExponentialRatesAreTheSpecSheets) {
-    EXPECT_DOUBLE_EQ(ceilings("h100-sxm", "cudnn").exp_per_s, 3.9e12);
-    EXPECT_DOUBLE_EQ(ceilings("h200", "cudnn").exp_per_s, 3.9e12);
-    EXPECT_NEAR(ceilings("a100-80gb", "fa2").exp_per_s, 108 * 16 * 1.41e9, 1e9);
-    EXPECT_DOUBLE_EQ(ceilings("b200", "cudnn").exp_per_s, 5e12);
-    EXPECT_DOUBLE_EQ(ceilings("gb200-nvl72", "cudnn").exp_per_s, 5e12);
-    EXPECT_NEAR(ceilings("b300", "cudnn").exp_per_s / ceilings("b200", "cudnn").exp_per_s, 2.14,
-                0.01);
-    EXPECT_DOUBLE_EQ(ceilings("gb300-nvl72", "cudnn").exp_per_s, 10.7e12);
+    EXPECT_DOUBLE_EQ(preset_ceilings("h100-sxm", "cudnn").exp_per_s, 3.9e12);
+    EXPECT_DOUBLE_EQ(preset_ceilings("h200", "cudnn").exp_per_s, 3.9e12);
+    EXPECT_NEAR(preset_ceilings("a100-80gb", "fa2").exp_per_s, 108 * 16 * 1.41e9, 1e9);
+    EXPECT_DOUBLE_EQ(preset_ceilings("b200", "cudnn").exp_per_s, 5e12);
+    EXPECT_DOUBLE_EQ(preset_ceilings("gb200-nvl72", "cudnn").exp_per_s, 5e12);
+    EXPECT_NEAR(
+        preset_ceilings("b300", "cudnn").exp_per_s / preset_ceilings("b200", "cudnn").exp_per_s,
+        2.14, 0.01);
+    EXPECT_DOUBLE_EQ(preset_ceilings("gb300-nvl72", "cudnn").exp_per_s, 10.7e12);
 }
 
 // H100 head-dim curves (Shah et al. 2024, FlashAttention-3, Figs. 5-6, BF16, TFLOP/s): forward
@@ -114,7 +89,7 @@ TEST(AttentionExp, ExponentialRatesAreTheSpecSheets) {
 // every figure (FA3 -1.6% / +4.5%, FA2 -3.6%, cuDNN +11%, backward +8%), and nearer than full
 // overlap (a max: +14% to +44% at head dim 64, as a constant efficiency) at every one.
 TEST(AttentionExp, HopperHeadDimCurvesFollowTheSerialSum) {
-    const GpuSpec g = ceilings("h100-sxm", "cudnn");
+    const GpuSpec g = preset_ceilings("h100-sxm", "cudnn");
     ASSERT_EQ(g.attention_exp_overlap, 0.0);
     const double P = 989e12;
     struct Point {
@@ -142,7 +117,7 @@ TEST(AttentionExp, HopperHeadDimCurvesFollowTheSerialSum) {
 // head dim 128 the MMAs bind (cuDNN 9.13 ~1,241, 0.55: the FA4 paper's 1,613 / 1.3), and the
 // overlapped model reads 0.55 at head dim 64 (+7% against PR #2605's cuDNN, a newer build).
 TEST(AttentionExp, BlackwellOverlapsItsExponentialsWithItsMmas) {
-    const GpuSpec g = ceilings("b200", "cudnn");
+    const GpuSpec g = preset_ceilings("b200", "cudnn");
     ASSERT_EQ(g.attention_exp_overlap, 1.0);
     const double P = 2250e12, published64 = 1157e12 / P, published128 = 0.55;
     // serial, even at MMA fraction 1: 1 / (1 + 2,250 / (4 x 64 x 5)) = 0.363
@@ -153,7 +128,8 @@ TEST(AttentionExp, BlackwellOverlapsItsExponentialsWithItsMmas) {
     const double overlapped = anchored(g, 64, published128, 1, 1);
     EXPECT_NEAR(overlapped / published64, 1.07, 0.01);
     // forward alone at the preset's MMA ceiling: MMA-bound at head dim 128 (exps 1.14 x faster)
-    EXPECT_NEAR(pass(g, 128, 1).seconds * g.peak_bf16_flop_per_s / (4 * 128), 1 / 0.55, 1e-9);
+    EXPECT_NEAR(attention_pass(g, 128, 1).seconds * g.peak_bf16_flop_per_s / (4 * 128), 1 / 0.55,
+                1e-9);
 }
 
 // NVIDIA's own cuDNN SDPA training benchmarks (NVIDIA/cudnn-frontend benchmark/, MIT; the rows in
@@ -182,15 +158,15 @@ TEST(AttentionExp, PresetCeilingsAgainstNvidiasCudnnTrainingBenchmarks) {
                             Expect{"b200-cudnn-9.10", "b200", 0.06, 0.11},
                             Expect{"b200-cudnn-9.13", "b200", 0.06, 0.11},
                             Expect{"gb200-cudnn-9.22", "gb200-nvl72", -0.15, -0.10}}) {
-        const GpuSpec g = ceilings(x.preset, "cudnn");
+        const GpuSpec g = preset_ceilings(x.preset, "cudnn");
         for (std::size_t i = 0; i < t.rows.size(); ++i) {
             if (t.text(i, "source") != x.source || t.number(i, "seq") != 16384) continue;
             ++checked;
             const double fwd = t.number(i, "fwd_tflops"), bwd = t.number(i, "bwd_tflops");
             const double published = 3.5 / (1 / fwd + 2.5 / bwd) * 1e12 / g.peak_bf16_flop_per_s;
-            const double off = combined(g, 128) / published - 1;
+            const double off = attention_combined(g, 128) / published - 1;
             std::printf("  %-18s published %.3f of the bf16 peak, preset %.3f (%+.1f%%)\n",
-                        x.source, published, combined(g, 128), 100 * off);
+                        x.source, published, attention_combined(g, 128), 100 * off);
             EXPECT_GT(off, x.low) << x.source;
             EXPECT_LT(off, x.high) << x.source;
         }

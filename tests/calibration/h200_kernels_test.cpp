@@ -15,42 +15,17 @@
 
 #include "io/experiment_loader.hpp"
 #include "src/model/detail/layer_passes.hpp"
+#include "tests/calibration/preset_ceilings.hpp"
 #include "tools/calibration/reference_data.hpp"
 
 namespace {
 
 using namespace prism;
 
-/// The h200 preset's ceilings for one attention kernel family, every stack factor at 1.
-GpuSpec h200(const std::string& kernel) {
-    return io::parse_experiment(
-               "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
-               "[hardware.h]\npreset = \"h200\"\n[stack]\npreset = \"megatron-core\"\n"
-               "attention_kernel = \"" +
-                   kernel +
-                   "\"\ngemm_efficiency = 1\nfp8_gemm_efficiency = 1\n"
-                   "attention_efficiency = 1\nhbm_efficiency = 1\n",
-               "h200.toml")
-        .hardware.at(0)
-        .gpu;
-}
+GpuSpec h200(const std::string& kernel) { return test::preset_ceilings("h200", kernel); }
 
 calibration::Table table(const char* file) {
     return calibration::read_table(calibration::data_file(PRISM_TEST_DATA_DIR, file));
-}
-
-/// Forward + backward of fused attention at head dim d as a fraction of the bf16 peak, by hand
-/// from the preset's two resources (docs/attention_exp.md): per score element and head the
-/// forward does 4 d FLOPs on the MMAs and one exponential, the backward 2.5x the FLOPs and one
-/// exponential; in series on Hopper (attention_exp_overlap 0).
-double combined(const GpuSpec& g, double d) {
-    const auto seconds = [&](double flops) {
-        const double mma = flops / (g.peak_bf16_flop_per_s * g.attention_efficiency);
-        const double exp = 1.0 / g.exp_per_s;
-        const double w = g.attention_exp_overlap;
-        return std::max(mma, exp) + (1 - w) * std::min(mma, exp);
-    };
-    return 3.5 * 4 * d / (seconds(4 * d) + seconds(2.5 * 4 * d)) / g.peak_bf16_flop_per_s;
 }
 
 // A BF16 GEMM run back to back for 45 s on a 700 W H200 sits at the power cap (690-694 W) with
@@ -142,9 +117,9 @@ TEST(H200Kernels, AttentionCeilingsAgainstCudnnAndFlashAttention2) {
                 t.number(i, "head_dim") != 128)
                 continue;
             const double measured = t.number(i, "fwd_bwd_tflops") * 1e12 / g.peak_bf16_flop_per_s;
-            const double off = combined(g, 128) / measured - 1;
+            const double off = test::attention_combined(g, 128) / measured - 1;
             std::printf("  %-5s measured %.3f of the bf16 peak, preset %.3f (%+.1f%%)\n", backend,
-                        measured, combined(g, 128), 100 * off);
+                        measured, test::attention_combined(g, 128), 100 * off);
             EXPECT_GT(off, low) << backend;
             EXPECT_LT(off, high) << backend;
             ++checked;

@@ -28,10 +28,11 @@
 // stack weighted equally) on its own rows only; the factors a stack's rows do not constrain are
 // megatron-core's (fitted first), and among fits its rows cannot tell apart it takes the one
 // nearest megatron-core's (a small penalty on the log ratios, kPrior; PRISM_CALIBRATE_SHRINK=1
-// shrinks the fractions toward megatron-core's instead, a measured alternative). A stack with no
-// rows left (its only source left out) takes all of megatron-core's factors: the prediction a user
-// would get for a stack never measured. vTrain's 1440 rows enter the fit every 4th (cost); every
-// row is reported.
+// shrinks the fractions toward megatron-core's instead, a measured alternative); deepspeed's host
+// time per kernel starts from, and is drawn toward, a measured one (kEagerHostTime_s). A stack
+// with no rows left (its only source left out) takes all of megatron-core's factors (deepspeed's
+// host time the measured one): the prediction a user would get for a stack never measured. vTrain's
+// 1440 rows enter the fit every 4th (cost); every row is reported.
 //
 // DATA_DIR defaults to the source tree's tests/data.
 
@@ -67,9 +68,7 @@ void print_factors(const std::map<std::string, Factors>& f) {
         }
         const bool fitted = std::find(keys.begin(), keys.end(), Key::kernel_launch) != keys.end();
         fmt::print("kernel_launch = \"{:.2f} us\"{}\n", v.kernel_launch_s * 1e6,
-                   fitted                 ? ""
-                   : stack == "deepspeed" ? "  # measured, held (kEagerHostTime_s)"
-                                          : "  # megatron-core's");
+                   fitted ? "" : "  # megatron-core's");
         fmt::print(
             "# on h100-sxm / h200 its BF16 GEMMs x {:.4f} over the presets' gemm_sustained{}\n\n",
             v.sustained,

@@ -220,7 +220,9 @@ inline double prior_weight(Key k, std::size_t sources, Shrinkage shrink) {
 /// launch costs, the order vTrain's Megatron-DeepSpeed rows need).
 inline constexpr double kKernelLaunchStart_s = 50e-6;
 
-/// The deepspeed stack's host time per kernel, measured and held (not fitted): eager PyTorch
+/// Where the deepspeed stack's host time per kernel starts, and what its tie-breaker draws it
+/// toward (fit_all): a measurement, so that a fold without vTrain's host-bound rows runs at it
+/// rather than at megatron-core's ~1 us. Eager PyTorch
 /// GPT layers of Megatron's shape (bias linears, unfused causal attention, GeLU, dropout), BF16,
 /// small enough that the GPU waits on the host, forward + backward with full recomputation as
 /// vTrain's Megatron-DeepSpeed runs (and one without): 2.6-3.7 ms of host time per layer on the
@@ -228,7 +230,7 @@ inline constexpr double kKernelLaunchStart_s = 50e-6;
 /// tests/data/reference/h200_eager_host.csv), divided by the kernels the model counts per layer
 /// in the same configuration (37 with recomputation, 26 without): the median of the five
 /// host-bound runs (`StackFit.DeepspeedHostTimeIsTheMeasuredEagerLayerOverTheModelsKernels`).
-/// The host is not vTrain's (a DGX A100's EPYC 7742). Fitted on vTrain's rows it was 87.7 us.
+/// The host is not vTrain's (a DGX A100's EPYC 7742); vTrain's rows fit 87.8 us from it.
 inline constexpr double kEagerHostTime_s = 97.6e-6;
 
 /// How much lower (relative) the second start's objective must be to replace the first's.
