@@ -629,6 +629,7 @@ struct StackFactors {
     double gemm = 1, fp8_gemm = 1, attention = 1, hbm = 1, collective = 1;
     double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1;  ///< MoE factors
     double grouped_gemm_wave_experts = 0;  ///< experts per curve call (0: all local experts)
+    double overlap_compute_cost = 0;       ///< HardwareSpec::overlap_compute_cost
     double kernel_launch_s = 0;
     Fp8Cast fp8_cast = Fp8Cast::fused;  ///< fp8_cast = "fused" | "separate" | "te-linear"
     /// What recompute = "selective" means in the stack: "megatron" | "torchtitan-op"; none:
@@ -664,7 +665,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "a2a_nic_efficiency",
                                      "grouped_gemm_efficiency",
                                      "permute_efficiency",
-                                     "grouped_gemm_wave_experts"};
+                                     "grouped_gemm_wave_experts",
+                                     "overlap_compute_cost"};
     allowed.insert(allowed.end(), kStackOverlapKeys.begin(), kStackOverlapKeys.end());
     check_keys(table, path, allowed);
     for (const auto& [key, node] : in_file_order(table)) {
@@ -694,6 +696,13 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                 fail_at(*node, fmt::format("{}: value {} must be >= 1 (experts whose GEMMs fill "
                                            "the GPU together)",
                                            full, format_number(s.grouped_gemm_wave_experts)));
+            }
+        } else if (name == "overlap_compute_cost") {
+            s.overlap_compute_cost = as_positive(*node, full, true);
+            if (s.overlap_compute_cost >= 1) {
+                fail_at(*node, fmt::format("{}: value {} must be < 1 (the fraction of an "
+                                           "overlapped collective's time its compute loses)",
+                                           full, format_number(s.overlap_compute_cost)));
             }
         } else if (std::find(kStackOverlapKeys.begin(), kStackOverlapKeys.end(), name) !=
                    kStackOverlapKeys.end()) {
@@ -797,6 +806,7 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
         hw.grouped_gemm_factor *= s.grouped_gemm;
         hw.permute_factor *= s.permute;
         hw.grouped_gemm_wave_experts = s.grouped_gemm_wave_experts;
+        hw.overlap_compute_cost = s.overlap_compute_cost;
         hw.kernel_launch_s += s.kernel_launch_s;
         hw.fp8_cast = s.fp8_cast;
         g.source +=

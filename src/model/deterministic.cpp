@@ -296,7 +296,8 @@ struct DpSync {
 /// AllGather follows the optimizer step; with --overlap-param-gather it runs bucket by bucket
 /// under the next step's forward, chunk j needed after p j + 1 chunk forwards: the same form with
 /// the forward time, the first bucket exposed. A tied embedding's AllReduce between the first and
-/// the last stage runs after the DP reduction (finalize_model_grads), exposed.
+/// the last stage runs after the DP reduction (finalize_model_grads), exposed. The hidden part
+/// still costs the compute beside it HardwareSpec::overlap_compute_cost of its time.
 DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, double chunk_fwd_s,
                      double chunk_bwd_s) {
     const DesignPoint& p = c.p;
@@ -356,7 +357,8 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
         for (int j = 0; j < v; ++j) {
             exposed = std::max(exposed, (j + 1) * total_s / v - (p.pp * j + 1) * chunk_s);
         }
-        return total_s - std::min(exposed, total_s);
+        // the compute beside the hidden part loses overlap_compute_cost of its time
+        return (1.0 - c.hw.overlap_compute_cost) * (total_s - std::min(exposed, total_s));
     };
     // FSDP2 under PP (traffic of a lower stage than its own) reduce-scatters in its
     // post-backward, after the stage's last backward

@@ -273,6 +273,12 @@ struct HardwareSpec {
     double nic_bytes_per_s = 0;  ///< per GPU (each GPU has its own NIC share), one direction
     double nic_latency_s = 0;
     double collective_efficiency = 0.8;  ///< achieved fraction of link bandwidth by NCCL rings
+    /// What a collective overlapped with compute costs the compute beside it, as a fraction of
+    /// the collective's time (the stack's `overlap_compute_cost`): its kernels hold SMs and HBM
+    /// bandwidth the GEMMs would use, so compute of B beside a collective of C takes B + this C
+    /// while C lasts (a compute rate of 1 / (1 + s) beside it: this = s / (1 + s)); 0 = free.
+    /// Copy-engine transfers (TransformerEngine's ring exchange) are not charged.
+    double overlap_compute_cost = 0;
     /// MoE token dispatch / combine (all-to-all, DeepEP): achieved fraction of the link
     /// bandwidth on NVLink and on the NIC, anchored on DeepEP's microbenchmarks (GPU presets)
     /// times the stack's factor; 0 = collective_efficiency (docs/moe_calibration.md).

@@ -131,7 +131,8 @@ TEST(StackFit, DeepspeedHostTimeIsTheMeasuredEagerLayerOverTheModelsKernels) {
 
 // A stack whose rows need tens of microseconds of host time per kernel gets it back even though
 // the fit starts from megatron-core's (0 here): vTrain's single-node rows (every 10th of the
-// fit's) generated with 80 us, the deepspeed stack's other factors away from megatron-core's.
+// fit's) generated with 80 us, the deepspeed stack's other factors away from megatron-core's
+// but its GEMMs (Megatron-DeepSpeed's are megatron-core's cuBLAS GEMMs: not fitted, taken).
 TEST(StackFit, RecoversALargeHostTimeFromMegatronCoresZero) {
     Factors core;
     core.gemm = 0.85;
@@ -139,7 +140,6 @@ TEST(StackFit, RecoversALargeHostTimeFromMegatronCoresZero) {
     core.collective = 0.58;
     core.kernel_launch_s = 0;
     Factors ds = core;
-    ds.gemm = 0.8;
     ds.hbm = 0.8;
     ds.collective = 0.36;
     ds.kernel_launch_s = 80e-6;
@@ -160,7 +160,37 @@ TEST(StackFit, RecoversALargeHostTimeFromMegatronCoresZero) {
     std::printf("  deepspeed fitted: gemm %.3f hbm %.3f collectives %.3f host %.1f us\n", f.gemm,
                 f.hbm, f.collective, 1e6 * f.kernel_launch_s);
     EXPECT_NEAR(f.kernel_launch_s, ds.kernel_launch_s, 0.05 * ds.kernel_launch_s);
+    EXPECT_EQ(f.gemm, fitted.at("megatron-core").gemm);
     EXPECT_LT(errors(items, fitted).at("vtrain").s.mean_abs, 0.01);
+}
+
+// Rows fewer than a stack's free keys do not determine them: the stack keeps megatron-core's
+// factors (a leave-one-source-out fold with one small source left: Trainy's 2 rows for
+// torchtitan's 5 keys). Trainy's rows generated with torchtitan factors away from
+// megatron-core's: alone they do not move them; with the 2024-12 table's 12 rows beside them the
+// stack is fitted (and recovers the FP8 GEMM factor both tables ran).
+TEST(StackFit, AStackWithFewerRowsThanKeysKeepsMegatronCoresFactors) {
+    const Factors core = factors(0.85, 0.9, 0.6, 0.9, 0.6, 1e-6);
+    Factors tt = core;
+    tt.fp8_gemm = 0.75;
+    tt.attention = 0.5;
+    const std::map<std::string, Factors> truth{{"megatron-core", core}, {"torchtitan", tt}};
+    std::vector<Item> items;
+    for (Item& it : load_items(PRISM_TEST_DATA_DIR, 4)) {
+        const std::string& set = it.row.c.set;
+        if (set != "megatron-sc21" && it.row.c.stack != "torchtitan") continue;
+        set_factors(it, truth.at(it.row.c.stack));
+        it.row.c.measured = predict_item(it);
+        items.push_back(std::move(it));
+    }
+    ASSERT_EQ(items.size(), 10u + 12u + 2u);
+    const auto alone = fit_all(items, "torchtitan-2024-12", Shrinkage::off);
+    Factors kept = alone.at("torchtitan"), core_fit = alone.at("megatron-core");
+    for (Key k : {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::collective}) {
+        EXPECT_EQ(field(kept, k), field(core_fit, k)) << key_name(k);
+    }
+    const auto both = fit_all(items, "", Shrinkage::off);
+    EXPECT_NEAR(both.at("torchtitan").fp8_gemm, tt.fp8_gemm, 0.02);
 }
 
 }  // namespace

@@ -253,6 +253,20 @@ TEST(ExperimentLoader, MoeStackFactorsMultiplyTheA2aCeilings) {
               "exp.toml:7:22: hardware.h100.a2a_nic_efficiency: value 1.2 must be <= 1");
 }
 
+// overlap_compute_cost is the stack's: 0 in every shipped preset, a fraction below 1 when given.
+TEST(ExperimentLoader, OverlapComputeCostIsTheStacksFractionBelowOne) {
+    const prism::Experiment plain = parse_experiment(kBase, "exp.toml");
+    EXPECT_DOUBLE_EQ(plain.hardware.at(0).overlap_compute_cost, 0);
+    const prism::Experiment given = parse_experiment(
+        kBase + "[stack]\npreset = \"torchtitan\"\noverlap_compute_cost = 0.25\n", "exp.toml");
+    EXPECT_DOUBLE_EQ(given.hardware.at(0).overlap_compute_cost, 0.25);
+    EXPECT_EQ(error_of(kBase + "[stack]\noverlap_compute_cost = 1\n"),
+              "exp.toml:8:24: stack.overlap_compute_cost: value 1 must be < 1 (the fraction of an "
+              "overlapped collective's time its compute loses)");
+    EXPECT_EQ(error_of(kBase + "[stack]\noverlap_compute_cost = -0.1\n"),
+              "exp.toml:8:24: stack.overlap_compute_cost: value -0.1 must be >= 0");
+}
+
 // The stack's default overlaps apply where [training] does not name them: deepspeed's preset
 // turns the overlapped gradient reduction off, megatron-core's (the default) leaves it on.
 TEST(ExperimentLoader, StackDefaultOverlapsApplyUnlessTrainingNamesThem) {
@@ -682,6 +696,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(custom.gpu.gemm.max_efficiency, 0.8 * 0.5);
     EXPECT_DOUBLE_EQ(custom.gpu.gemm.half_flops, 2e9);
     EXPECT_DOUBLE_EQ(custom.kernel_launch_s, 4e-6 + 1e-6);
+    EXPECT_DOUBLE_EQ(custom.overlap_compute_cost, 0.1);  // the stack's, on every hardware
 
     EXPECT_EQ(e.cluster.nodes_per_rack, 16);
     EXPECT_EQ(e.cluster.racks_per_pod, 8);

@@ -66,6 +66,10 @@ void print_factors(const std::map<std::string, Factors>& f) {
             fmt::print("{} = {:.4f}{}\n", key_name(k), field(v, k),
                        fitted ? "" : "  # megatron-core's");
         }
+        if (v.overlap > 0) {
+            fmt::print("overlap_compute_cost = {:.4f}  # held (PRISM_CALIBRATE_OVERLAP_COST)\n",
+                       v.overlap);
+        }
         const bool fitted = std::find(keys.begin(), keys.end(), Key::kernel_launch) != keys.end();
         fmt::print("kernel_launch = \"{:.2f} us\"{}\n", v.kernel_launch_s * 1e6,
                    fitted ? "" : "  # megatron-core's");
@@ -115,14 +119,22 @@ int run_loso(const std::string& dir) {
     for (const std::string& source : sources) {
         const auto f = fit_all(fit_items, source, shrinkage());
         const SourceError e = errors(items, f, source).at(source);
-        const bool alone = std::none_of(items.begin(), items.end(), [&](const Item& it) {
+        // the stack's rows left in the fold (fit_items: what the fit saw) against its keys
+        const auto left = std::count_if(fit_items.begin(), fit_items.end(), [&](const Item& it) {
             return it.row.c.stack == e.stack && it.row.c.set != source;
         });
+        const auto keys = std::find_if(kStackKeys.begin(), kStackKeys.end(),
+                                       [&](const auto& sk) { return sk.first == e.stack; });
+        const bool alone = left == 0;
+        const bool too_few = keys != kStackKeys.end() && std::size_t(left) < keys->second.size();
         const bool ok = e.s.mean_abs <= bound(e.stack);
         failures += ok ? 0 : 1;
         fmt::print("| {} | {}{} | {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.0f}% | {} |\n", source,
                    e.stack,
-                   alone && e.stack != "megatron-core" ? " (none left: megatron-core's)" : "",
+                   e.stack == "megatron-core" ? ""
+                   : alone                    ? " (none left: megatron-core's)"
+                   : too_few                  ? " (fewer rows left than keys: megatron-core's)"
+                                              : "",
                    e.gpu, e.s.n, 100 * e.s.mean_abs, 100 * e.s.max_abs,
                    100 * in_sample.at(source).s.mean_abs, 100 * bound(e.stack), ok ? "ok" : "over");
         std::fflush(stdout);

@@ -105,7 +105,8 @@ inline std::string stack_table(const Case& c, bool ceilings) {
     std::string t = fmt::format("[stack]\npreset = \"{}\"\n", c.stack);
     if (ceilings) {
         t += "gemm_efficiency = 1\nfp8_gemm_efficiency = 1\nattention_efficiency = 1\n"
-             "hbm_efficiency = 1\ncollective_efficiency = 1\nkernel_launch = \"0 us\"\n";
+             "hbm_efficiency = 1\ncollective_efficiency = 1\nkernel_launch = \"0 us\"\n"
+             "overlap_compute_cost = 0\n";
     }
     return t;
 }

@@ -26,6 +26,10 @@ inline double logit(double p) { return std::log(p / (1.0 - p)); }
 struct Factors {
     double gemm = 0.8, fp8_gemm = 0.9, attention = 0.6, hbm = 0.9, collective = 0.6;
     double kernel_launch_s = 2e-6;
+    /// HardwareSpec::overlap_compute_cost, held (not fitted): 0 as the stack presets ship it,
+    /// or PRISM_CALIBRATE_OVERLAP_COST (overlap_cost_from_env; docs/calibration.md, "What an
+    /// overlapped collective costs the compute beside it").
+    double overlap = 0;
     /// On Hopper (is_hopper), a multiplier on the BF16 GEMM ceiling, over the GPU presets'
     /// gemm_sustained: 1 for a stack fitted on BF16 rows of its own there; for the others
     /// (megatron-core's BF16 rows are all A100), the geometric mean of those stacks' BF16 GEMM
@@ -78,7 +82,8 @@ inline double& field(Factors& f, Key k) {
 inline const std::vector<std::pair<std::string, std::vector<Key>>> kStackKeys{
     {"megatron-core",
      {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::collective, Key::kernel_launch}},
-    {"deepspeed", {Key::gemm, Key::hbm, Key::collective, Key::kernel_launch}},
+    // Megatron-DeepSpeed's linear layers are Megatron-LM's: megatron-core's cuBLAS GEMM factor
+    {"deepspeed", {Key::hbm, Key::collective, Key::kernel_launch}},
     {"llm-foundry", {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::kernel_launch}},
     {"torchtitan", {Key::gemm, Key::fp8_gemm, Key::attention, Key::hbm, Key::collective}},
     {"nemo-mlperf", {Key::fp8_gemm, Key::attention, Key::collective}},
@@ -102,6 +107,17 @@ inline void set_factors(Item& it, const Factors& f) {
     hw.gpu.hbm_efficiency = std::min(1.0, c.gpu.hbm_efficiency * f.hbm);
     hw.collective_efficiency = std::min(1.0, c.collective_efficiency * f.collective);
     hw.kernel_launch_s = c.kernel_launch_s + f.kernel_launch_s;
+    hw.overlap_compute_cost = f.overlap;
+}
+
+/// PRISM_CALIBRATE_OVERLAP_COST: every stack's overlap_compute_cost held at that value (the
+/// experiment of docs/calibration.md); unset: 0, as the presets ship it.
+inline double overlap_cost_from_env() {
+    const char* v = std::getenv("PRISM_CALIBRATE_OVERLAP_COST");
+    if (v == nullptr) return 0.0;
+    const double k = std::atof(v);
+    if (!(k >= 0 && k < 1)) throw ConfigError("PRISM_CALIBRATE_OVERLAP_COST: a fraction in [0, 1)");
+    return k;
 }
 
 inline double predict_item(Item& it) { return predict(it.e, it.row.c, it.row.q); }
@@ -312,13 +328,18 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items, const st
             if (it.row.c.stack == stack && it.row.c.set != left_out) rows.push_back(&it);
         }
         if (stack == "megatron-core") {
-            core = fit_stack(rows, keys, Factors{}, nullptr);
+            Factors from;
+            from.overlap = overlap_cost_from_env();
+            core = fit_stack(rows, keys, from, nullptr);
             out[stack] = core;
         } else {
-            // deepspeed's host time starts from, and is drawn toward, the measured eager one
+            // deepspeed's host time starts from, and is drawn toward, the measured eager one;
+            // rows fewer than the keys (a fold leaving one small source) do not determine them:
+            // the stack keeps megatron-core's
             Factors start = core;
             if (stack == "deepspeed") start.kernel_launch_s = kEagerHostTime_s;
-            out[stack] = rows.empty() ? start : fit_stack(rows, keys, start, &start, shrink);
+            out[stack] =
+                rows.size() < keys.size() ? start : fit_stack(rows, keys, start, &start, shrink);
         }
     }
     // GEMMs are cuBLAS in every stack: a stack with no BF16 rows of its own on Hopper takes the

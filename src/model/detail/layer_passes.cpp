@@ -24,19 +24,26 @@ void PassBuilder::comm(KernelClass cls, double time_s, LinkLevel link, Category 
     exposed[cat] += time_s;
 }
 
-void PassBuilder::overlapped(const Op& compute_op, const Op& comm_op, Category cat) {
-    kernels += 2;
-    compute_s += compute_op.time_s;
-    exposed[cat] += std::max(0.0, comm_op.time_s - compute_op.time_s);
-    list.push_back(Segment{{compute_op, comm_op}});
-}
-
 namespace {
 Op scaled(Op op, double factor) {
     op.time_s *= factor;
     return op;
 }
+
+/// `compute` slowed by the collective `comm` beside it (HardwareSpec::overlap_compute_cost).
+Op beside(Op compute, const Op& comm, double cost) {
+    compute.time_s += cost * comm.time_s;
+    return compute;
+}
 }  // namespace
+
+void PassBuilder::overlapped(const Op& compute_op, const Op& comm_op, Category cat, double cost) {
+    kernels += 2;
+    compute_s += compute_op.time_s;
+    const Op slowed = beside(compute_op, comm_op, cost);
+    exposed[cat] += std::max(slowed.time_s, comm_op.time_s) - compute_op.time_s;
+    list.push_back(Segment{{slowed, comm_op}});
+}
 
 void PassBuilder::ring_exchange(const Op& gemm, const Op& gather, int n, Category cat) {
     if (n <= 1 || gather.time_s <= 0) {
@@ -52,7 +59,8 @@ void PassBuilder::ring_exchange(const Op& gemm, const Op& gather, int n, Categor
     exposed[cat] += std::max(0.0, gather.time_s - body.time_s);
 }
 
-void PassBuilder::pipelined_scatter(const Op& gemm, const Op& scatter, int k, Category cat) {
+void PassBuilder::pipelined_scatter(const Op& gemm, const Op& scatter, int k, Category cat,
+                                    double cost) {
     if (k <= 1 || scatter.time_s <= 0) {
         compute(gemm.cls, gemm.time_s, gemm.sync_size);
         comm(scatter.cls, scatter.time_s, scatter.link, cat);
@@ -61,12 +69,14 @@ void PassBuilder::pipelined_scatter(const Op& gemm, const Op& scatter, int k, Ca
     const double split = 1.0 / k;
     const Op body = scaled(gemm, 1.0 - split);
     const Op body_comm = scaled(scatter, 1.0 - split);
+    const Op slowed = beside(body, body_comm, cost);
     list.push_back(Segment{{scaled(gemm, split)}});
-    list.push_back(Segment{{body, body_comm}});
+    list.push_back(Segment{{slowed, body_comm}});
     list.push_back(Segment{{scaled(scatter, split)}});
     kernels += 2 * k;
     compute_s += gemm.time_s;
-    exposed[cat] += std::max(0.0, body_comm.time_s - body.time_s) + split * scatter.time_s;
+    exposed[cat] +=
+        std::max(slowed.time_s, body_comm.time_s) - body.time_s + split * scatter.time_s;
 }
 
 void PassBuilder::append(const PassBuilder& other) {
@@ -217,7 +227,8 @@ void row_forward(const Context& c, PassBuilder& b, double k, double n) {
     const Op g = gemm_op(c, k, n);
     add_cast(c, b, fp8_cast_forward_s(c, c.tokens * k, k * n));
     if (c.tp_overlap) {
-        b.pipelined_scatter(g, tp_op(c, KernelClass::reducescatter), kPipelinedScatterSplits, kTp);
+        b.pipelined_scatter(g, tp_op(c, KernelClass::reducescatter), kPipelinedScatterSplits, kTp,
+                            c.hw.overlap_compute_cost);
         return;
     }
     b.compute(g.cls, g.time_s, g.sync_size);
@@ -273,7 +284,8 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
         const double ring =
             scale * (c.p.cp - 1) *
             collective_time_s(KernelClass::p2p, kv, c.cp_link, c.hw.collective_efficiency);
-        b.overlapped(att, Op{KernelClass::p2p, ring, 1, c.cp_link.level}, kCp);
+        b.overlapped(att, Op{KernelClass::p2p, ring, 1, c.cp_link.level}, kCp,
+                     c.hw.overlap_compute_cost);
     } else {
         b.compute(KernelClass::attention, time, c.sync);
         b.list.back().ops.back().documents = att.documents;
@@ -717,11 +729,11 @@ void layer_backward(const Context& c, PassBuilder& b, bool moe) {
             return;
         }
         if (c.p.sequence_parallel) {
-            b.overlapped(g, tp_op(c, KernelClass::allgather), kTp);
-            b.overlapped(g, tp_op(c, KernelClass::reducescatter), kTp);
+            b.overlapped(g, tp_op(c, KernelClass::allgather), kTp, c.hw.overlap_compute_cost);
+            b.overlapped(g, tp_op(c, KernelClass::reducescatter), kTp, c.hw.overlap_compute_cost);
         } else {
             b.compute(KernelClass::gemm, g.time_s, c.sync);
-            b.overlapped(g, tp_op(c, KernelClass::allreduce), kTp);
+            b.overlapped(g, tp_op(c, KernelClass::allreduce), kTp, c.hw.overlap_compute_cost);
         }
     };
     elementwise(c.act(7 * M * h));  // bias + dropout + residual
@@ -779,13 +791,13 @@ PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s
             out.compute(KernelClass::gemm, merged, c.sync);
         } else {
             out.compute(KernelClass::gemm, half.time_s, c.sync);
-            out.overlapped(half, scatter, kDp);
+            out.overlapped(half, scatter, kDp, c.hw.overlap_compute_cost);
         }
     } else if (scatter_s <= 0) {
-        out.overlapped(all, gather, kDp);
+        out.overlapped(all, gather, kDp, c.hw.overlap_compute_cost);
     } else {
-        out.overlapped(half, gather, kDp);
-        out.overlapped(half, scatter, kDp);
+        out.overlapped(half, gather, kDp, c.hw.overlap_compute_cost);
+        out.overlapped(half, scatter, kDp, c.hw.overlap_compute_cost);
     }
     out.list.insert(out.list.end(), comm_only.begin(), comm_only.end());
     out.kernels = pass.kernels + (scatter_s > 0 ? 2 : 1);

@@ -106,14 +106,19 @@ struct PassBuilder {
     void compute(KernelClass cls, double time_s, int sync);
     void comm(KernelClass cls, double time_s, LinkLevel link, Category cat);
     /// A compute op with a collective on another stream; the collective's excess is exposed.
-    void overlapped(const Op& compute_op, const Op& comm_op, Category cat);
+    /// `cost` (HardwareSpec::overlap_compute_cost): the compute beside the collective takes
+    /// `cost` x its time more, so the pair takes max(c, g + cost c); what it adds over the
+    /// compute is the category's.
+    void overlapped(const Op& compute_op, const Op& comm_op, Category cat, double cost);
     /// An AllGather as TransformerEngine's ring exchange beside the GEMM that consumes it: the
     /// GEMM in n chunks, each computed while the next chunk arrives (n - 1 transfers of c / (n -
     /// 1)): (n - 1) max(g / n, c / (n - 1)) + g / n = max(g (n - 1) / n, c) + g / n.
     void ring_exchange(const Op& gemm, const Op& gather, int n, Category cat);
     /// A ReduceScatter pipelined behind the GEMM that produces it in k splits (each split's
-    /// scatter beside the next split's GEMM): g / k + max(g, c) (k - 1) / k + c / k.
-    void pipelined_scatter(const Op& gemm, const Op& scatter, int k, Category cat);
+    /// scatter beside the next split's GEMM): g / k + max(g, c) (k - 1) / k + c / k, the GEMM
+    /// splits beside a scatter charged `cost` of its time as overlapped() does (max(g, c) becomes
+    /// max(c, g + cost c)).
+    void pipelined_scatter(const Op& gemm, const Op& scatter, int k, Category cat, double cost);
     MoeLines moe;         ///< the MoE block's lines (zeros for a dense layer)
     bool routed = false;  ///< ops added now are routed work (Op::routed)
 

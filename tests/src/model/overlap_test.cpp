@@ -102,6 +102,45 @@ TEST(Overlap, TpCommOverlapRunsGathersAsRingExchangeAndScattersPipelined) {
     EXPECT_NEAR(r.breakdown.layer_forward_s, expected, 1e-15);
 }
 
+// A collective beside compute costs the compute overlap_compute_cost of its time (kernels
+// sharing the SMs: the compute runs at 1 / (1 + s) while it lasts, cost = s / (1 + s)): the
+// pipelined scatter's GEMM splits pay it, TransformerEngine's ring exchange (copy engines) not.
+TEST(Overlap, ACollectiveBesideComputeCostsItsFractionOfTheCollective) {
+    auto e = compute_only();
+    e.training.tp_comm_overlap = true;
+    constexpr double kCost = 0.25;
+    e.hardware[0].overlap_compute_cost = kCost;
+    // a fast NVLink without latency: the GEMMs outlast the collectives beside them
+    e.hardware[0].nvlink_bytes_per_s = 1e12;
+    e.hardware[0].nvlink_latency_s = 0;
+    DesignPoint p;
+    p.tp = 4;
+    p.sequence_parallel = true;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    const double M = 1024, t = 4;
+    auto g = [&](double k, double n) { return 2 * M * k * n / (0.7 * 300e12); };
+    const double c = ring(2 * M * kH, 4, 1e12, 0);
+    ASSERT_GT(0.75 * g(kH / t, kH), 0.75 * c);  // so the cost shows
+    auto ring_exchange = [&](double gemm) { return std::max(0.75 * gemm, c) + 0.25 * gemm; };
+    // beside the scatter's 3/4 c the GEMM's 3/4 g takes 3/4 g + cost x 3/4 c
+    auto pipelined = [&](double gemm) {
+        return 0.25 * gemm + std::max(0.75 * gemm + kCost * 0.75 * c, 0.75 * c) + 0.25 * c;
+    };
+    const double attention = 4 * M * 1024 * kH / t / (0.7 * 300e12);
+    const double expected = ring_exchange(g(kH, 3 * kH / t)) + attention +
+                            pipelined(g(kH / t, kH)) + ring_exchange(g(kH, 4 * kH / t)) +
+                            pipelined(g(4 * kH / t, kH));
+    EXPECT_NEAR(prism::deterministic_time(r.profile.layer_forward), expected, 1e-15);
+    // the breakdown's lines still add up: compute as before, the cost in TP comm exposed
+    EXPECT_NEAR(r.breakdown.layer_forward_s, expected, 1e-15);
+    e.hardware[0].overlap_compute_cost = 0;
+    const auto free = prism::evaluate_deterministic(e, p);
+    EXPECT_NEAR(r.breakdown.compute_s, free.breakdown.compute_s, 1e-12);
+    EXPECT_GT(r.breakdown.tp_comm_exposed_s, free.breakdown.tp_comm_exposed_s);
+}
+
 TEST(Overlap, TpCommOverlapNeedsSequenceParallelism) {
     auto e = prism::test::small_experiment();
     DesignPoint p;
@@ -132,6 +171,28 @@ TEST(Overlap, ParamGatherRunsUnderTheFirstForwardButTheFirstBucket) {
     EXPECT_NEAR(exposed.breakdown.dp_sync_exposed_s, 2 * one, 1e-12);
     EXPECT_NEAR(overlapped.breakdown.dp_sync_exposed_s,
                 one + std::max(40e6 / params * one, one - window), 1e-12);
+}
+
+// The DP synchronization's hidden part is not free either: it costs the forward beside it
+// overlap_compute_cost of the hidden time.
+TEST(Overlap, HiddenParamGatherCostsTheForwardItsFraction) {
+    auto e = prism::test::wide_experiment();
+    e.training.overlap_param_gather = true;
+    constexpr double kCost = 0.2;
+    e.hardware[0].overlap_compute_cost = kCost;
+    DesignPoint p = prism::test::tp8_dp4();
+    p.zero_stage = 1;
+
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    const double h = 4096;
+    const double params = (8 * (12 * h * h + 13 * h) + 32000 * h) / 8;
+    const double one = ring(2 * params, 4, 25e9, 10e-6);
+    const double window = 8 * r.breakdown.layer_forward_s;
+    const double exposed_gather = std::max(40e6 / params * one, one - window);
+    ASSERT_GT(one - exposed_gather, 0.1 * one);  // a hidden part to pay for
+    EXPECT_NEAR(r.breakdown.dp_sync_exposed_s,
+                one + exposed_gather + kCost * (one - exposed_gather), 1e-12);
 }
 
 TEST(Overlap, FsdpWithoutPrefetchExposesEveryGather) {
