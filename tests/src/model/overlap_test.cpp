@@ -39,6 +39,23 @@ DesignPoint cp2_dp2_zero1() {
     return p;
 }
 
+/// One layer's forward with --tp-comm-overlap at tp 4 with SP, by hand: per GEMM g = 2 M k n /
+/// (0.7 x 300e12), M = 1024 tokens, each SP collective c. Ring exchange (n = 4 chunks):
+/// max(3/4 g, c) + g/4; pipelined scatter (4 splits, TransformerEngine userbuffers):
+/// g/4 + max(3/4 g + cost x 3/4 c, 3/4 c) + c/4 (the GEMM splits beside the scatter pay
+/// overlap_compute_cost of its time; the ring exchange's copy engines do not).
+double tp_overlap_forward(double c, double cost) {
+    const double M = 1024, t = 4;
+    auto g = [&](double k, double n) { return 2 * M * k * n / (0.7 * 300e12); };
+    auto ring_exchange = [&](double gemm) { return std::max(0.75 * gemm, c) + 0.25 * gemm; };
+    auto pipelined = [&](double gemm) {
+        return 0.25 * gemm + std::max(0.75 * gemm + cost * 0.75 * c, 0.75 * c) + 0.25 * c;
+    };
+    const double attention = 4 * M * 1024 * kH / t / (0.7 * 300e12);
+    return ring_exchange(g(kH, 3 * kH / t)) + attention + pipelined(g(kH / t, kH)) +
+           ring_exchange(g(kH, 4 * kH / t)) + pipelined(g(4 * kH / t, kH));
+}
+
 TEST(ContextParallelData, DistributedOptimizerShardsOverDataTimesContextRanks) {
     const auto e = prism::test::small_experiment();
     DesignPoint p = cp2_dp2_zero1();
@@ -83,21 +100,8 @@ TEST(Overlap, TpCommOverlapRunsGathersAsRingExchangeAndScattersPipelined) {
 
     const auto r = prism::evaluate_deterministic(e, p);
 
-    // per GEMM g = 2 M k n / (0.7 x 300e12), M = 1024 tokens; the SP collectives move 2 M h
-    // bytes over 4 GPUs on NVLink: c = 3/4 x 2 M h / 240e9 + 3 x 3 us
-    const double M = 1024, t = 4;
-    auto g = [&](double k, double n) { return 2 * M * k * n / (0.7 * 300e12); };
-    const double c = ring(2 * M * kH, 4, 300e9, 3e-6);
-    // ring exchange (n = 4 chunks): max(3/4 g, c) + g/4; pipelined scatter (4 splits):
-    // g/4 + max(3/4 g, 3/4 c) + c/4 (TransformerEngine userbuffers)
-    auto ring_exchange = [&](double gemm) { return std::max(0.75 * gemm, c) + 0.25 * gemm; };
-    auto pipelined = [&](double gemm) {
-        return 0.25 * gemm + std::max(0.75 * gemm, 0.75 * c) + 0.25 * c;
-    };
-    const double attention = 4 * M * 1024 * kH / t / (0.7 * 300e12);
-    const double expected = ring_exchange(g(kH, 3 * kH / t)) + attention +
-                            pipelined(g(kH / t, kH)) + ring_exchange(g(kH, 4 * kH / t)) +
-                            pipelined(g(4 * kH / t, kH));
+    // the SP collectives move 2 M h bytes over 4 GPUs on NVLink: c = 3/4 x 2 M h / 240e9 + 3 x 3 us
+    const double expected = tp_overlap_forward(ring(2 * 1024 * kH, 4, 300e9, 3e-6), 0);
     EXPECT_NEAR(prism::deterministic_time(r.profile.layer_forward), expected, 1e-15);
     EXPECT_NEAR(r.breakdown.layer_forward_s, expected, 1e-15);
 }
@@ -119,19 +123,10 @@ TEST(Overlap, ACollectiveBesideComputeCostsItsFractionOfTheCollective) {
 
     const auto r = prism::evaluate_deterministic(e, p);
 
-    const double M = 1024, t = 4;
-    auto g = [&](double k, double n) { return 2 * M * k * n / (0.7 * 300e12); };
-    const double c = ring(2 * M * kH, 4, 1e12, 0);
-    ASSERT_GT(0.75 * g(kH / t, kH), 0.75 * c);  // so the cost shows
-    auto ring_exchange = [&](double gemm) { return std::max(0.75 * gemm, c) + 0.25 * gemm; };
-    // beside the scatter's 3/4 c the GEMM's 3/4 g takes 3/4 g + cost x 3/4 c
-    auto pipelined = [&](double gemm) {
-        return 0.25 * gemm + std::max(0.75 * gemm + kCost * 0.75 * c, 0.75 * c) + 0.25 * c;
-    };
-    const double attention = 4 * M * 1024 * kH / t / (0.7 * 300e12);
-    const double expected = ring_exchange(g(kH, 3 * kH / t)) + attention +
-                            pipelined(g(kH / t, kH)) + ring_exchange(g(kH, 4 * kH / t)) +
-                            pipelined(g(4 * kH / t, kH));
+    const double c = ring(2 * 1024 * kH, 4, 1e12, 0);
+    // so the cost shows: the smallest scattered GEMM (k = h / 4, n = h) outlasts its scatter
+    ASSERT_GT(2 * 1024 * (kH / 4) * kH / (0.7 * 300e12), c);
+    const double expected = tp_overlap_forward(c, kCost);
     EXPECT_NEAR(prism::deterministic_time(r.profile.layer_forward), expected, 1e-15);
     // the breakdown's lines still add up: compute as before, the cost in TP comm exposed
     EXPECT_NEAR(r.breakdown.layer_forward_s, expected, 1e-15);
