@@ -501,6 +501,8 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.nic_latency_s; }},
     {"collective_efficiency", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.collective_efficiency; }},
+    {"collective_nic_efficiency", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.collective_nic_efficiency; }},
     {"a2a_nvlink_efficiency", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.a2a_nvlink_efficiency; }},
     {"a2a_nic_efficiency", Quantity::dimensionless, false, false, true,
@@ -627,6 +629,7 @@ struct StackFactors {
     std::string source;
     std::string attention_kernel = "cudnn";
     double gemm = 1, fp8_gemm = 1, attention = 1, hbm = 1, collective = 1;
+    double collective_nic = -1;  ///< across NVLink domains; < 0: `collective`
     double a2a_nvlink = 1, a2a_nic = 1, grouped_gemm = 1, permute = 1;  ///< MoE factors
     double grouped_gemm_wave_experts = 0;  ///< experts per curve call (0: all local experts)
     double overlap_compute_cost = 0;       ///< HardwareSpec::overlap_compute_cost
@@ -660,6 +663,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "attention_efficiency",
                                      "hbm_efficiency",
                                      "collective_efficiency",
+                                     "collective_nic_efficiency",
                                      "kernel_launch",
                                      "a2a_nvlink_efficiency",
                                      "a2a_nic_efficiency",
@@ -715,15 +719,16 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                     "kernel ceiling)",
                                     full, format_number(value)));
             }
-            (name == "gemm_efficiency"           ? s.gemm
-             : name == "fp8_gemm_efficiency"     ? s.fp8_gemm
-             : name == "attention_efficiency"    ? s.attention
-             : name == "hbm_efficiency"          ? s.hbm
-             : name == "a2a_nvlink_efficiency"   ? s.a2a_nvlink
-             : name == "a2a_nic_efficiency"      ? s.a2a_nic
-             : name == "grouped_gemm_efficiency" ? s.grouped_gemm
-             : name == "permute_efficiency"      ? s.permute
-                                                 : s.collective) = value;
+            (name == "gemm_efficiency"             ? s.gemm
+             : name == "fp8_gemm_efficiency"       ? s.fp8_gemm
+             : name == "attention_efficiency"      ? s.attention
+             : name == "hbm_efficiency"            ? s.hbm
+             : name == "collective_nic_efficiency" ? s.collective_nic
+             : name == "a2a_nvlink_efficiency"     ? s.a2a_nvlink
+             : name == "a2a_nic_efficiency"        ? s.a2a_nic
+             : name == "grouped_gemm_efficiency"   ? s.grouped_gemm
+             : name == "permute_efficiency"        ? s.permute
+                                                   : s.collective) = value;
         }
     }
 }
@@ -796,6 +801,11 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
         // the stack's attention factor slows the whole kernel: its exponentials too
         g.exp_per_s *= s.attention;
         g.hbm_efficiency *= s.hbm;
+        // across NVLink domains: the hardware's own ceiling there (or its collective one) times
+        // the stack's factor there (or its collective one)
+        if (hw.collective_nic_efficiency <= 0)
+            hw.collective_nic_efficiency = hw.collective_efficiency;
+        hw.collective_nic_efficiency *= s.collective_nic < 0 ? s.collective : s.collective_nic;
         hw.collective_efficiency *= s.collective;
         // MoE dispatch / combine: the GPU's a2a ceiling per link level times the stack's factor
         // (a GPU without one falls back to its collective efficiency, the stack's included)

@@ -273,6 +273,10 @@ struct HardwareSpec {
     double nic_bytes_per_s = 0;  ///< per GPU (each GPU has its own NIC share), one direction
     double nic_latency_s = 0;
     double collective_efficiency = 0.8;  ///< achieved fraction of link bandwidth by NCCL rings
+    /// The same across NVLink domains (a group whose link is the NIC, rack or pod level): NCCL's
+    /// inter-node rings at their own achieved fraction of the NIC (nccl-tests across nodes), times
+    /// the stack's factor; 0 = collective_efficiency.
+    double collective_nic_efficiency = 0;
     /// What a collective overlapped with compute costs the compute beside it, as a fraction of
     /// the collective's time (the stack's `overlap_compute_cost`): its kernels hold SMs and HBM
     /// bandwidth the GEMMs would use, so compute of B beside a collective of C takes B + this C

@@ -253,6 +253,35 @@ TEST(ExperimentLoader, MoeStackFactorsMultiplyTheA2aCeilings) {
               "exp.toml:7:22: hardware.h100.a2a_nic_efficiency: value 1.2 must be <= 1");
 }
 
+// collective_nic_efficiency, across NVLink domains: the hardware's ceiling there (its collective
+// one, 0.8 on h100-sxm, when not given) times the stack's factor there (its collective factor
+// when not given: every shipped preset); the collective efficiency inside the domain is unmoved.
+TEST(ExperimentLoader, CollectiveNicEfficiencyIsItsOwnCeilingTimesItsOwnFactor) {
+    const prism::Experiment plain = parse_experiment(kBase, "exp.toml");
+    const prism::HardwareSpec& p = plain.hardware.at(0);
+    EXPECT_DOUBLE_EQ(p.collective_nic_efficiency, p.collective_efficiency);
+    EXPECT_LT(p.collective_efficiency, 0.8);
+    const prism::Experiment given = parse_experiment(
+        kBase +
+            "collective_nic_efficiency = 0.9\n[stack]\ncollective_efficiency = 0.25\n"
+            "collective_nic_efficiency = 0.5\n",
+        "exp.toml");
+    const prism::HardwareSpec& g = given.hardware.at(0);
+    EXPECT_DOUBLE_EQ(g.collective_nic_efficiency, 0.9 * 0.5);
+    EXPECT_DOUBLE_EQ(g.collective_efficiency, 0.8 * 0.25);
+    const prism::Experiment ceiling_only =
+        parse_experiment(kBase +
+                             "collective_nic_efficiency = 0.9\n[stack]\n"
+                             "collective_efficiency = 0.25\n",
+                         "exp.toml");
+    EXPECT_DOUBLE_EQ(ceiling_only.hardware.at(0).collective_nic_efficiency, 0.9 * 0.25);
+    EXPECT_EQ(error_of(kBase + "[stack]\ncollective_nic_efficiency = 1.5\n"),
+              "exp.toml:8:29: stack.collective_nic_efficiency: value 1.5 must be <= 1 (a fraction "
+              "of the hardware's kernel ceiling)");
+    EXPECT_EQ(error_of(kBase + "collective_nic_efficiency = 1.2\n"),
+              "exp.toml:7:29: hardware.h100.collective_nic_efficiency: value 1.2 must be <= 1");
+}
+
 // overlap_compute_cost is the stack's: 0 in every shipped preset, a fraction below 1 when given.
 TEST(ExperimentLoader, OverlapComputeCostIsTheStacksFractionBelowOne) {
     const prism::Experiment plain = parse_experiment(kBase, "exp.toml");
@@ -693,6 +722,8 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_DOUBLE_EQ(custom.nic_bytes_per_s, 100e9);  // 800 Gbit/s / 8
     EXPECT_DOUBLE_EQ(custom.nic_latency_s, 5e-6);
     EXPECT_DOUBLE_EQ(custom.collective_efficiency, 0.7 * 0.5);
+    EXPECT_DOUBLE_EQ(custom.collective_nic_efficiency, 0.6 * 0.9);
+    EXPECT_DOUBLE_EQ(h100.collective_nic_efficiency, 0.8 * 0.9);  // the preset's collective ceiling
     EXPECT_DOUBLE_EQ(custom.gpu.gemm.max_efficiency, 0.8 * 0.5);
     EXPECT_DOUBLE_EQ(custom.gpu.gemm.half_flops, 2e9);
     EXPECT_DOUBLE_EQ(custom.kernel_launch_s, 4e-6 + 1e-6);

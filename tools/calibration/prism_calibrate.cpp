@@ -66,6 +66,10 @@ void print_factors(const std::map<std::string, Factors>& f) {
             fmt::print("{} = {:.4f}{}\n", key_name(k), field(v, k),
                        fitted ? "" : "  # megatron-core's");
         }
+        if (v.collective_nic >= 0) {
+            fmt::print("collective_nic_efficiency = {:.4f}  # across NVLink domains\n",
+                       v.collective_nic);
+        }
         if (v.overlap > 0) {
             fmt::print("overlap_compute_cost = {:.4f}  # held (PRISM_CALIBRATE_OVERLAP_COST)\n",
                        v.overlap);
@@ -126,7 +130,8 @@ int run_loso(const std::string& dir) {
         const auto keys = std::find_if(kStackKeys.begin(), kStackKeys.end(),
                                        [&](const auto& sk) { return sk.first == e.stack; });
         const bool alone = left == 0;
-        const bool too_few = keys != kStackKeys.end() && std::size_t(left) < keys->second.size();
+        const bool too_few =
+            keys != kStackKeys.end() && std::size_t(left) < fitted_key_count(e.stack, keys->second);
         const bool ok = e.s.mean_abs <= bound(e.stack);
         failures += ok ? 0 : 1;
         fmt::print("| {} | {}{} | {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.0f}% | {} |\n", source,

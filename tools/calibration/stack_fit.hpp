@@ -30,6 +30,10 @@ struct Factors {
     /// or PRISM_CALIBRATE_OVERLAP_COST (overlap_cost_from_env; docs/calibration.md, "What an
     /// overlapped collective costs the compute beside it").
     double overlap = 0;
+    /// The factor on the GPU's collective ceiling across NVLink domains
+    /// (HardwareSpec::collective_nic_efficiency); < 0: the stack's collective factor (as the
+    /// presets ship it), or PRISM_CALIBRATE_NIC_COLLECTIVE (nic_collective_from_env).
+    double collective_nic = -1;
     /// On Hopper (is_hopper), a multiplier on the BF16 GEMM ceiling, over the GPU presets'
     /// gemm_sustained: 1 for a stack fitted on BF16 rows of its own there; for the others
     /// (megatron-core's BF16 rows are all A100), the geometric mean of those stacks' BF16 GEMM
@@ -42,7 +46,7 @@ struct Factors {
 /// 700 W; the 2024-12 torchtitan rows' 500 W H100s too, their lower clock in their peak).
 inline bool is_hopper(const std::string& gpu) { return gpu == "h100-sxm" || gpu == "h200"; }
 
-enum class Key { gemm, fp8_gemm, attention, hbm, collective, kernel_launch };
+enum class Key { gemm, fp8_gemm, attention, hbm, collective, kernel_launch, collective_nic };
 inline const char* key_name(Key k) {
     switch (k) {
         case Key::gemm:
@@ -57,6 +61,8 @@ inline const char* key_name(Key k) {
             return "collective_efficiency";
         case Key::kernel_launch:
             return "kernel_launch";
+        case Key::collective_nic:
+            return "collective_nic_efficiency";
     }
     return "?";
 }
@@ -74,6 +80,8 @@ inline double& field(Factors& f, Key k) {
             return f.collective;
         case Key::kernel_launch:
             return f.kernel_launch_s;
+        case Key::collective_nic:
+            return f.collective_nic;
     }
     return f.gemm;
 }
@@ -106,6 +114,10 @@ inline void set_factors(Item& it, const Factors& f) {
     hw.gpu.exp_per_s = c.gpu.exp_per_s * f.attention;  // the whole kernel, its exponentials too
     hw.gpu.hbm_efficiency = std::min(1.0, c.gpu.hbm_efficiency * f.hbm);
     hw.collective_efficiency = std::min(1.0, c.collective_efficiency * f.collective);
+    const double nic_ceiling =
+        c.collective_nic_efficiency > 0 ? c.collective_nic_efficiency : c.collective_efficiency;
+    hw.collective_nic_efficiency =
+        std::min(1.0, nic_ceiling * (f.collective_nic < 0 ? f.collective : f.collective_nic));
     hw.kernel_launch_s = c.kernel_launch_s + f.kernel_launch_s;
     hw.overlap_compute_cost = f.overlap;
 }
@@ -118,6 +130,40 @@ inline double overlap_cost_from_env() {
     const double k = std::atof(v);
     if (!(k >= 0 && k < 1)) throw ConfigError("PRISM_CALIBRATE_OVERLAP_COST: a fraction in [0, 1)");
     return k;
+}
+
+/// PRISM_CALIBRATE_NIC_COLLECTIVE: every stack's factor on the collective ceiling across NVLink
+/// domains held at that value (the experiment of docs/calibration.md); unset: -1, the stack's
+/// collective factor.
+inline double nic_collective_from_env() {
+    const char* v = std::getenv("PRISM_CALIBRATE_NIC_COLLECTIVE");
+    if (v == nullptr) return -1.0;
+    const double k = std::atof(v);
+    if (!(k > 0 && k <= 1))
+        throw ConfigError("PRISM_CALIBRATE_NIC_COLLECTIVE: a fraction in (0, 1]");
+    return k;
+}
+
+/// `keys`, with the collective factor across NVLink domains added where PRISM_CALIBRATE_NIC_FREE
+/// names `stack` (a comma-separated list; the experiment of docs/calibration.md), starting from
+/// the stack's collective factor; unset: `keys` (the presets' fit: one collective factor).
+inline std::vector<Key> with_nic_key(const std::string& stack, const std::vector<Key>& keys,
+                                     Factors& start) {
+    const char* v = std::getenv("PRISM_CALIBRATE_NIC_FREE");
+    if (v == nullptr) return keys;
+    const std::string list = std::string(",") + v + ",";
+    if (list.find("," + stack + ",") == std::string::npos) return keys;
+    std::vector<Key> out = keys;
+    out.push_back(Key::collective_nic);
+    if (start.collective_nic < 0) start.collective_nic = start.collective;
+    return out;
+}
+
+/// How many keys `fit_all` fits for `stack` (its `keys` and the experiment's, with_nic_key): a
+/// fold with fewer of the stack's rows left keeps megatron-core's factors.
+inline std::size_t fitted_key_count(const std::string& stack, const std::vector<Key>& keys) {
+    Factors unused;
+    return with_nic_key(stack, keys, unused).size();
 }
 
 inline double predict_item(Item& it) { return predict(it.e, it.row.c, it.row.q); }
@@ -330,7 +376,9 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items, const st
         if (stack == "megatron-core") {
             Factors from;
             from.overlap = overlap_cost_from_env();
-            core = fit_stack(rows, keys, from, nullptr);
+            from.collective_nic = nic_collective_from_env();
+            const std::vector<Key> k = with_nic_key(stack, keys, from);
+            core = fit_stack(rows, k, from, nullptr);
             out[stack] = core;
         } else {
             // deepspeed's host time starts from, and is drawn toward, the measured eager one;
@@ -338,8 +386,10 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items, const st
             // the stack keeps megatron-core's
             Factors start = core;
             if (stack == "deepspeed") start.kernel_launch_s = kEagerHostTime_s;
-            out[stack] =
-                rows.size() < keys.size() ? start : fit_stack(rows, keys, start, &start, shrink);
+            const std::vector<Key> k = with_nic_key(stack, keys, start);
+            out[stack] = rows.size() < fitted_key_count(stack, keys)
+                             ? start
+                             : fit_stack(rows, k, start, &start, shrink);
         }
     }
     // GEMMs are cuBLAS in every stack: a stack with no BF16 rows of its own on Hopper takes the

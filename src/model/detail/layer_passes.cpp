@@ -128,8 +128,14 @@ double Context::gemm_bf16(double flops, double m_rows, double k, double n) const
 
 double Context::memory(double bytes) const { return roofline_time_s(hw.gpu, 1, 0, bytes); }
 
+double collective_efficiency_at(const HardwareSpec& hw, LinkLevel level) {
+    const bool nic = level == LinkLevel::nic || level == LinkLevel::rack || level == LinkLevel::pod;
+    return nic && hw.collective_nic_efficiency > 0 ? hw.collective_nic_efficiency
+                                                   : hw.collective_efficiency;
+}
+
 double Context::coll(KernelClass cls, double bytes, const GroupLink& link) const {
-    return collective_time_s(cls, bytes, link, hw.collective_efficiency);
+    return collective_time_s(cls, bytes, link, collective_efficiency_at(hw, link.level));
 }
 
 bool fsdp_fp8_weights(const Context& c) {
@@ -281,9 +287,7 @@ void attention_core(const Context& c, PassBuilder& b, double scale) {
     att.documents = documents && compute >= time;
     if (c.p.cp > 1) {
         const double kv = 2.0 * 2.0 * c.tokens * c.hk / c.t;  // one K and V chunk, bf16
-        const double ring =
-            scale * (c.p.cp - 1) *
-            collective_time_s(KernelClass::p2p, kv, c.cp_link, c.hw.collective_efficiency);
+        const double ring = scale * (c.p.cp - 1) * c.coll(KernelClass::p2p, kv, c.cp_link);
         b.overlapped(att, Op{KernelClass::p2p, ring, 1, c.cp_link.level}, kCp,
                      c.hw.overlap_compute_cost);
     } else {

@@ -132,6 +132,11 @@ struct PassBuilder {
     void apply_launch_floor(double kernel_launch_s);
 };
 
+/// The achieved fraction of `level`'s bandwidth for NCCL collectives: the hardware's
+/// collective_nic_efficiency across NVLink domains (where it gives one), else its
+/// collective_efficiency.
+double collective_efficiency_at(const HardwareSpec& hw, LinkLevel level);
+
 /// Everything the per-op formulas need, computed once per point.
 struct Context {
     const ModelSpec& m;
@@ -172,6 +177,7 @@ struct Context {
     double gemm(double flops, double m_rows, double k, double n) const;
     double gemm_bf16(double flops, double m_rows, double k, double n) const;
     double memory(double bytes) const;
+    /// A collective over `link` at its link level's efficiency (collective_efficiency_at).
     double coll(KernelClass cls, double bytes, const GroupLink& link) const;
     /// Activation bytes of elementwise kernels: replicated over TP unless sequence parallel.
     double act(double bytes) const { return p.sequence_parallel ? bytes / t : bytes; }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model_test_helpers.hpp"
+#include "src/model/detail/layer_passes.hpp"
 #include "src/model/flops.hpp"
 
 namespace {
@@ -371,6 +372,34 @@ TEST(Deterministic, OverlappedGradientReductionHidesItsWindowButTheLastBucket) {
     EXPECT_NEAR(exposed.breakdown.dp_sync_exposed_s, sync, 1e-12);
     EXPECT_NEAR(overlapped.breakdown.dp_sync_exposed_s, expected_exposed, 1e-12);
     EXPECT_NEAR(exposed.step_time_s - overlapped.step_time_s, sync - expected_exposed, 1e-12);
+}
+
+// collective_nic_efficiency: the DP AllReduce across the 4 nodes runs at the NIC's own
+// efficiency (0.5 here; by hand as above), the TP collectives inside the node stay at the NVLink
+// one (the layer is unchanged); each link level picks its own, 0 = collective_efficiency.
+TEST(Deterministic, CollectivesAcrossNodesRunAtTheNicEfficiency) {
+    auto e = prism::test::wide_experiment();
+    const DesignPoint p = prism::test::tp8_dp4();
+    const auto one = prism::evaluate_deterministic(e, p);
+    e.hardware[0].collective_nic_efficiency = 0.5;
+
+    const auto nic = prism::evaluate_deterministic(e, p);
+
+    const double h = 4096;
+    const double params = (8 * (12 * h * h + 13 * h) + 32000 * h) / 8;
+    const double sync = 2 * 0.75 * 2 * params / (25e9 * 0.5) + 2 * 3 * 10e-6;
+    EXPECT_NEAR(nic.breakdown.dp_sync_exposed_s, sync, 1e-12);
+    EXPECT_GT(nic.breakdown.dp_sync_exposed_s, one.breakdown.dp_sync_exposed_s);
+    EXPECT_DOUBLE_EQ(nic.breakdown.layer_forward_s, one.breakdown.layer_forward_s);
+    EXPECT_DOUBLE_EQ(nic.breakdown.layer_backward_s, one.breakdown.layer_backward_s);
+
+    using prism::LinkLevel;
+    for (const LinkLevel level : {LinkLevel::nic, LinkLevel::rack, LinkLevel::pod}) {
+        EXPECT_EQ(prism::detail::collective_efficiency_at(e.hardware[0], level), 0.5);
+    }
+    EXPECT_EQ(prism::detail::collective_efficiency_at(e.hardware[0], LinkLevel::nvlink), 0.8);
+    e.hardware[0].collective_nic_efficiency = 0;
+    EXPECT_EQ(prism::detail::collective_efficiency_at(e.hardware[0], LinkLevel::pod), 0.8);
 }
 
 TEST(Deterministic, LaunchBoundLayerTakesKernelCountTimesLaunchTime) {
