@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,46 @@ TEST(StackFit, AStackWithFewerRowsThanKeysKeepsMegatronCoresFactors) {
     }
     const auto both = fit_all(items, "", Shrinkage::off);
     EXPECT_NEAR(both.at("torchtitan").fp8_gemm, tt.fp8_gemm, 0.02);
+}
+
+// The collective factor across NVLink domains (PRISM_CALIBRATE_NIC_FREE, docs/calibration.md,
+// "One collective factor or one per link level"): megatron-core's rows generated with NVLink
+// collectives at 0.6 and inter-node ones at 0.9 of the GPUs' ceilings. With the key free the
+// fit recovers both, and the rows then fit; with one collective factor for both levels (the
+// presets' fit) they do not: the two levels are told apart by these rows when they differ.
+TEST(StackFit, RecoversACollectiveFactorAcrossNodesOfItsOwnWhenFreed) {
+    Factors core = factors(0.85, 0.9, 0.6, 0.9, 0.6, 1e-6);
+    core.collective_nic = 0.9;
+    std::vector<Item> items;
+    for (Item& it : load_items(PRISM_TEST_DATA_DIR, 4)) {
+        if (it.row.c.stack != "megatron-core") continue;
+        set_factors(it, core);
+        it.row.c.measured = predict_item(it);
+        items.push_back(std::move(it));
+    }
+    ASSERT_GE(items.size(), 40u);
+    auto worst = [&](const Factors& f) {
+        double out = 0;
+        for (Item& it : items) {
+            set_factors(it, f);
+            out = std::max(out, std::abs(relative_error(predict_item(it), it.row.c.measured)));
+        }
+        return out;
+    };
+    ::setenv("PRISM_CALIBRATE_NIC_FREE", "megatron-core", 1);
+    const Factors freed = fit_all(items, "", Shrinkage::off).at("megatron-core");
+    ::unsetenv("PRISM_CALIBRATE_NIC_FREE");
+    const Factors one = fit_all(items, "", Shrinkage::off).at("megatron-core");
+    std::printf(
+        "  freed: collective %.4f, across nodes %.4f (worst row %.2f%%); one factor %.4f "
+        "(worst row %.2f%%)\n",
+        freed.collective, freed.collective_nic, 100 * worst(freed), one.collective,
+        100 * worst(one));
+    EXPECT_NEAR(freed.collective, 0.6, 0.03);
+    EXPECT_NEAR(freed.collective_nic, 0.9, 0.05);
+    EXPECT_LT(one.collective_nic, 0.0);  // not a key: the collective factor serves both levels
+    EXPECT_LT(worst(freed), 0.01);
+    EXPECT_GT(worst(one), worst(freed));
 }
 
 }  // namespace
