@@ -114,10 +114,10 @@ inline void set_factors(Item& it, const Factors& f) {
     hw.gpu.exp_per_s = c.gpu.exp_per_s * f.attention;  // the whole kernel, its exponentials too
     hw.gpu.hbm_efficiency = std::min(1.0, c.gpu.hbm_efficiency * f.hbm);
     hw.collective_efficiency = std::min(1.0, c.collective_efficiency * f.collective);
-    const double nic_ceiling =
-        c.collective_nic_efficiency > 0 ? c.collective_nic_efficiency : c.collective_efficiency;
+    // the ceiling's own (the loader gave it the collective one where the GPU has none)
     hw.collective_nic_efficiency =
-        std::min(1.0, nic_ceiling * (f.collective_nic < 0 ? f.collective : f.collective_nic));
+        std::min(1.0, c.collective_nic_efficiency *
+                          (f.collective_nic < 0 ? f.collective : f.collective_nic));
     hw.kernel_launch_s = c.kernel_launch_s + f.kernel_launch_s;
     hw.overlap_compute_cost = f.overlap;
 }
@@ -144,26 +144,30 @@ inline double nic_collective_from_env() {
     return k;
 }
 
-/// `keys`, with the collective factor across NVLink domains added where PRISM_CALIBRATE_NIC_FREE
-/// names `stack` (a comma-separated list; the experiment of docs/calibration.md), starting from
-/// the stack's collective factor; unset: `keys` (the presets' fit: one collective factor).
+/// Whether PRISM_CALIBRATE_NIC_FREE (a comma-separated list of stacks; the experiment of
+/// docs/calibration.md) names `stack`: its collective factor across NVLink domains is then a
+/// key of its own; unset: one collective factor for both levels (the presets' fit).
+inline bool nic_key_freed(const std::string& stack) {
+    const char* v = std::getenv("PRISM_CALIBRATE_NIC_FREE");
+    return v != nullptr &&
+           (std::string(",") + v + ",").find("," + stack + ",") != std::string::npos;
+}
+
+/// `keys`, with the collective factor across NVLink domains added where nic_key_freed(stack),
+/// starting from the stack's collective factor.
 inline std::vector<Key> with_nic_key(const std::string& stack, const std::vector<Key>& keys,
                                      Factors& start) {
-    const char* v = std::getenv("PRISM_CALIBRATE_NIC_FREE");
-    if (v == nullptr) return keys;
-    const std::string list = std::string(",") + v + ",";
-    if (list.find("," + stack + ",") == std::string::npos) return keys;
+    if (!nic_key_freed(stack)) return keys;
     std::vector<Key> out = keys;
     out.push_back(Key::collective_nic);
     if (start.collective_nic < 0) start.collective_nic = start.collective;
     return out;
 }
 
-/// How many keys `fit_all` fits for `stack` (its `keys` and the experiment's, with_nic_key): a
-/// fold with fewer of the stack's rows left keeps megatron-core's factors.
+/// How many keys `fit_all` fits for `stack` (its `keys` and the experiment's): a fold with fewer
+/// of the stack's rows left keeps megatron-core's factors.
 inline std::size_t fitted_key_count(const std::string& stack, const std::vector<Key>& keys) {
-    Factors unused;
-    return with_nic_key(stack, keys, unused).size();
+    return keys.size() + (nic_key_freed(stack) ? 1 : 0);
 }
 
 inline double predict_item(Item& it) { return predict(it.e, it.row.c, it.row.q); }
@@ -387,9 +391,7 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items, const st
             Factors start = core;
             if (stack == "deepspeed") start.kernel_launch_s = kEagerHostTime_s;
             const std::vector<Key> k = with_nic_key(stack, keys, start);
-            out[stack] = rows.size() < fitted_key_count(stack, keys)
-                             ? start
-                             : fit_stack(rows, k, start, &start, shrink);
+            out[stack] = rows.size() < k.size() ? start : fit_stack(rows, k, start, &start, shrink);
         }
     }
     // GEMMs are cuBLAS in every stack: a stack with no BF16 rows of its own on Hopper takes the
