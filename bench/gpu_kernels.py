@@ -11,6 +11,11 @@ cuBLAS / cuBLASLt / cuDNN on the machine it runs on:
   hbm          device-to-device copy and a triad over 4 GiB arrays
   sustained    one 8192^3 BF16 GEMM back to back for SUSTAIN_S seconds, TFLOP/s per window,
                with nvidia-smi's SM clock, power and temperature logged beside it
+  attention_sustained
+               cuDNN causal attention (16k keys, head dim 128, forward + backward) back to back
+               for SUSTAIN_S / 2 seconds per shape, clocks logged the same way: at NVIDIA's cuDNN
+               benchmark shape (batch 1, 64 query / 8 KV heads) and this script's (batch 2,
+               16 heads), for the presets' attention_sustained (docs/calibration.md)
 Every figure is a median of CUDA-event timings after warm-up; FLOPs are counted as 2 M N K per
 GEMM and 4 b h s^2 d / 2 for the causal attention forward (backward: 2.5x the forward's).
 Usage: python3 bench/gpu_kernels.py OUT_DIR [SUSTAIN_S]   (writes OUT_DIR/gpu_kernels.json)
@@ -230,6 +235,59 @@ def sustained():
     return {"windows": windows, "smi": open(path).read().splitlines()}
 
 
+def attention_sustained():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    out = {}
+    s, d = 16384, 128
+    fl_one = 4.0 * s * s * d / 2  # one head, one sequence, causal forward
+    for label, b, hq, hk in (("nvidia_gqa_64_8", 1, 64, 8), ("mha_16", 2, 16, 16)):
+        q = torch.randn(b, hq, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(b, hk, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        v = torch.randn(b, hk, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        g = torch.randn(b, hq, s, d, device=dev, dtype=torch.bfloat16)
+        gqa = hq != hk
+
+        def step():
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+            o.backward(g)
+
+        path = os.path.join(OUT, "smi_attention_%s.csv" % label)
+        fh = open(path, "w")
+        mon = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,"
+                                "power.draw,temperature.gpu", "--format=csv,noheader", "-lms",
+                                "500"], stdout=fh, stderr=subprocess.STDOUT)
+        windows = []
+        try:
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                step()
+                torch.cuda.synchronize()
+                t_start = time.time()
+                while time.time() - t_start < SUSTAIN_S / 2:
+                    ev0 = torch.cuda.Event(enable_timing=True)
+                    ev1 = torch.cuda.Event(enable_timing=True)
+                    ev0.record()
+                    for _ in range(10):
+                        step()
+                    ev1.record()
+                    ev1.synchronize()
+                    sec = ev0.elapsed_time(ev1) / 1e3
+                    windows.append({"t": time.time() - t_start,
+                                    "tflops": 10 * 3.5 * fl_one * b * hq / sec / 1e12})
+        except Exception as e:  # noqa: BLE001
+            out[label] = {"error": str(e)[:300]}
+            log("  attention %s: %s" % (label, str(e)[:200]))
+        mon.terminate()
+        fh.close()
+        if windows:
+            tf = [w["tflops"] for w in windows]
+            log("  attention %s: first window %.0f, median %.0f, min %.0f TFLOP/s over %.0f s" % (
+                label, tf[0], statistics.median(tf), min(tf), windows[-1]["t"]))
+            out[label] = {"windows": windows, "smi": open(path).read().splitlines()}
+        del q, k, v, g
+        torch.cuda.empty_cache()
+    return out
+
+
 part("environment", environment)
 log(json.dumps(result["environment"]))
 part("gemm_curve", gemm_curve)
@@ -237,5 +295,6 @@ part("fp8", fp8)
 part("attention", attention)
 part("hbm", hbm)
 part("sustained", sustained)
+part("attention_sustained", attention_sustained)
 result["ended"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 part("smi_after", lambda: smi("clocks.sm,power.draw,temperature.gpu"))

@@ -515,6 +515,8 @@ const HardwareField kHardwareFields[] = {
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.max_efficiency; }},
     {"gemm_sustained", Quantity::dimensionless, false, false, true,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm_sustained; }},
+    {"attention_sustained", Quantity::dimensionless, false, false, true,
+     [](HardwareSpec& h) -> double& { return h.gpu.attention_sustained; }},
     {"gemm_half_flops", Quantity::dimensionless, false, false, false,
      [](HardwareSpec& h) -> double& { return h.gpu.gemm.half_flops; }},
     {"fp8_gemm_max_efficiency", Quantity::dimensionless, false, true, true,
@@ -797,9 +799,10 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
                                : s.attention_kernel == "fa2" && g.attention_efficiency_fa2 > 0
                                    ? g.attention_efficiency_fa2
                                    : g.attention_efficiency;
-        g.attention_efficiency = ceiling * s.attention;
-        // the stack's attention factor slows the whole kernel: its exponentials too
-        g.exp_per_s *= s.attention;
+        // at the GPU's sustained fraction (its power limit) times the stack's factor; both slow
+        // the whole kernel: its exponentials too
+        g.attention_efficiency = ceiling * s.attention * g.attention_sustained;
+        g.exp_per_s *= s.attention * g.attention_sustained;
         g.hbm_efficiency *= s.hbm;
         // across NVLink domains: the hardware's own ceiling there (or its collective one) times
         // the stack's factor there (or its collective one)

@@ -231,6 +231,11 @@ struct GpuSpec {
     /// GPU's (docs/calibration.md, "Sustained BF16 GEMMs on Hopper"). Applied with the stack's
     /// factor; 1 = the ceiling.
     double gemm_sustained = 1;
+    /// The same for fused attention: the fraction of its ceiling (a kernel benchmark's, at the
+    /// benchmark's clocks) training sustains at the GPU's power limit, whatever the stack; applied
+    /// with the stack's attention factor to the kernel's tensor-core and exponential rates
+    /// (docs/calibration.md, "Attention at the power limit on Hopper"); 1 = the ceiling.
+    double attention_sustained = 1;
     /// FP8 GEMMs: eff_max of the curve against the fp8 peak (F_half scaled by the fp8 / bf16
     /// peak ratio: the same kernel shapes fill the GPU at twice the FLOPs); 0 = gemm's.
     double fp8_gemm_max_efficiency = 0;

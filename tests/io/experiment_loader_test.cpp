@@ -1248,3 +1248,36 @@ TEST(ExperimentLoader, GemmSustainedScalesTheBf16CeilingWithTheStacksFactor) {
     EXPECT_NE(error.find("hardware.h.gemm_sustained"), std::string::npos) << error;
     EXPECT_NE(error.find("exp.toml"), std::string::npos) << error;
 }
+
+// attention_sustained (docs/calibration.md, "Attention at the power limit on Hopper"): the
+// fraction of the attention ceiling training sustains at the GPU's power limit, applied with the
+// stack's factor to the kernel's tensor-core and exponential rates alike, whatever its kernel
+// family; 1 where not given (no preset gives it), above 1 an error naming the key.
+TEST(ExperimentLoader, AttentionSustainedScalesTheAttentionKernelWithTheStacksFactor) {
+    const std::string head =
+        "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n"
+        "[stack]\npreset = \"megatron-core\"\nattention_efficiency = 0.5\n";
+    auto h100 = [&](const std::string& kernel, const std::string& extra) {
+        return parse_experiment(head + "attention_kernel = \"" + kernel +
+                                    "\"\n[hardware.h]\npreset = \"h100-sxm\"\n"
+                                    "attention_efficiency = 0.6\nattention_efficiency_fa2 = 0.3\n"
+                                    "exp_rate = 4e12\n" +
+                                    extra,
+                                "exp.toml");
+    };
+    const prism::GpuSpec plain = h100("cudnn", "").hardware.at(0).gpu;
+    EXPECT_DOUBLE_EQ(plain.attention_sustained, 1.0);
+    EXPECT_DOUBLE_EQ(plain.attention_efficiency, 0.6 * 0.5);
+    EXPECT_DOUBLE_EQ(plain.exp_per_s, 4e12 * 0.5);
+    const prism::GpuSpec capped = h100("cudnn", "attention_sustained = 0.8\n").hardware.at(0).gpu;
+    EXPECT_DOUBLE_EQ(capped.attention_efficiency, 0.6 * 0.5 * 0.8);
+    EXPECT_DOUBLE_EQ(capped.exp_per_s, 4e12 * 0.5 * 0.8);
+    // the GEMMs keep theirs
+    EXPECT_DOUBLE_EQ(capped.gemm.max_efficiency, plain.gemm.max_efficiency);
+    const prism::GpuSpec fa2 = h100("fa2", "attention_sustained = 0.8\n").hardware.at(0).gpu;
+    EXPECT_DOUBLE_EQ(fa2.attention_efficiency, 0.3 * 0.5 * 0.8);
+    const std::string error =
+        error_of(head + "[hardware.h]\npreset = \"h100-sxm\"\nattention_sustained = 1.2\n");
+    EXPECT_NE(error.find("hardware.h.attention_sustained"), std::string::npos) << error;
+    EXPECT_NE(error.find("exp.toml"), std::string::npos) << error;
+}

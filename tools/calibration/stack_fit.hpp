@@ -40,6 +40,10 @@ struct Factors {
     /// factors over megatron-core's (fit_all; docs/calibration.md, "Sustained BF16 GEMMs on
     /// Hopper").
     double sustained = 1;
+    /// On Hopper, GpuSpec::attention_sustained held over the presets' (1): 1, or
+    /// PRISM_CALIBRATE_ATTENTION_SUSTAINED (attention_sustained_from_env; docs/calibration.md,
+    /// "Attention at the power limit on Hopper").
+    double attention_sustained = 1;
 };
 
 /// The GPU presets one die's sustained BF16 GEMM fraction covers (H100 SXM and H200: GH100 at
@@ -110,8 +114,10 @@ inline void set_factors(Item& it, const Factors& f) {
     const double sustained = is_hopper(it.row.c.gpu) ? f.sustained : 1.0;
     hw.gpu.gemm.max_efficiency = std::min(1.0, c.gpu.gemm.max_efficiency * f.gemm * sustained);
     hw.gpu.fp8_gemm_max_efficiency = std::min(1.0, c.gpu.fp8_gemm_max_efficiency * f.fp8_gemm);
-    hw.gpu.attention_efficiency = std::min(1.0, c.gpu.attention_efficiency * f.attention);
-    hw.gpu.exp_per_s = c.gpu.exp_per_s * f.attention;  // the whole kernel, its exponentials too
+    // PRISM_CALIBRATE_ATTENTION_SUSTAINED: Hopper's attention_sustained as if the presets gave it
+    const double held = is_hopper(it.row.c.gpu) ? f.attention_sustained : 1.0;
+    hw.gpu.attention_efficiency = std::min(1.0, c.gpu.attention_efficiency * f.attention * held);
+    hw.gpu.exp_per_s = c.gpu.exp_per_s * f.attention * held;  // the whole kernel, its exponentials
     hw.gpu.hbm_efficiency = std::min(1.0, c.gpu.hbm_efficiency * f.hbm);
     hw.collective_efficiency = std::min(1.0, c.collective_efficiency * f.collective);
     // the ceiling's own (the loader gave it the collective one where the GPU has none)
@@ -129,6 +135,18 @@ inline double overlap_cost_from_env() {
     if (v == nullptr) return 0.0;
     const double k = std::atof(v);
     if (!(k >= 0 && k < 1)) throw ConfigError("PRISM_CALIBRATE_OVERLAP_COST: a fraction in [0, 1)");
+    return k;
+}
+
+/// PRISM_CALIBRATE_ATTENTION_SUSTAINED: fused attention on the H100 and H200 at that fraction
+/// of its ceiling, every stack (the experiment of docs/calibration.md); unset: 1, as the presets
+/// ship it.
+inline double attention_sustained_from_env() {
+    const char* v = std::getenv("PRISM_CALIBRATE_ATTENTION_SUSTAINED");
+    if (v == nullptr) return 1.0;
+    const double k = std::atof(v);
+    if (!(k > 0 && k <= 1))
+        throw ConfigError("PRISM_CALIBRATE_ATTENTION_SUSTAINED: a fraction in (0, 1]");
     return k;
 }
 
@@ -381,6 +399,7 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items, const st
             Factors from;
             from.overlap = overlap_cost_from_env();
             from.collective_nic = nic_collective_from_env();
+            from.attention_sustained = attention_sustained_from_env();
             const std::vector<Key> k = with_nic_key(stack, keys, from);
             core = fit_stack(rows, k, from, nullptr);
             out[stack] = core;
