@@ -234,6 +234,49 @@ TEST(StackFit, RecoversACollectiveFactorAcrossNodesOfItsOwnWhenFreed) {
     EXPECT_GT(worst(one), worst(freed));
 }
 
+// PRISM_CALIBRATE_ATTENTION_SUSTAINED (docs/calibration.md, "Attention at the power limit on
+// Hopper"): fused attention on the H100 / H200 rows at that fraction of what the stack's factor
+// gives, its exponentials too; the B200 rows and the GEMMs untouched; a value outside (0, 1] is
+// refused.
+TEST(StackFit, AttentionSustainedSlowsHopperAttentionOnly) {
+    Item* h100 = nullptr;
+    Item* b200 = nullptr;
+    std::vector<Item> items = load_items(PRISM_TEST_DATA_DIR, 4);
+    for (Item& it : items) {
+        if (it.row.c.set == "nemo-24.03-long" && it.row.c.seq == 1048576) h100 = &it;
+        if (it.row.c.set == "nemo-25.04-long" && it.row.c.seq == 1048576) b200 = &it;
+    }
+    ASSERT_NE(h100, nullptr);
+    ASSERT_NE(b200, nullptr);
+    Factors f = factors(0.85, 0.9, 0.6, 0.9, 0.6, 1e-6);
+    for (Item* it : {h100, b200}) {
+        f.attention_sustained = 1;
+        set_factors(*it, f);
+        const GpuSpec plain = it->e.hardware.at(0).gpu;
+        const double step = predict_item(*it);
+        f.attention_sustained = 0.8;
+        set_factors(*it, f);
+        const GpuSpec held = it->e.hardware.at(0).gpu;
+        const double k = it == h100 ? 0.8 : 1.0;
+        EXPECT_DOUBLE_EQ(held.attention_efficiency, plain.attention_efficiency * k);
+        EXPECT_DOUBLE_EQ(held.exp_per_s, plain.exp_per_s * k);
+        EXPECT_DOUBLE_EQ(held.gemm.max_efficiency, plain.gemm.max_efficiency);
+        EXPECT_DOUBLE_EQ(held.fp8_gemm_max_efficiency, plain.fp8_gemm_max_efficiency);
+        // the 1M-token step is mostly attention: at 0.8 it takes more than a fifth longer
+        if (it == h100) {
+            EXPECT_GT(predict_item(*it), 1.2 * step);
+        } else {
+            EXPECT_DOUBLE_EQ(predict_item(*it), step);
+        }
+    }
+    EXPECT_DOUBLE_EQ(attention_sustained_from_env(), 1.0);
+    ::setenv("PRISM_CALIBRATE_ATTENTION_SUSTAINED", "0.887", 1);
+    EXPECT_DOUBLE_EQ(attention_sustained_from_env(), 0.887);
+    ::setenv("PRISM_CALIBRATE_ATTENTION_SUSTAINED", "1.5", 1);
+    EXPECT_THROW(attention_sustained_from_env(), ConfigError);
+    ::unsetenv("PRISM_CALIBRATE_ATTENTION_SUSTAINED");
+}
+
 }  // namespace
 
 // Sustained BF16 GEMMs on Hopper (docs/calibration.md): a stack with no BF16 rows of its own on
