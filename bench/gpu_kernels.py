@@ -207,15 +207,22 @@ def hbm():
     return r
 
 
+def smi_log(path):
+    """nvidia-smi's SM and memory clocks, power and temperature every 500 ms into `path`, until
+    the returned process is terminated (and the returned file closed)."""
+    fh = open(path, "w")
+    mon = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,"
+                            "temperature.gpu", "--format=csv,noheader", "-lms", "500"],
+                           stdout=fh, stderr=subprocess.STDOUT)
+    return mon, fh
+
+
 def sustained():
     s = 8192
     a = torch.randn(s, s, device=dev, dtype=torch.bfloat16)
     b = torch.randn(s, s, device=dev, dtype=torch.bfloat16)
     path = os.path.join(OUT, "smi_sustained.csv")
-    fh = open(path, "w")
-    mon = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,"
-                            "temperature.gpu", "--format=csv,noheader", "-lms", "500"],
-                           stdout=fh, stderr=subprocess.STDOUT)
+    mon, fh = smi_log(path)
     windows = []
     t_start = time.time()
     while time.time() - t_start < SUSTAIN_S:
@@ -252,10 +259,7 @@ def attention_sustained():
             o.backward(g)
 
         path = os.path.join(OUT, "smi_attention_%s.csv" % label)
-        fh = open(path, "w")
-        mon = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,"
-                                "power.draw,temperature.gpu", "--format=csv,noheader", "-lms",
-                                "500"], stdout=fh, stderr=subprocess.STDOUT)
+        mon, fh = smi_log(path)
         windows = []
         try:
             with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):

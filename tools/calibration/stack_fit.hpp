@@ -138,28 +138,28 @@ inline double overlap_cost_from_env() {
     return k;
 }
 
+/// The fraction in (0, 1] that environment variable `name` holds an experiment's value at
+/// (docs/calibration.md); `unset` where it is not set.
+inline double held_fraction_from_env(const char* name, double unset) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return unset;
+    const double k = std::atof(v);
+    if (!(k > 0 && k <= 1)) throw ConfigError(std::string(name) + ": a fraction in (0, 1]");
+    return k;
+}
+
 /// PRISM_CALIBRATE_ATTENTION_SUSTAINED: fused attention on the H100 and H200 at that fraction
 /// of its ceiling, every stack (the experiment of docs/calibration.md); unset: 1, as the presets
 /// ship it.
 inline double attention_sustained_from_env() {
-    const char* v = std::getenv("PRISM_CALIBRATE_ATTENTION_SUSTAINED");
-    if (v == nullptr) return 1.0;
-    const double k = std::atof(v);
-    if (!(k > 0 && k <= 1))
-        throw ConfigError("PRISM_CALIBRATE_ATTENTION_SUSTAINED: a fraction in (0, 1]");
-    return k;
+    return held_fraction_from_env("PRISM_CALIBRATE_ATTENTION_SUSTAINED", 1.0);
 }
 
 /// PRISM_CALIBRATE_NIC_COLLECTIVE: every stack's factor on the collective ceiling across NVLink
 /// domains held at that value (the experiment of docs/calibration.md); unset: -1, the stack's
 /// collective factor.
 inline double nic_collective_from_env() {
-    const char* v = std::getenv("PRISM_CALIBRATE_NIC_COLLECTIVE");
-    if (v == nullptr) return -1.0;
-    const double k = std::atof(v);
-    if (!(k > 0 && k <= 1))
-        throw ConfigError("PRISM_CALIBRATE_NIC_COLLECTIVE: a fraction in (0, 1]");
-    return k;
+    return held_fraction_from_env("PRISM_CALIBRATE_NIC_COLLECTIVE", -1.0);
 }
 
 /// Whether PRISM_CALIBRATE_NIC_FREE (a comma-separated list of stacks; the experiment of
