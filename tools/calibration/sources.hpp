@@ -114,7 +114,10 @@ inline std::string grand_teton_h100_overrides() {
 /// Teton H100 (96 GB HBM2e at 2.4 TB/s, 500 W power limit: the h100-sxm preset with that HBM
 /// bandwidth; its tensor-core peak is below the SXM datasheet's by an unknown amount, which the
 /// stack's factors absorb), tables 1-5 with torch.compile (table 5: 1F1B and interleaved 1F1B, 2
-/// stages per rank), and Trainy's of 2025-06 on H200 (llama3_8b_h200_2025-06_torchtitan.md).
+/// stages per rank), the torchtitan team's of 2025-06 on the same H100s (Llama 3.1 70B on 256 and
+/// 8B on 64, FSDP x TP 8, BF16 and float8 tensorwise, vanilla and async TP;
+/// asyncTP_llama3_h100_2025-06_torchtitan.md, its float8 rowwise rows left out: rowwise scaling
+/// is not modelled), and Trainy's of 2025-06 on H200 (llama3_8b_h200_2025-06_torchtitan.md).
 /// Settings of torchtitan's train configs: FSDP2 over the data-parallel ranks (ZeRO-3, prefetched)
 /// with TP, PP and CP as the table says, sequence parallelism with TP, AsyncTP as tp_comm_overlap,
 /// SDPA attention (FlashAttention-2 backend), torchao Float8 linears as fp8 (Trainy: FP8 all-gather
