@@ -96,17 +96,19 @@ inline std::vector<Case> nemo_long_b200(const std::string& data_dir) {
     return nemo_table(data_dir, "nemo_long_b200.csv", "b200");
 }
 
-/// llm-foundry (MosaicML) MPT throughput on H100-80GB, bf16 and fp8: PyTorch FSDP FULL_SHARD
-/// over all GPUs (ZeRO-3, prefetched), flash attention, full activation checkpointing where the
-/// table says so; measured = step time (s). MPT: GeLU MLP of 4h, tied embedding, ALiBi. The
-/// llm-foundry stack (configs/presets/stacks/llm-foundry.toml).
-/// Split: every other row (the first, third, ...) fits.
-inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
-    const Table t = read_table(data_file(data_dir, "llmfoundry_mpt_h100.csv"));
+/// llm-foundry (MosaicML) MPT throughput tables (scripts/train/benchmarking/README.md): PyTorch
+/// FSDP FULL_SHARD over all GPUs (ZeRO-3, prefetched), flash attention, full activation
+/// checkpointing where the table says so; measured = step time (s). MPT: GeLU MLP of 4h, tied
+/// embedding, ALiBi. The llm-foundry stack (configs/presets/stacks/llm-foundry.toml); each table
+/// is a source of its own (`set`) on its GPU preset. Split: every other row (the first, third,
+/// ...) fits.
+inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std::string& file,
+                                          const std::string& set, const std::string& gpu) {
+    const Table t = read_table(data_file(data_dir, file.c_str()));
     std::vector<Case> cases;
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
         Case c;
-        c.set = "llm-foundry";
+        c.set = set;
         c.layers = int(t.number(i, "layers"));
         c.hidden = int(t.number(i, "hidden"));
         c.heads = int(t.number(i, "heads"));
@@ -122,7 +124,7 @@ inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
         c.recompute = t.text(i, "recompute");
         c.flash_attention = true;
         c.stack = "llm-foundry";
-        c.gpu = "h100-sxm";
+        c.gpu = gpu;
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
         c.label = fmt::format("{} s{} g{} mb{} {}", t.text(i, "model"), c.seq, gpus, c.microbatch,
@@ -131,6 +133,17 @@ inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
         cases.push_back(c);
     }
     return cases;
+}
+
+/// The H100 80GB BF16 and FP8 tables (one source: "llm-foundry").
+inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
+    return llmfoundry_table(data_dir, "llmfoundry_mpt_h100.csv", "llm-foundry", "h100-sxm");
+}
+
+/// The "A100 80GB with 1600 Gbps node-node interconnect (RoCE)" BF16 table: an earlier software
+/// version (the README's tables predate its torch 2.0 update), a source of its own.
+inline std::vector<Case> llmfoundry_a100(const std::string& data_dir) {
+    return llmfoundry_table(data_dir, "llmfoundry_mpt_a100.csv", "llm-foundry-a100", "a100-80gb");
 }
 
 }  // namespace prism::calibration

@@ -34,20 +34,15 @@ struct Factors {
     /// (HardwareSpec::collective_nic_efficiency); < 0: the stack's collective factor (as the
     /// presets ship it), or PRISM_CALIBRATE_NIC_COLLECTIVE (nic_collective_from_env).
     double collective_nic = -1;
-    /// On Hopper (is_hopper), a multiplier on the BF16 GEMM ceiling, over the GPU presets'
-    /// gemm_sustained: 1 for a stack fitted on BF16 rows of its own there; for the others
-    /// (megatron-core's BF16 rows are all A100), the geometric mean of those stacks' BF16 GEMM
-    /// factors over megatron-core's (fit_all; docs/calibration.md, "Sustained BF16 GEMMs on
-    /// Hopper").
-    double sustained = 1;
     /// On Hopper, GpuSpec::attention_sustained held over the presets' (1): 1, or
     /// PRISM_CALIBRATE_ATTENTION_SUSTAINED (attention_sustained_from_env; docs/calibration.md,
     /// "Attention at the power limit on Hopper").
     double attention_sustained = 1;
 };
 
-/// The GPU presets one die's sustained BF16 GEMM fraction covers (H100 SXM and H200: GH100 at
-/// 700 W; the 2024-12 torchtitan rows' 500 W H100s too, their lower clock in their peak).
+/// The GPU presets one die's power limit covers (H100 SXM and H200: GH100 at 700 W; the 2024-12
+/// torchtitan rows' 500 W H100s too, their lower clock in their peak): their presets'
+/// gemm_sustained is measured (docs/calibration.md, "Sustained BF16 GEMMs on Hopper").
 inline bool is_hopper(const std::string& gpu) { return gpu == "h100-sxm" || gpu == "h200"; }
 
 enum class Key { gemm, fp8_gemm, attention, hbm, collective, kernel_launch, collective_nic };
@@ -111,8 +106,7 @@ struct Item {
 inline void set_factors(Item& it, const Factors& f) {
     HardwareSpec& hw = it.e.hardware.at(0);
     const HardwareSpec& c = it.ceiling;
-    const double sustained = is_hopper(it.row.c.gpu) ? f.sustained : 1.0;
-    hw.gpu.gemm.max_efficiency = std::min(1.0, c.gpu.gemm.max_efficiency * f.gemm * sustained);
+    hw.gpu.gemm.max_efficiency = std::min(1.0, c.gpu.gemm.max_efficiency * f.gemm);
     hw.gpu.fp8_gemm_max_efficiency = std::min(1.0, c.gpu.fp8_gemm_max_efficiency * f.fp8_gemm);
     // PRISM_CALIBRATE_ATTENTION_SUSTAINED: Hopper's attention_sustained as if the presets gave it
     const double held = is_hopper(it.row.c.gpu) ? f.attention_sustained : 1.0;
@@ -413,10 +407,18 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items, const st
             out[stack] = rows.size() < k.size() ? start : fit_stack(rows, k, start, &start, shrink);
         }
     }
-    // GEMMs are cuBLAS in every stack: a stack with no BF16 rows of its own on Hopper takes the
-    // BF16 GEMM factor there that the stacks with such rows share (their geometric mean), not
-    // the one its other rows (A100, FP8) gave it
-    std::set<std::string> own;
+    return out;
+}
+
+/// The check on the presets' measured Hopper gemm_sustained (docs/calibration.md, "Sustained BF16
+/// GEMMs on Hopper"): for each stack fitted on BF16 rows of its own on Hopper (`items` without
+/// source `left_out`), its BF16 GEMM factor over megatron-core's (fitted on A100 rows). 1: the
+/// measured fraction accounts for the stack's Hopper BF16 rows with megatron-core's GEMMs; below
+/// 1, the stack's rows ask for slower GEMMs than the die's power-capped rate.
+inline std::map<std::string, double> hopper_bf16_over_core(const std::vector<Item>& items,
+                                                           const std::map<std::string, Factors>& f,
+                                                           const std::string& left_out = "") {
+    std::map<std::string, double> out;
     for (const auto& [stack, keys] : kStackKeys) {
         const bool fits_gemm = std::find(keys.begin(), keys.end(), Key::gemm) != keys.end();
         const bool has_rows = std::any_of(items.begin(), items.end(), [&](const Item& it) {
@@ -424,12 +426,10 @@ inline std::map<std::string, Factors> fit_all(std::vector<Item>& items, const st
             return c.stack == stack && c.set != left_out && is_hopper(c.gpu) &&
                    c.precision == "bf16";
         });
-        if (fits_gemm && has_rows) own.insert(stack);
+        if (fits_gemm && has_rows && stack != "megatron-core") {
+            out[stack] = f.at(stack).gemm / f.at("megatron-core").gemm;
+        }
     }
-    double log_sum = 0;
-    for (const std::string& s : own) log_sum += std::log(out.at(s).gemm / core.gemm);
-    const double shared = own.empty() ? 1.0 : std::exp(log_sum / double(own.size()));
-    for (auto& [stack, f] : out) f.sustained = own.count(stack) != 0 ? 1.0 : shared;
     return out;
 }
 
