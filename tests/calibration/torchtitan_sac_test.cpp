@@ -33,7 +33,9 @@ TEST(TorchtitanSac, OnlyTheTorchtitanRowsRunTheOpPolicy) {
 // below: the gap is not the policy's) and within 5% of Trainy's 2025-06 rows (+0.5%, -1.6%).
 // Megatron-Core's meaning (the attention core only: nothing recomputed with fused attention)
 // keeps the norms' outputs, K, w3's output and the SiLU product, and is above the published
-// reserved peak on every selective row, by 20% to 65%: more than the allocator ever held.
+// reserved peak on every selective row, by 15% to 57% (no dropout masks: torchtitan's Llama has
+// no dropout; 20% to 65% with them, before model 2026.11.29.2): more than the allocator ever
+// held.
 TEST(TorchtitanSac, PublishedPeakMemoryTellsTheOpPolicyFromMegatrons) {
     int selective = 0;
     for (const TorchtitanMemoryRow& r : torchtitan_memory(PRISM_TEST_DATA_DIR)) {
@@ -46,7 +48,7 @@ TEST(TorchtitanSac, PublishedPeakMemoryTellsTheOpPolicyFromMegatrons) {
 
         EXPECT_LE(op, 0.05) << r.label;
         EXPECT_GE(op, -0.30) << r.label;
-        EXPECT_GT(megatron, 0.15) << r.label;
+        EXPECT_GT(megatron, 0.10) << r.label;
         if (r.label.find("trainy") != std::string::npos) {
             EXPECT_LE(std::abs(op), 0.05) << r.label;
         }

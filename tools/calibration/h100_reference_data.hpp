@@ -99,8 +99,10 @@ inline std::vector<Case> nemo_long_b200(const std::string& data_dir) {
 /// llm-foundry (MosaicML) MPT throughput tables (scripts/train/benchmarking/README.md): PyTorch
 /// FSDP FULL_SHARD over all GPUs (ZeRO-3, prefetched), flash attention, full activation
 /// checkpointing where the table says so; measured = step time (s). MPT: GeLU MLP of 4h, tied
-/// embedding, ALiBi. The llm-foundry stack (configs/presets/stacks/llm-foundry.toml); each table
-/// is a source of its own (`set`) on its GPU preset. Split: every other row (the first, third,
+/// embedding, ALiBi, no dropout (MPTConfig's attn_pdrop, resid_pdrop and emb_pdrop default to
+/// 0.0 and the MPT yamls set none). The llm-foundry stack
+/// (configs/presets/stacks/llm-foundry.toml); each table is a source of its own (`set`) on its GPU
+/// preset. Split: every other row (the first, third,
 /// ...) fits.
 inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std::string& file,
                                           const std::string& set, const std::string& gpu) {
@@ -123,6 +125,7 @@ inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std
         c.precision = t.text(i, "precision");
         c.recompute = t.text(i, "recompute");
         c.flash_attention = true;
+        c.dropout = false;
         c.stack = "llm-foundry";
         c.gpu = gpu;
         c.measured =

@@ -92,6 +92,9 @@ struct Case {
     std::string stack = "megatron-core";  ///< software stack preset (configs/presets/stacks)
     std::string gpu = "a100-80gb";        ///< GPU preset the run used
     bool fp8_params = false;
+    /// Hidden / attention dropout with p > 0 (TrainingSpec::dropout: only the masks' memory).
+    /// true where the table's recipe is not read for it (Megatron's GPT defaults, p = 0.1).
+    bool dropout = true;
     double measured = 0;  ///< step time (s) or TFLOP/s per GPU, per dataset
     /// Published peak memory per GPU in GiB (torchtitan: the allocator's peak reserved); 0 =
     /// not published. Checked, never fitted (docs/torchtitan_sac.md).
@@ -121,7 +124,7 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         "seq = {}\ngated_mlp = {}\ntied_embeddings = {}\n\n"
         "[training]\nglobal_batch = {}\nprecision = \"{}\"\nflash_attention = {}\n"
         "overlap_grad_reduce = {}\noverlap_param_gather = {}\ntp_comm_overlap = {}\n"
-        "fp8_params = {}\n"
+        "fp8_params = {}\ndropout = {}\n"
         "account_for_embedding_in_pipeline_split = {}\naccount_for_loss_in_pipeline_split = {}\n\n"
         "[hardware.gpu]\npreset = \"{}\"\n{}\n{}\n[defaults]\n"
         "tp = {}\npp = {}\ndp = {}\ncp = {}\nmicrobatch = {}\ninterleave = {}\n"
@@ -130,7 +133,7 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         c.ffn > 0 ? c.ffn : 4 * c.hidden, c.vocab, c.seq, flag(c.gated_mlp),
         flag(c.tied_embeddings), c.global_batch, c.precision, flag(c.flash_attention),
         flag(c.overlap_grad_reduce), flag(c.overlap_param_gather), flag(c.tp_comm_overlap),
-        flag(c.fp8_params), flag(c.pipeline_slots), flag(c.pipeline_slots),
+        flag(c.fp8_params), flag(c.dropout), flag(c.pipeline_slots), flag(c.pipeline_slots),
         gpu_preset.empty() ? c.gpu : gpu_preset, c.hardware_overrides, stack_table(c, ceilings),
         c.tp, c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage, c.recompute,
         flag(c.sequence_parallel));

@@ -151,6 +151,7 @@ inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
         c.fp8_params = t.number(i, "fp8_params") != 0;
         c.recompute = t.text(i, "recompute");
         c.flash_attention = true;
+        c.dropout = false;  // torchtitan's Llama 3 has no dropout layers
         c.sequence_parallel = c.tp > 1;
         c.tp_comm_overlap = t.number(i, "tp_comm_overlap") != 0;
         c.overlap_grad_reduce = true;
