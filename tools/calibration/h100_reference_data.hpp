@@ -102,8 +102,7 @@ inline std::vector<Case> nemo_long_b200(const std::string& data_dir) {
 /// embedding, ALiBi, no dropout (MPTConfig's attn_pdrop, resid_pdrop and emb_pdrop default to
 /// 0.0 and the MPT yamls set none). The llm-foundry stack
 /// (configs/presets/stacks/llm-foundry.toml); each table is a source of its own (`set`) on its GPU
-/// preset. Split: every other row (the first, third,
-/// ...) fits.
+/// preset. Split: every other row (the first, third, ...) fits.
 inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std::string& file,
                                           const std::string& set, const std::string& gpu) {
     const Table t = read_table(data_file(data_dir, file.c_str()));

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
-#include <set>
 #include <string>
 #include <vector>
 
