@@ -50,6 +50,10 @@ inline std::vector<Case> nemo_table(const std::string& data_dir, const std::stri
         index_in_table = c.set == last_table ? index_in_table + 1 : 0;
         last_table = c.set;
         c.label = c.set + " " + t.text(i, "model");
+        // Llama 2 / 3 and Nemotron train without dropout (NeMo's LlamaConfig and NemotronConfig:
+        // hidden_dropout = attention_dropout = 0.0; Megatron-Bridge's Llama providers alike); the
+        // GPT3 rows keep Megatron's default masks (their NeMo 1.0 configs not read)
+        c.dropout = t.text(i, "model").rfind("GPT3", 0) == 0;
         c.layers = int(t.number(i, "layers"));
         c.hidden = int(t.number(i, "hidden"));
         c.heads = int(t.number(i, "heads"));
@@ -99,10 +103,10 @@ inline std::vector<Case> nemo_long_b200(const std::string& data_dir) {
 /// llm-foundry (MosaicML) MPT throughput tables (scripts/train/benchmarking/README.md): PyTorch
 /// FSDP FULL_SHARD over all GPUs (ZeRO-3, prefetched), flash attention, full activation
 /// checkpointing where the table says so; measured = step time (s). MPT: GeLU MLP of 4h, tied
-/// embedding, ALiBi, no dropout (MPTConfig's attn_pdrop, resid_pdrop and emb_pdrop default to
-/// 0.0 and the MPT yamls set none). The llm-foundry stack
-/// (configs/presets/stacks/llm-foundry.toml); each table is a source of its own (`set`) on its GPU
-/// preset. Split: every other row (the first, third, ...) fits.
+/// embedding, a learned position embedding (not modelled: a lookup), no dropout (MPTConfig's
+/// attn_pdrop, resid_pdrop and emb_pdrop default to 0.0 and the MPT yamls set none). The
+/// llm-foundry stack (configs/presets/stacks/llm-foundry.toml); each table is a source of its own
+/// (`set`) on its GPU preset. Split: every other row (the first, third, ...) fits.
 inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std::string& file,
                                           const std::string& set, const std::string& gpu) {
     const Table t = read_table(data_file(data_dir, file.c_str()));
