@@ -103,9 +103,10 @@ MemoryReserveSpec default_memory_reserve();
 /// The fraction of HBM an experiment file lets the tensors and the reserve use unless its
 /// [constraints] max_memory_fraction says otherwise; the rest is left to the PyTorch caching
 /// allocator's fragmentation (blocks reserved but not allocated; PyTorch "CUDA semantics",
-/// memory management). Published runs that ran bound it from below: with the reserve, the most
-/// loaded of NeMo's and Megatron-Bridge's H100 runs counts 0.957 of HBM (tests/calibration/
-/// h100_fidelity_test.cpp), so 0.96 (3.2 GiB of an H100's 79.1) keeps every one of them.
+/// memory management). Published runs that ran bound it from below: with the reserve and their
+/// recipes' bf16 gradient buffers, the most loaded of NeMo's and Megatron-Bridge's H100 runs
+/// (Nemotron-340B) counts 0.937 of HBM (tests/calibration/h100_fidelity_test.cpp), so 0.96
+/// (3.2 GiB of an H100's 79.1) keeps every one of them.
 inline constexpr double kDefaultMaxMemoryFraction = 0.96;
 
 /// NCCL communicators a GPU of `point` belongs to, each with its own buffers: one per parallel

@@ -327,7 +327,7 @@ TEST(StackFit, HopperBf16CheckIsEachStacksGemmFactorOverMegatronCores) {
 // The measured gemm_sustained against an independent team's training rows: torchtitan's BF16
 // rows on Hopper (the 2024-12 and 2025-06 tables, Grand Teton H100s) fitted on the presets'
 // ceiling x the H200 kernel's sustained fraction ask for a BF16 GEMM factor within 3% of
-// megatron-core's A100-fitted one (1.008 on model 2026.11.29.2). A factor far from it would say
+// megatron-core's A100-fitted one (1.010 on model 2026.11.29.3). A factor far from it would say
 // the die's power-capped rate does not account for what those runs sustain.
 TEST(StackFit, MeasuredSustainedFractionAccountsForTorchtitansHopperBf16Rows) {
     std::vector<Item> items;

@@ -54,6 +54,11 @@ inline std::vector<Case> nemo_table(const std::string& data_dir, const std::stri
         // hidden_dropout = attention_dropout = 0.0; Megatron-Bridge's Llama providers alike); the
         // GPT3 rows keep Megatron's default masks (their NeMo 1.0 configs not read)
         c.dropout = t.text(i, "model").rfind("GPT3", 0) == 0;
+        // bf16 gradient buffer and reduction in NVIDIA's performance runs: NeMo 1's launcher
+        // scripts pass optim.grad_sync_dtype=bf16 (NeMo-Framework-Launcher
+        // examples/training/*/h100/*.sh), NeMo 2's set_precision_configs and Megatron-Bridge's
+        // performance overrides set grad_reduce_in_fp32 = False
+        c.grad_reduce_in_fp32 = false;
         c.layers = int(t.number(i, "layers"));
         c.hidden = int(t.number(i, "hidden"));
         c.heads = int(t.number(i, "heads"));
@@ -130,6 +135,9 @@ inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std
         c.flash_attention = true;
         c.dropout = false;
         c.stack = "llm-foundry";
+        // Composer's FSDP mixed precision: DEFAULT (amp_bf16, amp_fp8) reduces in fp32, PURE
+        // (the csv's mp_mode; the A100 table's 70B rows) in the parameters' bf16
+        c.grad_reduce_in_fp32 = t.text(i, "mp_mode") != "PURE";
         c.gpu = gpu;
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);

@@ -197,6 +197,8 @@ int run_check(const std::string& path) {
         c.tp_comm_overlap = c.tp > 1;
         c.overlap_grad_reduce = true;
         c.overlap_param_gather = true;
+        // Megatron-LM's default with bf16: fp32 main gradients, reduced in fp32 (arguments.py)
+        c.grad_reduce_in_fp32 = c.precision == "bf16";
         c.measured = t.number(i, "tflops_per_gpu");
         const Experiment e = make_experiment(c);
         const double pred = predict(e, c, Quantity::tflops_per_gpu);

@@ -95,6 +95,10 @@ struct Case {
     /// Hidden / attention dropout with p > 0 (TrainingSpec::dropout: only the masks' memory).
     /// true where the table's recipe is not read for it (Megatron's GPT defaults, p = 0.1).
     bool dropout = true;
+    /// Main-gradient buffer and its DP reduction in fp32 (TrainingSpec::grad_reduce_in_fp32:
+    /// memory and the reduction's bytes). true where the run's software defaults to it
+    /// (Megatron-LM with bf16, FSDP's reduce_dtype = fp32); each loader says why.
+    bool grad_reduce_in_fp32 = true;
     double measured = 0;  ///< step time (s) or TFLOP/s per GPU, per dataset
     /// Published peak memory per GPU in GiB (torchtitan: the allocator's peak reserved); 0 =
     /// not published. Checked, never fitted (docs/torchtitan_sac.md).
@@ -124,7 +128,7 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         "seq = {}\ngated_mlp = {}\ntied_embeddings = {}\n\n"
         "[training]\nglobal_batch = {}\nprecision = \"{}\"\nflash_attention = {}\n"
         "overlap_grad_reduce = {}\noverlap_param_gather = {}\ntp_comm_overlap = {}\n"
-        "fp8_params = {}\ndropout = {}\n"
+        "fp8_params = {}\ndropout = {}\ngrad_reduce_in_fp32 = {}\n"
         "account_for_embedding_in_pipeline_split = {}\naccount_for_loss_in_pipeline_split = {}\n\n"
         "[hardware.gpu]\npreset = \"{}\"\n{}\n{}\n[defaults]\n"
         "tp = {}\npp = {}\ndp = {}\ncp = {}\nmicrobatch = {}\ninterleave = {}\n"
@@ -133,10 +137,10 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         c.ffn > 0 ? c.ffn : 4 * c.hidden, c.vocab, c.seq, flag(c.gated_mlp),
         flag(c.tied_embeddings), c.global_batch, c.precision, flag(c.flash_attention),
         flag(c.overlap_grad_reduce), flag(c.overlap_param_gather), flag(c.tp_comm_overlap),
-        flag(c.fp8_params), flag(c.dropout), flag(c.pipeline_slots), flag(c.pipeline_slots),
-        gpu_preset.empty() ? c.gpu : gpu_preset, c.hardware_overrides, stack_table(c, ceilings),
-        c.tp, c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage, c.recompute,
-        flag(c.sequence_parallel));
+        flag(c.fp8_params), flag(c.dropout), flag(c.grad_reduce_in_fp32), flag(c.pipeline_slots),
+        flag(c.pipeline_slots), gpu_preset.empty() ? c.gpu : gpu_preset, c.hardware_overrides,
+        stack_table(c, ceilings), c.tp, c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage,
+        c.recompute, flag(c.sequence_parallel));
     return io::parse_experiment(text, c.label);
 }
 
@@ -204,6 +208,7 @@ inline std::vector<Case> megatron_sc21(const std::string& data_dir) {
         c.dp = int(t.number(i, "gpus")) / (c.tp * c.pp);
         c.global_batch = std::int64_t(t.number(i, "global_batch"));
         c.recompute = "full";
+        c.grad_reduce_in_fp32 = false;  // fp16 runs: Megatron-LM reduces fp16 main gradients
         c.measured = t.number(i, "tflops_per_gpu");
         c.set = "megatron-sc21";
         c.label = t.text(i, "params_billion") + "B";
@@ -232,6 +237,9 @@ inline std::vector<Case> vtrain(const std::string& data_dir) {
         c.pp = int(t.number(i, "pipeline parallelism"));
         c.measured = t.number(i, "iteration time (ms)") * 1e-3;
         c.recompute = "full";
+        // 16-bit gradient reduction, as the model had it before the flag reached the wire
+        // (vTrain's configs state no dtype)
+        c.grad_reduce_in_fp32 = false;
         c.set = "vtrain";
         c.stack = "deepspeed";  // Megatron-DeepSpeed
         c.label = fmt::format("vtrain row {}", i);

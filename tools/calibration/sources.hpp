@@ -60,6 +60,9 @@ inline std::vector<Case> mlperf_medians(const std::string& data_dir) {
         // NeMo's Llama 3.1 configuration: hidden and attention dropout 0.0 (the MLPerf examples
         // say so too); GPT-3 keeps Megatron's default masks
         c.dropout = t.text(i, "model").rfind("Llama", 0) != 0;
+        // bf16 gradient buffer: MegatronMixedPrecision(grad_reduce_in_fp32=False) in the
+        // submissions' pretrain.py (configs/examples/mlperf)
+        c.grad_reduce_in_fp32 = false;
         cases.push_back(c);
     }
     return cases;
@@ -90,6 +93,9 @@ inline Case bloom_176b() {
     c.global_batch = 2048;
     c.zero_stage = 1;
     c.recompute = "full";
+    // DeepSpeed's BF16_Optimizer accumulates into fp32 gradient buffers and reduces those
+    // (get_grads_for_reduction returns fp32_groups_gradients_flat)
+    c.grad_reduce_in_fp32 = true;
     c.pipeline_slots = true;  // 70 layers + embedding + loss = 72 slots on 12 stages
     c.hardware_overrides = "nic_bandwidth = \"50 Gb/s\"\n";
     c.measured = 150;
@@ -155,6 +161,9 @@ inline std::vector<Case> torchtitan_llama3(const std::string& data_dir) {
         c.recompute = t.text(i, "recompute");
         c.flash_attention = true;
         c.dropout = false;  // torchtitan's Llama 3 has no dropout layers
+        // FSDP2's MixedPrecisionPolicy(reduce_dtype = float32): torchtitan's
+        // mixed_precision_reduce default; the sharded gradients are fp32
+        c.grad_reduce_in_fp32 = true;
         c.sequence_parallel = c.tp > 1;
         c.tp_comm_overlap = t.number(i, "tp_comm_overlap") != 0;
         c.overlap_grad_reduce = true;

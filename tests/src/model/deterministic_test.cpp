@@ -354,6 +354,7 @@ TEST(Deterministic, FsdpGathersWeightsConcurrentlyAndLocksReplicas) {
 
 TEST(Deterministic, OverlappedGradientReductionHidesItsWindowButTheLastBucket) {
     auto e = prism::test::wide_experiment();
+    e.training.grad_reduce_in_fp32 = false;  // bf16 gradient buffer: 2 bytes on the wire
     const DesignPoint p = prism::test::tp8_dp4();
     const auto exposed = prism::evaluate_deterministic(e, p);
     e.training.overlap_grad_reduce = true;
@@ -374,6 +375,29 @@ TEST(Deterministic, OverlappedGradientReductionHidesItsWindowButTheLastBucket) {
     EXPECT_NEAR(exposed.step_time_s - overlapped.step_time_s, sync - expected_exposed, 1e-12);
 }
 
+// The DP AllReduce carries the main-gradient buffer's dtype: fp32 (grad_reduce_in_fp32,
+// Megatron-LM's bf16 default, FSDP's reduce_dtype = fp32) puts 4 bytes per parameter on the wire, a
+// bf16 buffer (Megatron-Core's DistributedDataParallelConfig default, NVIDIA's performance recipes)
+// 2: by hand as above, the ring's bandwidth term doubles and its latency term stays.
+TEST(Deterministic, GradientReductionCarriesTheMainGradientBuffersBytes) {
+    auto e = prism::test::wide_experiment();
+    const DesignPoint p = prism::test::tp8_dp4();
+    e.training.grad_reduce_in_fp32 = true;
+    const auto fp32 = prism::evaluate_deterministic(e, p);
+    e.training.grad_reduce_in_fp32 = false;
+    const auto bf16 = prism::evaluate_deterministic(e, p);
+
+    const double h = 4096;
+    const double params = (8 * (12 * h * h + 13 * h) + 32000 * h) / 8;
+    auto allreduce = [&](double bytes_per_param) {
+        return 2 * 0.75 * bytes_per_param * params / 20e9 + 2 * 3 * 10e-6;
+    };
+    EXPECT_NEAR(fp32.breakdown.dp_sync_exposed_s, allreduce(4), 1e-12);
+    EXPECT_NEAR(bf16.breakdown.dp_sync_exposed_s, allreduce(2), 1e-12);
+    EXPECT_NEAR(fp32.step_time_s - bf16.step_time_s, 2 * 0.75 * 2 * params / 20e9, 1e-12);
+    EXPECT_DOUBLE_EQ(fp32.breakdown.layer_backward_s, bf16.breakdown.layer_backward_s);
+}
+
 // collective_nic_efficiency: the DP AllReduce across the 4 nodes runs at the NIC's own
 // efficiency (0.5 here; by hand as above), the TP collectives inside the node stay at the NVLink
 // one (the layer is unchanged); each link level picks its own, 0 = collective_efficiency.
@@ -385,9 +409,10 @@ TEST(Deterministic, CollectivesAcrossNodesRunAtTheNicEfficiency) {
 
     const auto nic = prism::evaluate_deterministic(e, p);
 
+    // the fp32 main gradients (grad_reduce_in_fp32, the default): 4 bytes per parameter
     const double h = 4096;
     const double params = (8 * (12 * h * h + 13 * h) + 32000 * h) / 8;
-    const double sync = 2 * 0.75 * 2 * params / (25e9 * 0.5) + 2 * 3 * 10e-6;
+    const double sync = 2 * 0.75 * 4 * params / (25e9 * 0.5) + 2 * 3 * 10e-6;
     EXPECT_NEAR(nic.breakdown.dp_sync_exposed_s, sync, 1e-12);
     EXPECT_GT(nic.breakdown.dp_sync_exposed_s, one.breakdown.dp_sync_exposed_s);
     EXPECT_DOUBLE_EQ(nic.breakdown.layer_forward_s, one.breakdown.layer_forward_s);

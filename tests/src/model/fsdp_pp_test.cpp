@@ -73,9 +73,12 @@ TEST(FsdpUnderPipeline, GathersOnceAndReduceScattersOnceAfterTheLastBackward) {
 
     const auto r = prism::evaluate_deterministic(e, p);
 
-    // one ReduceScatter of 2-byte gradients and one AllGather of 2-byte weights of the stage over
-    // the 4 dp ranks on NVLink, both exposed; no per-layer gather or scatter in the passes
-    EXPECT_NEAR(r.breakdown.dp_sync_exposed_s, 2 * ring(2 * kStageParams, 4, 300e9, 3e-6), 1e-12);
+    // one ReduceScatter of fp32 gradients (FSDP2's reduce_dtype = float32, torchtitan's default:
+    // grad_reduce_in_fp32) and one AllGather of 2-byte weights of the stage over the 4 dp ranks
+    // on NVLink, both exposed; no per-layer gather or scatter in the passes
+    EXPECT_NEAR(r.breakdown.dp_sync_exposed_s,
+                ring(4 * kStageParams, 4, 300e9, 3e-6) + ring(2 * kStageParams, 4, 300e9, 3e-6),
+                1e-12);
     EXPECT_EQ(r.breakdown.fsdp_comm_exposed_s, 0.0);
     for (const auto* list : {&r.profile.layer_forward, &r.profile.layer_backward}) {
         for (const auto& seg : *list) {

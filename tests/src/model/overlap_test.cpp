@@ -84,11 +84,14 @@ TEST(ContextParallelData, GradientsAreReducedOverDataTimesContextRanks) {
     p.microbatch = 4;
     const auto cp_only = prism::evaluate_deterministic(e, p);
 
-    // ReduceScatter of 2-byte gradients + AllGather of 2-byte weights over the 4 ranks
-    const double bytes = 2 * kStageParams;
-    EXPECT_NEAR(inside.breakdown.dp_sync_exposed_s, 2 * ring(bytes, 4, 300e9, 3e-6), 1e-12);
-    EXPECT_NEAR(across.breakdown.dp_sync_exposed_s, 2 * ring(bytes, 4, 2 * 25e9, 10e-6), 1e-12);
-    EXPECT_NEAR(cp_only.breakdown.dp_sync_exposed_s, 2 * ring(bytes, 2, 300e9, 3e-6), 1e-12);
+    // ReduceScatter of the 4-byte fp32 main gradients (grad_reduce_in_fp32, the default) +
+    // AllGather of 2-byte weights over the 4 ranks
+    auto sync = [](int ranks, double bw, double lat) {
+        return ring(4 * kStageParams, ranks, bw, lat) + ring(2 * kStageParams, ranks, bw, lat);
+    };
+    EXPECT_NEAR(inside.breakdown.dp_sync_exposed_s, sync(4, 300e9, 3e-6), 1e-12);
+    EXPECT_NEAR(across.breakdown.dp_sync_exposed_s, sync(4, 2 * 25e9, 10e-6), 1e-12);
+    EXPECT_NEAR(cp_only.breakdown.dp_sync_exposed_s, sync(2, 300e9, 3e-6), 1e-12);
 }
 
 TEST(Overlap, TpCommOverlapRunsGathersAsRingExchangeAndScattersPipelined) {
@@ -150,6 +153,7 @@ TEST(Overlap, TpCommOverlapNeedsSequenceParallelism) {
 
 TEST(Overlap, ParamGatherRunsUnderTheFirstForwardButTheFirstBucket) {
     auto e = prism::test::wide_experiment();
+    e.training.grad_reduce_in_fp32 = false;  // bf16 gradients: both collectives carry 2 bytes
     e.training.overlap_param_gather = false;
     DesignPoint p = prism::test::tp8_dp4();
     p.zero_stage = 1;
@@ -172,6 +176,7 @@ TEST(Overlap, ParamGatherRunsUnderTheFirstForwardButTheFirstBucket) {
 // overlap_compute_cost of the hidden time.
 TEST(Overlap, HiddenParamGatherCostsTheForwardItsFraction) {
     auto e = prism::test::wide_experiment();
+    e.training.grad_reduce_in_fp32 = false;  // bf16 gradients: both collectives carry 2 bytes
     e.training.overlap_param_gather = true;
     constexpr double kCost = 0.2;
     e.hardware[0].overlap_compute_cost = kCost;
