@@ -129,7 +129,18 @@ inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std
         c.global_batch = std::int64_t(t.number(i, "global_batch"));
         c.microbatch = int(t.number(i, "micro_batch"));
         c.dp = gpus;
-        c.zero_stage = 3;
+        // FSDP's sharding strategy: FULL_SHARD is ZeRO-3 (per-layer gathers, prefetched);
+        // SHARD_GRAD_OP keeps the gathered parameters from the forward through the backward and
+        // shards gradients and optimizer state: ZeRO-2's traffic, its gradient reduce-scatter
+        // beside the backward and its gather beside the forward
+        const std::string sharding = t.text(i, "sharding");
+        if (sharding != "FULL_SHARD" && sharding != "SHARD_GRAD_OP") {
+            throw IoError(file + ": row " + std::to_string(i + 1) + ": sharding '" + sharding +
+                          "' (FULL_SHARD or SHARD_GRAD_OP)");
+        }
+        c.zero_stage = sharding == "FULL_SHARD" ? 3 : 2;
+        c.overlap_grad_reduce = true;
+        c.overlap_param_gather = true;
         c.precision = t.text(i, "precision");
         c.recompute = t.text(i, "recompute");
         c.flash_attention = true;
@@ -152,6 +163,14 @@ inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std
 /// The H100 80GB BF16 and FP8 tables (one source: "llm-foundry").
 inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
     return llmfoundry_table(data_dir, "llmfoundry_mpt_h100.csv", "llm-foundry", "h100-sxm");
+}
+
+/// The "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table: 18 rows of MPT 1B-70B on 128-512
+/// H100, one microbatch per step, added to the README three months after the other H100 tables
+/// (llm-foundry commit 5e85bd62d, 2024-01-06): a measurement campaign and a source of its own.
+inline std::vector<Case> llmfoundry_h100_large(const std::string& data_dir) {
+    return llmfoundry_table(data_dir, "llmfoundry_mpt_h100_large.csv", "llm-foundry-h100-large",
+                            "h100-sxm");
 }
 
 /// The "A100 80GB with 1600 Gbps node-node interconnect (RoCE)" BF16 table: an earlier software
