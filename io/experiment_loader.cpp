@@ -375,6 +375,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split",
                 "grad_reduce_in_fp32",
+                "pure_bf16",
                 "dropout",
                 "moe_dispatcher",
                 "moe_a2a_overlap",
@@ -430,6 +431,19 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     }
     if (const toml::node* n = table.get("grad_reduce_in_fp32")) {
         training.grad_reduce_in_fp32 = as_bool(*n, "training.grad_reduce_in_fp32");
+    }
+    if (const toml::node* n = table.get("pure_bf16")) {
+        training.pure_bf16 = as_bool(*n, "training.pure_bf16");
+        if (training.pure_bf16 && training.precision != Precision::bf16) {
+            fail_at(*n, "training.pure_bf16: pure bf16 training needs precision = \"bf16\"");
+        }
+        const toml::node* g = table.get("grad_reduce_in_fp32");
+        if (training.pure_bf16 && g != nullptr && g->value_or(false)) {
+            fail_at(*g,
+                    "training.grad_reduce_in_fp32: pure_bf16 keeps no fp32 gradients; leave it "
+                    "out or set it false");
+        }
+        if (training.pure_bf16) training.grad_reduce_in_fp32 = false;
     }
     if (const toml::node* n = table.get("dropout")) {
         training.dropout = as_bool(*n, "training.dropout");

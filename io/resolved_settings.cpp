@@ -60,6 +60,8 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
     add("training", "fp8_params", flag(t.fp8_params));
     add("training", "grad_reduce_in_fp32", flag(t.grad_reduce_in_fp32),
         "fp32 gradient buffer, Megatron-LM's default with bf16");
+    add("training", "pure_bf16", flag(t.pure_bf16),
+        "fp32 master weights and Adam moments, fp32 logits for the loss (amp)");
     add("training", "dropout", flag(t.dropout),
         "dropout masks stored (p > 0); false for p = 0 (Llama 3, Nemotron-4 recipes)");
 

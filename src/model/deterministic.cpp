@@ -378,8 +378,12 @@ SegmentList build_optimizer(const Context& c, const Shape& s) {
         largest_stage_params(c.m, c.p, s.stage_layers) /
             (c.zero >= 1 ? double(c.dp_link.size) : 1.0) +
         largest_stage_expert_params(c.m, c.p, s.stage_layers) / (c.zero >= 1 ? double(edp) : 1.0);
-    return {
-        Segment{{Op{KernelClass::optimizer, c.memory(30.0 * params), c.sync, LinkLevel::local}}}};
+    // Adam's HBM traffic per parameter: fp32 master, gradient and two moments read and written
+    // back (with the bf16 copy) 30 bytes; pure bf16 reads and writes the bf16 weight, gradient
+    // and moments, 14
+    const double bytes_per_param = c.tr.pure_bf16 ? 14.0 : 30.0;
+    return {Segment{{Op{KernelClass::optimizer, c.memory(bytes_per_param * params), c.sync,
+                        LinkLevel::local}}}};
 }
 
 StepProfile assemble_profile(const Context& c, const Shape& s, LayerPasses& layers,

@@ -179,7 +179,9 @@ struct StageTerms {
     double expert_params = 0;        ///< the routed experts' part of layer_params
     double expert_weight_bytes = 0;  ///< the routed experts' part of layer_weight_bytes
     double layer_weight_bytes = 0;   ///< one layer's stored weights (fp8_params: matrices 1 byte)
-    double grad_bytes_per_param = kGradBytesPerParam;  ///< 2 without grad_reduce_in_fp32
+    double grad_bytes_per_param = kGradBytesPerParam;            ///< 2 without grad_reduce_in_fp32
+    double optimizer_bytes_per_param = kOptimizerBytesPerParam;  ///< 4 with pure_bf16
+    double logit_bytes = 4;  ///< the logits and their gradient: fp32 (amp's loss), bf16 if pure
     double activations_per_layer = 0;
     double recompute_temporary = 0;
     /// the ZeRO stage of the memory (sharding_stage: FSDP under PP may hold 1's)
@@ -192,6 +194,8 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.embedding_params = embedding_params(m);
     t.layer_weight_bytes = weight_bytes(m, tr, 1, 0);
     t.grad_bytes_per_param = tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
+    t.optimizer_bytes_per_param = optimizer_bytes_per_param(tr);
+    t.logit_bytes = tr.pure_bf16 ? 2.0 : 4.0;
     t.expert_params = layer_expert_params(m);
     t.expert_weight_bytes = expert_weight_bytes(m, tr, 1);
     t.sharding = sharding_stage(tr, p);
@@ -251,7 +255,7 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
     mem.weights_bytes = weights / (z >= 3 ? shards : 1.0) + expert_weights / (z >= 3 ? edp : 1.0);
     mem.grads_bytes = terms.grad_bytes_per_param *
                       (params / (z >= 2 ? shards : 1.0) + expert_params / (z >= 2 ? edp : 1.0));
-    mem.optimizer_bytes = kOptimizerBytesPerParam *
+    mem.optimizer_bytes = terms.optimizer_bytes_per_param *
                           (params / (z >= 1 ? shards : 1.0) + expert_params / (z >= 1 ? edp : 1.0));
 
     mem.activations_bytes = terms.activations_per_layer * layers *
@@ -259,8 +263,8 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
 
     double temporary = terms.recompute_temporary;
     if (last) {
-        // fp32 logits and their gradient (vocab-parallel over t)
-        temporary += 2.0 * 4.0 * p.microbatch * double(m.seq) / p.cp * m.vocab / t;
+        // the logits and their gradient (vocab-parallel over t): fp32 under amp, bf16 if pure
+        temporary += 2.0 * terms.logit_bytes * p.microbatch * double(m.seq) / p.cp * m.vocab / t;
     }
     if (z >= 3) {
         // the gathered weights of the current and the prefetched layer
@@ -323,9 +327,10 @@ double model_state_bytes_average(const ModelSpec& m, const TrainingSpec& tr, con
     const double params = total_params(m) / (double(p.tp) * p.pp);
     const double d = double(p.dp) * p.cp;
     const int z = sharding_stage(tr, p);
+    const double grad_bytes = tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
     return kWeightBytesPerParam * params / (z >= 3 ? d : 1.0) +
-           kGradBytesPerParam * params / (z >= 2 ? d : 1.0) +
-           kOptimizerBytesPerParam * params / (z >= 1 ? d : 1.0);
+           grad_bytes * params / (z >= 2 ? d : 1.0) +
+           optimizer_bytes_per_param(tr) * params / (z >= 1 ? d : 1.0);
 }
 
 }  // namespace prism

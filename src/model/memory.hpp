@@ -33,6 +33,12 @@ namespace prism {
 inline constexpr double kWeightBytesPerParam = 2;
 inline constexpr double kGradBytesPerParam = 4;
 inline constexpr double kOptimizerBytesPerParam = 12;
+/// Pure bf16 (TrainingSpec::pure_bf16): the two Adam moments in bf16, no fp32 master copy.
+inline constexpr double kPureBf16OptimizerBytesPerParam = 4;
+/// Bytes per parameter of the optimizer state for `tr`.
+inline double optimizer_bytes_per_param(const TrainingSpec& tr) {
+    return tr.pure_bf16 ? kPureBf16OptimizerBytesPerParam : kOptimizerBytesPerParam;
+}
 
 struct MemoryBreakdown {
     double weights_bytes = 0;
@@ -119,8 +125,10 @@ int nccl_communicators(const DesignPoint& point);
 double reserved_bytes(const MemoryReserveSpec& reserve, const DesignPoint& point);
 
 /// Model state (weights + grads + optimizer) averaged over the t p model-parallel GPUs:
-/// 18 x total params / (t p), ZeRO-sharded over d c at the point's sharding_stage (FSDP under
-/// PP with fsdp_pp_unsharded holds stage 1's). Korthikanti et al.'s Figure 1 convention.
+/// 18 x total params / (t p) (weights 2, fp32 gradients 4, optimizer 12; 2 + 2 + 4 with
+/// pure_bf16, 16 bytes with bf16 gradients), ZeRO-sharded over d c at the point's sharding_stage
+/// (FSDP under PP with fsdp_pp_unsharded holds stage 1's). Korthikanti et al.'s Figure 1
+/// convention.
 double model_state_bytes_average(const ModelSpec& model, const TrainingSpec& training,
                                  const DesignPoint& point);
 

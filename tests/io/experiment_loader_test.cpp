@@ -50,6 +50,24 @@ TEST(ExperimentLoader, Fp8ParamsNeedFp8Precision) {
     EXPECT_FALSE(prism::io::parse_experiment(head + tail, "exp.toml").training.fp8_params);
 }
 
+// pure_bf16 turns the gradients bf16 (grad_reduce_in_fp32 off); it refuses FP8 training and an
+// explicit fp32 gradient buffer, naming the line and key.
+TEST(ExperimentLoader, PureBf16ImpliesBf16GradientsAndRefusesFp8OrFp32Gradients) {
+    const std::string head = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 512\n";
+    const std::string tail = "[hardware.h100]\npreset = \"h100-sxm\"\n";
+
+    const prism::Experiment e =
+        prism::io::parse_experiment(head + "pure_bf16 = true\n" + tail, "exp.toml");
+    EXPECT_TRUE(e.training.pure_bf16);
+    EXPECT_FALSE(e.training.grad_reduce_in_fp32);
+    EXPECT_FALSE(prism::io::parse_experiment(head + tail, "exp.toml").training.pure_bf16);
+    EXPECT_EQ(error_of(head + "precision = \"fp8\"\npure_bf16 = true\n" + tail),
+              "exp.toml:6:13: training.pure_bf16: pure bf16 training needs precision = \"bf16\"");
+    EXPECT_EQ(error_of(head + "grad_reduce_in_fp32 = true\npure_bf16 = true\n" + tail),
+              "exp.toml:5:23: training.grad_reduce_in_fp32: pure_bf16 keeps no fp32 gradients; "
+              "leave it out or set it false");
+}
+
 TEST(ExperimentLoader, UnknownKeySuggestsNearestValidKey) {
     EXPECT_EQ(error_of(kBase + "[space]\ntpp = [1, 2]\n"),
               "exp.toml:8:1: unknown key 'tpp' in [space]; did you mean 'tp'?");
@@ -127,8 +145,9 @@ TEST(ExperimentLoader, UnknownModelPresetListsKnownNames) {
 
 TEST(ExperimentLoader, UnknownGpuPresetListsKnownNames) {
     EXPECT_EQ(error_of(kBase + "[hardware.x]\npreset = \"h300\"\n"),
-              "exp.toml:8:10: hardware.x.preset: unknown gpu preset 'h300' (known: a100-80gb, "
-              "b200, b300, gb200-nvl72, gb300-nvl72, h100-sxm, h200); did you mean 'b300'?");
+              "exp.toml:8:10: hardware.x.preset: unknown gpu preset 'h300' (known: a100-40gb, "
+              "a100-80gb, b200, b300, gb200-nvl72, gb300-nvl72, h100-sxm, h200); did you mean "
+              "'b300'?");
 }
 
 TEST(ExperimentLoader, UnknownStackNameIsLocatedAndListsKnownStacks) {

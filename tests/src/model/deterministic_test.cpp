@@ -375,6 +375,22 @@ TEST(Deterministic, OverlappedGradientReductionHidesItsWindowButTheLastBucket) {
     EXPECT_NEAR(exposed.step_time_s - overlapped.step_time_s, sync - expected_exposed, 1e-12);
 }
 
+// Adam's step is memory-bound: 30 bytes of HBM traffic per parameter under amp (fp32 master,
+// gradient and two moments read and written, and the bf16 copy), 14 with pure bf16 (bf16 weight,
+// gradient and moments).
+TEST(Deterministic, PureBf16OptimizerStepMovesFourteenBytesPerParameterInsteadOfThirty) {
+    auto e = prism::test::wide_experiment();
+    const DesignPoint p = prism::test::tp8_dp4();
+    const auto amp = prism::evaluate_deterministic(e, p);
+    e.training.pure_bf16 = true;
+    e.training.grad_reduce_in_fp32 = false;
+    const auto pure = prism::evaluate_deterministic(e, p);
+
+    ASSERT_GT(amp.breakdown.optimizer_s, 0.0);
+    EXPECT_NEAR(pure.breakdown.optimizer_s / amp.breakdown.optimizer_s, 14.0 / 30.0, 1e-12);
+    EXPECT_DOUBLE_EQ(pure.breakdown.layer_forward_s, amp.breakdown.layer_forward_s);
+}
+
 // The DP AllReduce carries the main-gradient buffer's dtype: fp32 (grad_reduce_in_fp32,
 // Megatron-LM's bf16 default, FSDP's reduce_dtype = fp32) puts 4 bytes per parameter on the wire, a
 // bf16 buffer (Megatron-Core's DistributedDataParallelConfig default, NVIDIA's performance recipes)

@@ -90,6 +90,30 @@ TEST(Memory, Bf16GradientBufferIsTwoBytesPerParameter) {
     EXPECT_DOUBLE_EQ(zero2.grads_bytes, 0.5 * params);
 }
 
+// Pure bf16 (Composer's precision "bf16" with FSDP PURE): the bf16 weights are the master copy,
+// the Adam moments and the gradients bf16, the logits and their gradient bf16. By hand on the
+// small model at tp 2, microbatch 2, seq 1024, vocab 32,000, dp 4 without sharding: weights 2,
+// gradients 2, optimizer 4 bytes per parameter (12 and 4 with amp's fp32 gradients), and the
+// last stage's logits temporary 2 x 2 x b s V / t bytes (2 x 4 with amp).
+TEST(Memory, PureBf16KeepsTwoByteGradientsAndFourByteOptimizerStateAndBf16Logits) {
+    auto e = prism::test::small_experiment();
+    DesignPoint p = tp2_b2();
+    p.dp = 4;
+    const double params = (8 * 12596224.0 + 32768000.0) / 2;
+    const auto amp = prism::memory_per_gpu(e.model, e.training, p, 8);
+    e.training.pure_bf16 = true;
+    e.training.grad_reduce_in_fp32 = false;  // as the loader sets it with pure_bf16
+    const auto pure = prism::memory_per_gpu(e.model, e.training, p, 8);
+
+    EXPECT_DOUBLE_EQ(pure.weights_bytes, 2 * params);
+    EXPECT_DOUBLE_EQ(pure.grads_bytes, 2 * params);
+    EXPECT_DOUBLE_EQ(pure.optimizer_bytes, 4 * params);
+    EXPECT_DOUBLE_EQ(amp.optimizer_bytes, 12 * params);
+    const double logits = 2.0 * 1024 * 32000 / 2;  // b s V / t
+    EXPECT_DOUBLE_EQ(amp.temporary_bytes - pure.temporary_bytes, 2 * (4 - 2) * logits);
+    EXPECT_DOUBLE_EQ(prism::model_state_bytes_average(e.model, e.training, p), 8 * params);
+}
+
 TEST(Memory, ModelStateIsEighteenBytesPerParameterShardedByZero) {
     const auto e = prism::test::small_experiment();
     DesignPoint p = tp2_b2();
