@@ -37,7 +37,7 @@ TEST(Stacks, EverySourceWithinTenPercentInSampleWithTheShippedPresets) {
                     stack_of[source].c_str(), s.n, 100 * s.mean_abs, 100 * s.max_abs);
         EXPECT_LE(s.mean_abs, 0.10) << source;
     }
-    EXPECT_EQ(by_source.size(), 21u);
+    EXPECT_EQ(by_source.size(), 22u);
     EXPECT_EQ(stacks.size(), 5u);  // every stack preset has rows
 }
 
@@ -76,7 +76,9 @@ TEST(Stacks, EveryLlmFoundryRowFitsTheGpuItRanOn) {
     cases.insert(cases.end(), a100.begin(), a100.end());
     const std::vector<Case> large = llmfoundry_h100_large(PRISM_TEST_DATA_DIR);
     cases.insert(cases.end(), large.begin(), large.end());
-    ASSERT_EQ(cases.size(), 62u + 61u + 18u);
+    const std::vector<Case> a100_40gb = llmfoundry_a100_40gb(PRISM_TEST_DATA_DIR);
+    cases.insert(cases.end(), a100_40gb.begin(), a100_40gb.end());
+    ASSERT_EQ(cases.size(), 62u + 61u + 18u + 78u);
     std::map<std::string, std::pair<double, std::string>> most;  // per GPU: fraction of HBM
     int over_margin = 0;
     for (const Case& c : cases) {

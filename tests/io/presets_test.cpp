@@ -70,8 +70,8 @@ TEST(Presets, ModelAndGpuNamesAreListedSorted) {
                                         "llama3-8b", "megatron-1t", "mixtral-8x22b", "mixtral-8x7b",
                                         "qwen3-235b-a22b", "qwen3-30b-a3b"}));
     EXPECT_EQ(preset_names("gpus"),
-              (std::vector<std::string>{"a100-80gb", "b200", "b300", "gb200-nvl72", "gb300-nvl72",
-                                        "h100-sxm", "h200"}));
+              (std::vector<std::string>{"a100-40gb", "a100-80gb", "b200", "b300", "gb200-nvl72",
+                                        "gb300-nvl72", "h100-sxm", "h200"}));
     EXPECT_EQ(preset_names("stacks"),
               (std::vector<std::string>{"deepspeed", "llm-foundry", "megatron-core", "nemo-mlperf",
                                         "torchtitan"}));
@@ -189,6 +189,13 @@ TEST(Presets, GpuPresetsCarryDatasheetValues) {
     EXPECT_DOUBLE_EQ(a100.gpu.peak_fp8_flop_per_s, 0.0);
     EXPECT_DOUBLE_EQ(a100.gpu.hbm_bytes_per_s, 2039e9);
     EXPECT_DOUBLE_EQ(a100.nic_bytes_per_s, 25e9);
+    // the 40GB part: the same die, links and kernel fractions; HBM2 at 1,555 GB/s, 40,536 MiB
+    const prism::HardwareSpec a100_40 = gpu("a100-40gb");
+    EXPECT_DOUBLE_EQ(a100_40.gpu.peak_bf16_flop_per_s, 312e12);
+    EXPECT_DOUBLE_EQ(a100_40.gpu.hbm_bytes_per_s, 1555e9);
+    EXPECT_NEAR(a100_40.gpu.hbm_bytes, 42505273344.0, 0.01 * 1024 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(a100_40.nic_bytes_per_s, a100.nic_bytes_per_s);
+    EXPECT_DOUBLE_EQ(a100_40.gpu.gemm.max_efficiency, a100.gpu.gemm.max_efficiency);
     const prism::HardwareSpec h200 = gpu("h200");
     EXPECT_DOUBLE_EQ(h200.gpu.hbm_bytes,
                      139.8 * 1024 * 1024 * 1024);  // "139.8 GiB" as CUDA reports

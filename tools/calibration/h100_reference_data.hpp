@@ -149,6 +149,9 @@ inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std
         // Composer's FSDP mixed precision: DEFAULT (amp_bf16, amp_fp8) reduces in fp32, PURE
         // (the csv's mp_mode; the A100 table's 70B rows) in the parameters' bf16
         c.grad_reduce_in_fp32 = t.text(i, "mp_mode") != "PURE";
+        // PURE rows ran Composer's precision "bf16" (the tables' Precision column, not
+        // amp_bf16): the model in bf16, its optimizer state and loss too
+        c.pure_bf16 = t.text(i, "mp_mode") == "PURE";
         c.gpu = gpu;
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);
@@ -171,6 +174,14 @@ inline std::vector<Case> llmfoundry_h100(const std::string& data_dir) {
 inline std::vector<Case> llmfoundry_h100_large(const std::string& data_dir) {
     return llmfoundry_table(data_dir, "llmfoundry_mpt_h100_large.csv", "llm-foundry-h100-large",
                             "h100-sxm");
+}
+
+/// The "A100 40GB with 1600 Gbps node-node interconnect (RoCE)" table: 78 rows of MPT 125M-70B on
+/// 8-128 A100 40GB, every one pure bf16 ("bf16", FSDP mixed precision PURE: bf16 gradient
+/// reduction), a source of its own ("llm-foundry-a100-40gb").
+inline std::vector<Case> llmfoundry_a100_40gb(const std::string& data_dir) {
+    return llmfoundry_table(data_dir, "llmfoundry_mpt_a100_40gb.csv", "llm-foundry-a100-40gb",
+                            "a100-40gb");
 }
 
 /// The "A100 80GB with 1600 Gbps node-node interconnect (RoCE)" BF16 table: an earlier software

@@ -99,6 +99,8 @@ struct Case {
     /// memory and the reduction's bytes). true where the run's software defaults to it
     /// (Megatron-LM with bf16, FSDP's reduce_dtype = fp32); each loader says why.
     bool grad_reduce_in_fp32 = true;
+    /// Pure bf16 training (TrainingSpec::pure_bf16; implies bf16 gradients).
+    bool pure_bf16 = false;
     double measured = 0;  ///< step time (s) or TFLOP/s per GPU, per dataset
     /// Published peak memory per GPU in GiB (torchtitan: the allocator's peak reserved); 0 =
     /// not published. Checked, never fitted (docs/torchtitan_sac.md).
@@ -128,7 +130,7 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         "seq = {}\ngated_mlp = {}\ntied_embeddings = {}\n\n"
         "[training]\nglobal_batch = {}\nprecision = \"{}\"\nflash_attention = {}\n"
         "overlap_grad_reduce = {}\noverlap_param_gather = {}\ntp_comm_overlap = {}\n"
-        "fp8_params = {}\ndropout = {}\ngrad_reduce_in_fp32 = {}\n"
+        "fp8_params = {}\ndropout = {}\ngrad_reduce_in_fp32 = {}\npure_bf16 = {}\n"
         "account_for_embedding_in_pipeline_split = {}\naccount_for_loss_in_pipeline_split = {}\n\n"
         "[hardware.gpu]\npreset = \"{}\"\n{}\n{}\n[defaults]\n"
         "tp = {}\npp = {}\ndp = {}\ncp = {}\nmicrobatch = {}\ninterleave = {}\n"
@@ -137,10 +139,10 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         c.ffn > 0 ? c.ffn : 4 * c.hidden, c.vocab, c.seq, flag(c.gated_mlp),
         flag(c.tied_embeddings), c.global_batch, c.precision, flag(c.flash_attention),
         flag(c.overlap_grad_reduce), flag(c.overlap_param_gather), flag(c.tp_comm_overlap),
-        flag(c.fp8_params), flag(c.dropout), flag(c.grad_reduce_in_fp32), flag(c.pipeline_slots),
-        flag(c.pipeline_slots), gpu_preset.empty() ? c.gpu : gpu_preset, c.hardware_overrides,
-        stack_table(c, ceilings), c.tp, c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage,
-        c.recompute, flag(c.sequence_parallel));
+        flag(c.fp8_params), flag(c.dropout), flag(c.grad_reduce_in_fp32), flag(c.pure_bf16),
+        flag(c.pipeline_slots), flag(c.pipeline_slots), gpu_preset.empty() ? c.gpu : gpu_preset,
+        c.hardware_overrides, stack_table(c, ceilings), c.tp, c.pp, c.dp, c.cp, c.microbatch,
+        c.interleave, c.zero_stage, c.recompute, flag(c.sequence_parallel));
     return io::parse_experiment(text, c.label);
 }
 

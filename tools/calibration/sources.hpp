@@ -195,6 +195,7 @@ inline std::vector<SourceRow> all_sources(const std::string& dir, int vtrain_str
     for (const Case& c : llmfoundry_h100(dir)) rows.push_back({c});
     for (const Case& c : llmfoundry_a100(dir)) rows.push_back({c});
     for (const Case& c : llmfoundry_h100_large(dir)) rows.push_back({c});
+    for (const Case& c : llmfoundry_a100_40gb(dir)) rows.push_back({c});
     for (const Case& c : mlperf_medians(dir)) rows.push_back({c});
     for (const Case& c : torchtitan_llama3(dir)) rows.push_back({c});
     return rows;
