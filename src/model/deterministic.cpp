@@ -8,6 +8,7 @@
 #include "src/common/error.hpp"
 #include "src/model/detail/layer_passes.hpp"
 #include "src/model/flops.hpp"
+#include "src/model/memory.hpp"
 #include "src/model/pipeline_split.hpp"
 #include "src/model/topology.hpp"
 #include "src/stochastic/documents.hpp"
@@ -19,7 +20,6 @@ namespace {
 
 using detail::Context;
 using detail::EndPasses;
-using detail::grad_reduce_bytes_per_param;
 using detail::kCp;
 using detail::kDp;
 using detail::kTp;
@@ -216,8 +216,8 @@ LayerPasses build_layer_passes(const Context& c) {
         const double params = layer_params(c.m) / c.t;
         const double gather =
             c.coll(KernelClass::allgather, weight_bytes(c.m, c.tr, 1, 0) / c.t, c.dp_link);
-        const double scatter = c.coll(KernelClass::reducescatter,
-                                      grad_reduce_bytes_per_param(c.tr) * params, c.dp_link);
+        const double scatter =
+            c.coll(KernelClass::reducescatter, grad_bytes_per_param(c.tr) * params, c.dp_link);
         const bool prefetch = c.tr.fsdp_prefetch;
         l.forward = detail::fsdp_wrap(c, l.forward, gather, 0, prefetch);
         l.backward = detail::fsdp_wrap(c, l.backward, gather, scatter, prefetch);
@@ -308,12 +308,10 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
     DpSync out;
     double grad_s = 0, gather_s = 0;
     if (ranks > 1 && c.zero == 0) {
-        grad_s =
-            c.coll(KernelClass::allreduce, grad_reduce_bytes_per_param(c.tr) * params, c.dp_link);
+        grad_s = c.coll(KernelClass::allreduce, grad_bytes_per_param(c.tr) * params, c.dp_link);
         out.list.comm(KernelClass::allreduce, grad_s, c.dp_link.level, kDp);
     } else if (ranks > 1 && c.zero <= 2) {
-        grad_s = c.coll(KernelClass::reducescatter, grad_reduce_bytes_per_param(c.tr) * params,
-                        c.dp_link);
+        grad_s = c.coll(KernelClass::reducescatter, grad_bytes_per_param(c.tr) * params, c.dp_link);
         const double gathered_bytes =
             largest_stage(c.m, p, s.stage_layers, [&](double l, double ends) {
                 return weight_bytes(c.m, c.tr, l, ends) - expert_weight_bytes(c.m, c.tr, l);
@@ -328,13 +326,13 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
     if (expert_params > 0 && edp > 1) {
         const GroupLink link = expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link;
         if (c.zero == 0) {
-            const double t = c.coll(KernelClass::allreduce,
-                                    grad_reduce_bytes_per_param(c.tr) * expert_params, link);
+            const double t =
+                c.coll(KernelClass::allreduce, grad_bytes_per_param(c.tr) * expert_params, link);
             out.list.comm(KernelClass::allreduce, t, link.level, kDp);
             grad_s += t;
         } else {
             const double rs = c.coll(KernelClass::reducescatter,
-                                     grad_reduce_bytes_per_param(c.tr) * expert_params, link);
+                                     grad_bytes_per_param(c.tr) * expert_params, link);
             const double most = *std::max_element(s.stage_layers.begin(), s.stage_layers.end());
             const double ag = c.coll(KernelClass::allgather,
                                      expert_weight_bytes(c.m, c.tr, most) / (p.ep * p.etp), link);
@@ -349,7 +347,7 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
             group_link(c.hw, e.cluster, 2, dim_stride(p, ParallelDim::pp) * (p.pp - 1));
         out.list.comm(KernelClass::allreduce,
                       c.coll(KernelClass::allreduce,
-                             grad_reduce_bytes_per_param(c.tr) * embedding_params(c.m) / c.t, ends),
+                             grad_bytes_per_param(c.tr) * embedding_params(c.m) / c.t, ends),
                       ends.level, kDp);
     }
     const int v = s.chunks;

@@ -193,7 +193,7 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.layer_params = layer_params(m);
     t.embedding_params = embedding_params(m);
     t.layer_weight_bytes = weight_bytes(m, tr, 1, 0);
-    t.grad_bytes_per_param = tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
+    t.grad_bytes_per_param = grad_bytes_per_param(tr);
     t.optimizer_bytes_per_param = optimizer_bytes_per_param(tr);
     t.logit_bytes = tr.pure_bf16 ? 2.0 : 4.0;
     t.expert_params = layer_expert_params(m);
@@ -327,9 +327,8 @@ double model_state_bytes_average(const ModelSpec& m, const TrainingSpec& tr, con
     const double params = total_params(m) / (double(p.tp) * p.pp);
     const double d = double(p.dp) * p.cp;
     const int z = sharding_stage(tr, p);
-    const double grad_bytes = tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
     return kWeightBytesPerParam * params / (z >= 3 ? d : 1.0) +
-           grad_bytes * params / (z >= 2 ? d : 1.0) +
+           grad_bytes_per_param(tr) * params / (z >= 2 ? d : 1.0) +
            optimizer_bytes_per_param(tr) * params / (z >= 1 ? d : 1.0);
 }
 

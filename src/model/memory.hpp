@@ -33,6 +33,19 @@ namespace prism {
 inline constexpr double kWeightBytesPerParam = 2;
 inline constexpr double kGradBytesPerParam = 4;
 inline constexpr double kOptimizerBytesPerParam = 12;
+/// Bytes per parameter of the main-gradient buffer, and so of the DP gradient reduction
+/// (AllReduce, ZeRO's and FSDP's ReduceScatter, the expert and tied-embedding gradients), which
+/// reduces that buffer in place. fp32 (4) with TrainingSpec::grad_reduce_in_fp32: Megatron-LM's
+/// bf16 default (arguments.py: "accumulate and all-reduce gradients in fp32 for bfloat16 data
+/// type"), FSDP's reduce_dtype = fp32 (torchtitan's mixed_precision_reduce default, Composer's
+/// DEFAULT mixed precision), DeepSpeed's BF16_Optimizer (its fp32 gradient buffers,
+/// get_grads_for_reduction); 16-bit (2) without it: Megatron-Core's
+/// DistributedDataParallelConfig default, NVIDIA's performance recipes (NeMo's
+/// optim.grad_sync_dtype = bf16, NeMo 2 / Megatron-Bridge perf overrides, MLPerf), fp16 runs,
+/// pure_bf16.
+inline double grad_bytes_per_param(const TrainingSpec& tr) {
+    return tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
+}
 /// Pure bf16 (TrainingSpec::pure_bf16): the two Adam moments in bf16, no fp32 master copy.
 inline constexpr double kPureBf16OptimizerBytesPerParam = 4;
 /// Bytes per parameter of the optimizer state for `tr`.

@@ -146,12 +146,12 @@ inline std::vector<Case> llmfoundry_table(const std::string& data_dir, const std
         c.flash_attention = true;
         c.dropout = false;
         c.stack = "llm-foundry";
-        // Composer's FSDP mixed precision: DEFAULT (amp_bf16, amp_fp8) reduces in fp32, PURE
-        // (the csv's mp_mode; the A100 table's 70B rows) in the parameters' bf16
-        c.grad_reduce_in_fp32 = t.text(i, "mp_mode") != "PURE";
-        // PURE rows ran Composer's precision "bf16" (the tables' Precision column, not
-        // amp_bf16): the model in bf16, its optimizer state and loss too
+        // Composer's FSDP mixed precision (the csv's mp_mode): DEFAULT (amp_bf16, amp_fp8)
+        // reduces in fp32; PURE rows (the A100 40GB table, the A100 80GB table's 70B rows) ran
+        // Composer's precision "bf16" (the tables' Precision column, not amp_bf16): the model in
+        // bf16, its gradients, optimizer state and loss too
         c.pure_bf16 = t.text(i, "mp_mode") == "PURE";
+        c.grad_reduce_in_fp32 = !c.pure_bf16;
         c.gpu = gpu;
         c.measured =
             step_from_throughput(t.number(i, "tokens_per_s_per_gpu"), c.global_batch, c.seq, gpus);

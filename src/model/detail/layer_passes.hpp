@@ -32,19 +32,6 @@ struct MoeLines {
     }
 };
 
-/// Bytes per parameter of the DP gradient reduction (AllReduce, ZeRO's and FSDP's
-/// ReduceScatter, the expert and tied-embedding gradients): the main-gradient buffer's dtype,
-/// which the collective reduces in place. fp32 (4) with TrainingSpec::grad_reduce_in_fp32:
-/// Megatron-LM's bf16 default (arguments.py: "accumulate and all-reduce gradients in fp32 for
-/// bfloat16 data type"), FSDP's reduce_dtype = fp32 (torchtitan's mixed_precision_reduce default,
-/// Composer's DEFAULT mixed precision), DeepSpeed's BF16_Optimizer (its fp32 gradient buffers,
-/// get_grads_for_reduction); 16-bit (2) without it: Megatron-Core's
-/// DistributedDataParallelConfig default, NVIDIA's performance recipes (NeMo's
-/// optim.grad_sync_dtype = bf16, NeMo 2 / Megatron-Bridge perf overrides, MLPerf), fp16 runs.
-inline double grad_reduce_bytes_per_param(const TrainingSpec& tr) {
-    return tr.grad_reduce_in_fp32 ? 4.0 : 2.0;
-}
-
 /// TransformerEngine's default split of a pipelined (chunked) ReduceScatter overlap
 /// (userbuffers "pipeline" method: num_splits 4 for proj_fprop and fc2_fprop).
 inline constexpr int kPipelinedScatterSplits = 4;
