@@ -1,5 +1,7 @@
 #include "src/model/collectives.hpp"
 
+#include <algorithm>
+
 #include "src/common/error.hpp"
 
 namespace prism {
@@ -22,15 +24,33 @@ double p2p_time_s(double bytes, double bytes_per_s, double latency_s) {
     return bytes / bytes_per_s + latency_s;
 }
 
+double ring_latency_s(int steps, int inter_steps, double intra_latency_s, double inter_latency_s) {
+    inter_steps = std::clamp(inter_steps, 0, std::max(0, steps));
+    return double(steps - inter_steps) * intra_latency_s + double(inter_steps) * inter_latency_s;
+}
+
+namespace {
+
+/// Ring latency of a collective of `rounds` passes (2 for AllReduce) over `link`.
+double link_ring_latency_s(const GroupLink& link, int rounds) {
+    const int n = link.size;
+    if (link.domains <= 1) return rounds * double(n - 1) * link.latency_s;
+    return ring_latency_s(rounds * (n - 1), rounds * (std::min(link.domains, n) - 1),
+                          link.intra_latency_s, link.latency_s);
+}
+
+}  // namespace
+
 double collective_time_s(KernelClass cls, double bytes, const GroupLink& link, double efficiency) {
     const double bw = link.bytes_per_s * efficiency;
     switch (cls) {
         case KernelClass::allreduce:
-            return allreduce_time_s(bytes, link.size, bw, link.latency_s);
+            if (link.size <= 1) return 0;
+            return allreduce_time_s(bytes, link.size, bw, 0) + link_ring_latency_s(link, 2);
         case KernelClass::allgather:
-            return allgather_time_s(bytes, link.size, bw, link.latency_s);
         case KernelClass::reducescatter:
-            return reducescatter_time_s(bytes, link.size, bw, link.latency_s);
+            if (link.size <= 1) return 0;
+            return allgather_time_s(bytes, link.size, bw, 0) + link_ring_latency_s(link, 1);
         case KernelClass::p2p:
             return p2p_time_s(bytes, bw, link.latency_s);
         default:

@@ -18,8 +18,17 @@ double reducescatter_time_s(double bytes, int n, double bytes_per_s, double late
 /// One point-to-point transfer: bytes / bw + alpha.
 double p2p_time_s(double bytes, double bytes_per_s, double latency_s);
 
+/// Latency of a ring of `steps` steps of which `inter_steps` cross a NIC: NCCL's ring model
+/// (src/graph/tuning.cc, ncclTopoTuneModel: (nsteps - nInterSteps) intraLat + nInterSteps
+/// interLat, nInterSteps = nNodes - 1 for AllGather / ReduceScatter, 2 (nNodes - 1) for
+/// AllReduce). A chunk's path round the ring crosses each node's edge once; its other hops are
+/// NVLink's.
+double ring_latency_s(int steps, int inter_steps, double intra_latency_s, double inter_latency_s);
+
 /// Time of collective `cls` (allreduce, allgather, reducescatter, p2p) over `link`, with the
-/// hardware's collective efficiency applied to the bandwidth. Throws ModelError for a
+/// hardware's collective efficiency applied to the bandwidth; a ring over several NVLink domains
+/// (link.domains > 1) pays the NIC's latency only on the steps that cross a domain's edge
+/// (ring_latency_s), a p2p transfer one step of link.latency_s. Throws ModelError for a
 /// non-communication class.
 double collective_time_s(KernelClass cls, double bytes, const GroupLink& link, double efficiency);
 

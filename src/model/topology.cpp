@@ -86,6 +86,7 @@ GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size
         link.level = LinkLevel::nvlink;
         link.bytes_per_s = hw.nvlink_bytes_per_s;
         link.latency_s = hw.nvlink_latency_s;
+        link.intra_latency_s = hw.nvlink_latency_s;
         return link;
     }
     // hierarchical: NVLink inside each domain, the domains joined by the members' NICs
@@ -94,6 +95,8 @@ GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size
     link.level = LinkLevel::nic;
     link.bytes_per_s = std::min(hw.nvlink_bytes_per_s, per_domain * hw.nic_bytes_per_s);
     link.latency_s = hw.nic_latency_s;
+    link.intra_latency_s = hw.nvlink_latency_s;
+    link.domains = (size + std::max(1, per_domain) - 1) / std::max(1, per_domain);
     if (nodes > cluster.nodes_per_rack) {
         link.level = LinkLevel::rack;
         link.bytes_per_s /= std::max(1.0, cluster.rack_oversubscription);

@@ -14,8 +14,12 @@ namespace prism {
 struct GroupLink {
     LinkLevel level = LinkLevel::local;
     double bytes_per_s = 0;  ///< per rank, one direction, before collective efficiency
-    double latency_s = 0;    ///< per ring step
-    int size = 1;            ///< ranks in the group
+    double latency_s = 0;    ///< per ring step that crosses the slowest link (a NIC across domains)
+    /// Per ring step between two members of one NVLink domain: NVLink's latency (= latency_s
+    /// for a group inside one domain).
+    double intra_latency_s = 0;
+    int size = 1;     ///< ranks in the group
+    int domains = 1;  ///< NVLink domains the ring visits (NCCL's nNodes for the group)
 };
 
 /// Size of `dim` in `point` (tp, cp, pp or dp).

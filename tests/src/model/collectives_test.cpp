@@ -34,6 +34,34 @@ TEST(Collectives, EfficiencyScalesTheLinkBandwidth) {
     EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::p2p, 1e9, link, 0.5), 0.02, 1e-15);
 }
 
+TEST(Collectives, ARingAcrossNodesPaysTheNicLatencyOnlyWhereItLeavesANode) {
+    // NCCL's ring latency (tuning.cc): (nsteps - nInterSteps) intraLat + nInterSteps interLat.
+    // 32 ranks on 4 nodes of 8, 1 GB at 100 GB/s per rank, NVLink 3 us, NIC 10 us per step.
+    prism::GroupLink link;
+    link.level = prism::LinkLevel::nic;
+    link.size = 32;
+    link.domains = 4;
+    link.bytes_per_s = 100e9;
+    link.latency_s = 10e-6;
+    link.intra_latency_s = 3e-6;
+
+    // AllGather: 31/32 * 10 ms + (31 - 3) * 3 us + 3 * 10 us = 9.6875 ms + 84 us + 30 us
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::allgather, 1e9, link, 1.0),
+                9.6875e-3 + 84e-6 + 30e-6, 1e-15);
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::reducescatter, 1e9, link, 1.0),
+                9.6875e-3 + 84e-6 + 30e-6, 1e-15);
+    // AllReduce: twice the bytes' term, 62 steps of which 6 leave a node: 56 * 3 + 6 * 10 us
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::allreduce, 1e9, link, 1.0),
+                19.375e-3 + 168e-6 + 60e-6, 1e-15);
+    // one member per node (a DP group strided past full TP groups): every step leaves a node
+    link.domains = 32;
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::allgather, 1e9, link, 1.0),
+                9.6875e-3 + 31 * 10e-6, 1e-15);
+    // a p2p transfer is one step over the link
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::p2p, 1e9, link, 1.0), 10e-3 + 10e-6,
+                1e-15);
+}
+
 TEST(Collectives, ComputeClassIsRejectedWithItsName) {
     prism::GroupLink link;
     link.size = 2;

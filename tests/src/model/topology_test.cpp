@@ -47,6 +47,10 @@ TEST(Topology, MembersSharingANodeDriveTheirNicsInParallel) {
 
     EXPECT_EQ(link.level, LinkLevel::nic);
     EXPECT_EQ(link.bytes_per_s, 4 * 25e9);
+    // its ring visits 4 nodes: 4 members each, joined by NVLink steps (3 us) inside a node
+    EXPECT_EQ(link.domains, 4);
+    EXPECT_EQ(link.intra_latency_s, 3e-6);
+    EXPECT_EQ(link.latency_s, 10e-6);
 }
 
 TEST(Topology, GroupsBeyondARackAndAPodPayOversubscription) {
