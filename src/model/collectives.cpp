@@ -1,6 +1,7 @@
 #include "src/model/collectives.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "src/common/error.hpp"
 
@@ -41,12 +42,25 @@ double link_ring_latency_s(const GroupLink& link, int rounds) {
 
 }  // namespace
 
+double tree_allreduce_time_s(double bytes, const GroupLink& link, double bytes_per_s) {
+    const int nodes = std::min(link.domains, link.size);
+    if (link.size <= 1 || nodes <= 1) return 0;
+    const int per_node = link.size / nodes;
+    const double latency = 2.0 * ((per_node - 1) * link.intra_latency_s +
+                                  std::floor(std::log2(double(nodes))) * link.latency_s);
+    return 2.0 * bytes / (kTreeBandwidthFraction * bytes_per_s) + latency;
+}
+
 double collective_time_s(KernelClass cls, double bytes, const GroupLink& link, double efficiency) {
     const double bw = link.bytes_per_s * efficiency;
     switch (cls) {
-        case KernelClass::allreduce:
+        case KernelClass::allreduce: {
             if (link.size <= 1) return 0;
-            return allreduce_time_s(bytes, link.size, bw, 0) + link_ring_latency_s(link, 2);
+            const double ring =
+                allreduce_time_s(bytes, link.size, bw, 0) + link_ring_latency_s(link, 2);
+            if (link.domains <= 1) return ring;
+            return std::min(ring, tree_allreduce_time_s(bytes, link, bw));
+        }
         case KernelClass::allgather:
         case KernelClass::reducescatter:
             if (link.size <= 1) return 0;

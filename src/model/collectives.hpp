@@ -25,10 +25,20 @@ double p2p_time_s(double bytes, double bytes_per_s, double latency_s);
 /// NVLink's.
 double ring_latency_s(int steps, int inter_steps, double intra_latency_s, double inter_latency_s);
 
+/// NCCL's double binary tree AllReduce over `link` (several NVLink domains), as NCCL's tuning
+/// model prices it (src/graph/tuning.cc): the bus bandwidth at kTreeBandwidthFraction of the
+/// ring's and an algorithm bandwidth of half of it (2 bytes / (0.92 bw)), the latency
+/// 2 ((n / n_nodes - 1) intraLat + floor(log2 n_nodes) interLat). collective_time_s takes the
+/// cheaper of it and the ring, as NCCL's tuner chooses between them: the ring's latency grows
+/// with the nodes, the tree's with their logarithm.
+inline constexpr double kTreeBandwidthFraction = 0.92;
+double tree_allreduce_time_s(double bytes, const GroupLink& link, double bytes_per_s);
+
 /// Time of collective `cls` (allreduce, allgather, reducescatter, p2p) over `link`, with the
 /// hardware's collective efficiency applied to the bandwidth; a ring over several NVLink domains
 /// (link.domains > 1) pays the NIC's latency only on the steps that cross a domain's edge
-/// (ring_latency_s), a p2p transfer one step of link.latency_s. Throws ModelError for a
+/// (ring_latency_s), an AllReduce over several domains the cheaper of the ring and the tree
+/// (tree_allreduce_time_s), a p2p transfer one step of link.latency_s. Throws ModelError for a
 /// non-communication class.
 double collective_time_s(KernelClass cls, double bytes, const GroupLink& link, double efficiency);
 

@@ -62,6 +62,39 @@ TEST(Collectives, ARingAcrossNodesPaysTheNicLatencyOnlyWhereItLeavesANode) {
                 1e-15);
 }
 
+TEST(Collectives, AnAllReduceOverManyNodesTakesNcclsTreeWhereItIsCheaper) {
+    // NCCL's tuning model prices the double binary tree at 0.92 of the ring's bus bandwidth and
+    // half of it as algorithm bandwidth (2 bytes / (0.92 bw)), with latency 2 ((ppn - 1) intraLat
+    // + floor(log2 nodes) interLat); it runs whichever of ring and tree is cheaper.
+    prism::GroupLink link;
+    link.level = prism::LinkLevel::nic;
+    link.bytes_per_s = 100e9;
+    link.latency_s = 10e-6;
+    link.intra_latency_s = 3e-6;
+
+    // 1 GB over 4 nodes of 8: ring 19.375 ms + (56 * 3 + 6 * 10) us = 19.603 ms; tree
+    // 21.739 ms + 2 (7 * 3 + 2 * 10) us = 21.821 ms: the ring
+    link.size = 32;
+    link.domains = 4;
+    EXPECT_NEAR(prism::tree_allreduce_time_s(1e9, link, 100e9), 2e9 / 92e9 + 82e-6, 1e-15);
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::allreduce, 1e9, link, 1.0),
+                19.375e-3 + 228e-6, 1e-15);
+
+    // 10 MB over 1,024 nodes of 8: ring 2 * 8191 / 8192 * 0.1 ms + (14336 * 3 + 2046 * 10) us
+    // = 63.67 ms; tree 2e7 / 0.92e11 s + 2 (7 * 3 + 10 * 10) us = 0.459 ms: the tree
+    link.size = 8192;
+    link.domains = 1024;
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::allreduce, 1e7, link, 1.0),
+                2e7 / 92e9 + 242e-6, 1e-15);
+    // the same bytes over 8 GPUs of one NVLink domain: a ring, no tree
+    link.level = prism::LinkLevel::nvlink;
+    link.size = 8;
+    link.domains = 1;
+    link.latency_s = 3e-6;
+    EXPECT_NEAR(prism::collective_time_s(prism::KernelClass::allreduce, 1e7, link, 1.0),
+                2.0 * 7 / 8 * 1e7 / 100e9 + 14 * 3e-6, 1e-15);
+}
+
 TEST(Collectives, ComputeClassIsRejectedWithItsName) {
     prism::GroupLink link;
     link.size = 2;
