@@ -11,6 +11,9 @@
 //                                     (tools/calibration/moe_fit.hpp; docs/moe_calibration.md)
 //   prism_calibrate memory [DATA_DIR] torchtitan's published peak memory per GPU against
 //                                     prism's, each row (docs/torchtitan_sac.md; never fitted)
+//   prism_calibrate scaling [DATA_DIR] per source, the step's growth with the GPU count beyond
+//                                     the fitted model's: the per-doubling gap of the rows that
+//                                     differ only in GPUs and batch (scaling_gap.hpp)
 //   prism_calibrate check FILE.csv    a table that is never fitted (e.g. a kept-aside set kept
 //                                     outside the repository), with the shipped presets
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
@@ -49,6 +52,7 @@
 #include <vector>
 
 #include "tools/calibration/moe_fit.hpp"
+#include "tools/calibration/scaling_gap.hpp"
 #include "tools/calibration/stack_fit.hpp"
 #include "tools/calibration/torchtitan_memory.hpp"
 
@@ -146,6 +150,40 @@ int run_loso(const std::string& dir) {
         std::fflush(stdout);
     }
     fmt::print("\n{} of {} sources over their bound\n", failures, sources.size());
+    return 0;
+}
+
+/// The rows of one source that share everything but their GPU count, batch and microbatch.
+std::string scaling_group(const Case& c) {
+    return fmt::format("{} {}x{} h{} s{} {} tp{} pp{} cp{} z{} {} {}", c.gpu, c.layers, c.hidden,
+                       c.heads, c.seq, c.precision, c.tp, c.pp, c.cp, c.zero_stage, c.recompute,
+                       c.label.substr(0, c.label.find(' ')));
+}
+
+/// Every source's per-doubling gap (scaling_gap.hpp) with the stacks fitted on all sources.
+int run_scaling(const std::string& dir) {
+    std::vector<Item> fit_items = load_items(dir, 4);
+    std::vector<Item> items = load_items(dir, 1);
+    const auto f = fit_all(fit_items, "", shrinkage());
+    std::map<std::string, std::vector<ScalingPoint>> by_source;
+    for (Item& it : items) {
+        const Case& c = it.row.c;
+        set_factors(it, f.at(c.stack));
+        const double pred = predict_item(it);
+        // log(measured step / predicted step): TFLOP/s rows invert
+        const double lr = it.row.q == Quantity::step_time_s ? std::log(c.measured / pred)
+                                                            : std::log(pred / c.measured);
+        by_source[c.set].push_back({scaling_group(c), c.tp * c.pp * c.cp * c.dp, lr});
+    }
+    fmt::print(
+        "| source | groups | rows | GPUs | measured step over predicted, per doubling of the GPUs "
+        "|\n|---|---|---|---|---|\n");
+    for (const auto& [source, points] : by_source) {
+        const ScalingGap g = scaling_gap(points);
+        if (g.groups == 0) continue;
+        fmt::print("| {} | {} | {} | {}-{} | {:+.2f}% +- {:.2f} |\n", source, g.groups, g.rows,
+                   g.min_gpus, g.max_gpus, 100 * g.per_doubling(), 100 * g.slope_se);
+    }
     return 0;
 }
 
@@ -328,13 +366,15 @@ int main(int argc, char** argv) {
         if (which == "loso") return run_loso(dir);
         if (which == "moe") return run_moe(dir);
         if (which == "memory") return run_memory(dir);
+        if (which == "scaling") return run_scaling(dir);
         if (which == "check" && argc > 2) return run_check(argv[2]);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "prism_calibrate: %s\n", e.what());
         return 1;
     }
-    std::fprintf(stderr,
-                 "prism_calibrate: unknown command '%s' (fit, loso, moe, memory, check FILE)\n",
-                 which.c_str());
+    std::fprintf(
+        stderr,
+        "prism_calibrate: unknown command '%s' (fit, loso, moe, memory, scaling, check FILE)\n",
+        which.c_str());
     return 2;
 }
