@@ -247,11 +247,11 @@ DistributionSpec parse_distribution(const toml::node& node, const std::string& k
 void apply_variability_table(const toml::table& table, const std::string& path, bool is_preset,
                              VariabilitySpec& spec) {
     std::vector<std::string> allowed{kKernelClassNames.begin(), kKernelClassNames.end()};
-    allowed.insert(
-        allowed.end(),
-        {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
-         "hiccup_delay_sigma", "hiccup_delay_family", "hiccup_delay_tail", "periodic",
-         "routing_skew", "routing", "documents", "step_autocorrelation", "regime_levels"});
+    allowed.insert(allowed.end(),
+                   {"comm_regime", "persistent", "hiccup_probability", "hiccup_delay_median",
+                    "hiccup_delay_sigma", "hiccup_delay_family", "hiccup_delay_tail", "periodic",
+                    "stall_fraction", "stall_duration", "routing_skew", "routing", "documents",
+                    "step_autocorrelation", "regime_levels"});
     // Preset files may say where their numbers come from.
     if (is_preset) allowed.insert(allowed.end(), {"source", "description", "name"});
     if (!is_preset) allowed.emplace_back("preset");
@@ -272,6 +272,16 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
                                            full, format_number(p)));
             }
             spec.hiccup.probability = p;
+        } else if (name == "stall_fraction") {
+            const double f = as_positive(*node, full, true);
+            if (f > 0.5) {
+                fail_at(*node, fmt::format("{}: value {} must be <= 0.5 (the fraction of a node's "
+                                           "time it is stalled)",
+                                           full, format_number(f)));
+            }
+            spec.stalls.fraction = f;
+        } else if (name == "stall_duration") {
+            spec.stalls.duration_s = as_quantity(*node, full, Quantity::time, true);
         } else if (name == "hiccup_delay_median") {
             spec.hiccup.delay_median_s = as_quantity(*node, full, Quantity::time, true);
         } else if (name == "hiccup_delay_sigma") {
@@ -411,6 +421,14 @@ void apply_variability_table(const toml::table& table, const std::string& path, 
             path, rk == DistKind::empirical ? "an empirical one" : "a mixture");
         if (const toml::node* p = table.get("regime_levels")) fail_at(*p, message);
         if (const toml::node* p = table.get("comm_regime")) fail_at(*p, message);
+        throw error_at(table.source(), message);
+    }
+    // stalls need their duration (here or in the preset this table amends)
+    if (spec.stalls.fraction > 0 && !(spec.stalls.duration_s > 0)) {
+        const std::string message = fmt::format(
+            "{}: stall_fraction {} needs stall_duration (one stall's duration, e.g. \"20 ms\")",
+            path, format_number(spec.stalls.fraction));
+        if (const toml::node* p = table.get("stall_fraction")) fail_at(*p, message);
         throw error_at(table.source(), message);
     }
     // a hiccup needs its delay (here or in the preset this table amends)

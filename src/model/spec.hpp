@@ -477,6 +477,23 @@ struct HiccupSpec {
     bool operator==(const HiccupSpec&) const = default;
 };
 
+/// Small stalls that every synchronization waits for (operating-system noise; Hoefler et al.,
+/// SC'10, "Characterizing the influence of system noise on large-scale applications by
+/// simulation"): each node is stalled a fraction `fraction` of its time, in stalls of
+/// `duration_s` that arrive at random (Poisson, rate fraction / duration per node and second of
+/// step). A group that synchronizes waits for its slowest member at each synchronization, so
+/// what a step loses depends on how often its data-parallel group synchronizes: FSDP every
+/// layer (each node's stall stops the whole group: the loss grows with the nodes), 3D
+/// parallelism once a step (only the largest replica's total counts: a slow growth).
+/// docs/tails.md, "Stalls"; stall_law in src/stochastic/detail/hiccup.hpp.
+struct StallSpec {
+    double fraction = 0;    ///< a node's stalled fraction of its time, in [0, 0.5]
+    double duration_s = 0;  ///< one stall's duration (s)
+
+    bool active() const { return fraction > 0 && duration_s > 0; }
+    bool operator==(const StallSpec&) const = default;
+};
+
 /// A host event that recurs every `every` steps (manual garbage collection, logging, an
 /// evaluation or checkpoint boundary; issue 35): that step takes `duration_s` longer.
 struct PeriodicEvent {
@@ -527,6 +544,7 @@ struct VariabilitySpec {
     RegimeLevels regime_levels;                                 ///< R's amplitude per link level
     HiccupSpec hiccup;                                          ///< H per node and step
     std::vector<PeriodicEvent> periodic;                        ///< E at recurring steps
+    StallSpec stalls;  ///< W, small stalls charged at each synchronization of the DP group
     /// MoE routing with moe_force_balance = false ([variability.routing], docs/moe.md): sigma
     /// of the persistent lognormal expert popularity (0 = uniform popularity, multinomial noise
     /// only), sigma of its lognormal drift redrawn every step, and their provenance

@@ -89,7 +89,7 @@ bool VariabilitySpec::is_deterministic() const {
     }
     if (!unit_constant(comm_regime)) return false;
     if (!unit_constant(persistent.spatial)) return false;
-    if (hiccup.active()) return false;
+    if (hiccup.active() || stalls.active()) return false;
     for (const PeriodicEvent& e : periodic) {
         if (e.duration_s > 0) return false;
     }
@@ -273,6 +273,28 @@ StepProfile with_slowed_compute(const StepProfile& profile, double k) {
     return p;
 }
 
+namespace {
+
+/// H + E + W of `spec` (hiccups, periodic events and stalls: hiccup.hpp), which add to the step
+/// the rest of the model gives; the three are taken out of `spec`. The stalls' law rests on the
+/// deterministic step (their count per step scales with it).
+detail::HiccupLaw hiccup_law(VariabilitySpec& spec, const StepProfile& profile,
+                             const DesignPoint& point, const HardwareSpec& hardware) {
+    detail::HiccupLaw law(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
+    if (spec.stalls.active()) {
+        std::vector<double> value, weight;
+        detail::stall_law(spec.stalls, detail::stall_shape(profile, point, hardware),
+                          deterministic_step_time(profile), value, weight);
+        law.add_independent(value, weight);
+    }
+    spec.hiccup = HiccupSpec{};
+    spec.periodic.clear();
+    spec.stalls = StallSpec{};
+    return law;
+}
+
+}  // namespace
+
 StepDistribution step_distribution_masked(const StepProfile& profile, const DesignPoint& point,
                                           const HardwareSpec& hardware, const ClusterSpec& cluster,
                                           const VariabilitySpec& variability,
@@ -284,10 +306,8 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
     for (int c = 0; c < kKernelClassCount; ++c) {
         if (deterministic_classes & (1u << c)) spec.transient[c] = DistributionSpec{};
     }
-    // hiccups and periodic events add to the step the rest of the model gives (hiccup.hpp)
-    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
-    spec.hiccup = HiccupSpec{};
-    spec.periodic.clear();
+    // hiccups, periodic events and stalls add to the step the rest of the model gives (hiccup.hpp)
+    const detail::HiccupLaw hiccup = hiccup_law(spec, profile, point, hardware);
     // routed MoE ops are random without any [variability] noise (the routing law)
     // and document-masked attention by the documents' law
     const bool routing =
@@ -365,9 +385,7 @@ std::vector<double> monte_carlo_samples(const StepProfile& profile, const Design
                                         const VariabilitySpec& variability, int samples,
                                         std::uint64_t seed, std::uint64_t point_index) {
     VariabilitySpec spec = variability;
-    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
-    spec.hiccup = HiccupSpec{};
-    spec.periodic.clear();
+    const detail::HiccupLaw hiccup = hiccup_law(spec, profile, point, hardware);
     const auto model = detail::build_step_model(profile, point, hardware, cluster, spec, 0);
     const auto layout = detail::make_layout(model, point, hardware, cluster);
     std::vector<double> x = detail::monte_carlo(model, layout, samples, seed, point_index);
@@ -380,9 +398,7 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
                                  const VariabilitySpec& variability, const std::vector<double>& t_s,
                                  int grid_points) {
     VariabilitySpec spec = variability;
-    const detail::HiccupLaw hiccup(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
-    spec.hiccup = HiccupSpec{};
-    spec.periodic.clear();
+    const detail::HiccupLaw hiccup = hiccup_law(spec, profile, point, hardware);
     StepProfile flipped;
     const bool flip = drop_all_slow(profile, spec, flipped);
     if ((flip || hiccup.active()) && spec.is_deterministic() && !profile.routing.active() &&

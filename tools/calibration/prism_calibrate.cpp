@@ -45,12 +45,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "src/stochastic/detail/hiccup.hpp"
 #include "tools/calibration/moe_fit.hpp"
 #include "tools/calibration/scaling_gap.hpp"
 #include "tools/calibration/stack_fit.hpp"
@@ -160,29 +162,98 @@ std::string scaling_group(const Case& c) {
                        c.label.substr(0, c.label.find(' ')));
 }
 
+/// One row of `scaling`: its group, GPUs, log(measured / predicted step) without stalls, and
+/// what stalls would add to its step (the shape of its synchronizations, its step time).
+struct ScalingRow {
+    std::string source, group;
+    int gpus = 1;
+    double log_ratio = 0;
+    stochastic::detail::StallShape shape;
+    double step_s = 0;
+};
+
+/// E[W] / step of `r` with stalls of `fraction` and `duration_s` (stall_law).
+double stall_share(const ScalingRow& r, double fraction, double duration_s) {
+    if (!(fraction > 0)) return 0;
+    StallSpec spec;
+    spec.fraction = fraction;
+    spec.duration_s = duration_s;
+    std::vector<double> value, weight;
+    stochastic::detail::stall_law(spec, r.shape, r.step_s, value, weight);
+    double mean = 0;
+    for (std::size_t i = 0; i < value.size(); ++i) mean += value[i] * weight[i];
+    return mean / r.step_s;
+}
+
+/// The per-doubling gap of every source, each row's prediction with the stalls' mean added.
+std::map<std::string, ScalingGap> gaps(const std::vector<ScalingRow>& rows, double fraction,
+                                       double duration_s) {
+    std::map<std::string, std::vector<ScalingPoint>> by_source;
+    for (const ScalingRow& r : rows) {
+        by_source[r.source].push_back(
+            {r.group, r.gpus, r.log_ratio - std::log1p(stall_share(r, fraction, duration_s))});
+    }
+    std::map<std::string, ScalingGap> out;
+    for (const auto& [source, points] : by_source) out[source] = scaling_gap(points);
+    return out;
+}
+
 /// Every source's per-doubling gap (scaling_gap.hpp) with the stacks fitted on all sources.
+/// PRISM_CALIBRATE_STALLS=f[,ms]: with stalls of that fraction of a node's time (duration 20 ms
+/// unless given) added to each row's step, by its mean (StallSpec; docs/tails.md "Stalls");
+/// PRISM_CALIBRATE_STALL_FIT=SOURCE: the fraction that zeroes that source's gap, then the table
+/// with it (the other sources are predicted).
 int run_scaling(const std::string& dir) {
     std::vector<Item> fit_items = load_items(dir, 4);
     std::vector<Item> items = load_items(dir, 1);
     const auto f = fit_all(fit_items, "", shrinkage());
-    std::map<std::string, std::vector<ScalingPoint>> by_source;
+    std::vector<ScalingRow> rows;
     for (Item& it : items) {
         const Case& c = it.row.c;
         set_factors(it, f.at(c.stack));
-        const double pred = predict_item(it);
+        const DeterministicResult r = evaluate_deterministic(it.e, it.e.defaults);
+        const double pred =
+            it.row.q == Quantity::step_time_s ? r.step_time_s : tflops_per_gpu(r, it.e.defaults);
         // log(measured step / predicted step): TFLOP/s rows invert
         const double lr = it.row.q == Quantity::step_time_s ? std::log(c.measured / pred)
                                                             : std::log(pred / c.measured);
-        by_source[c.set].push_back({scaling_group(c), c.tp * c.pp * c.cp * c.dp, lr});
+        rows.push_back(
+            {c.set, scaling_group(c), c.tp * c.pp * c.cp * c.dp, lr,
+             stochastic::detail::stall_shape(r.profile, it.e.defaults, it.e.hardware.at(0)),
+             r.step_time_s});
     }
+    double fraction = 0, duration_s = 0.02;
+    if (const char* v = std::getenv("PRISM_CALIBRATE_STALLS")) {
+        fraction = std::atof(v);
+        if (const char* comma = std::strchr(v, ',')) duration_s = std::atof(comma + 1) * 1e-3;
+        if (!(fraction >= 0 && fraction <= 0.5 && duration_s > 0)) {
+            throw ConfigError("PRISM_CALIBRATE_STALLS: a fraction in [0, 0.5][,duration in ms]");
+        }
+    }
+    if (const char* source = std::getenv("PRISM_CALIBRATE_STALL_FIT")) {
+        const auto slope = [&](double x) { return gaps(rows, x, duration_s).at(source).slope; };
+        if (!(slope(0) > 0)) throw ConfigError("PRISM_CALIBRATE_STALL_FIT: no growth to fit");
+        double lo = 0, hi = 0.05;
+        for (int i = 0; i < 60; ++i) (slope(0.5 * (lo + hi)) > 0 ? lo : hi) = 0.5 * (lo + hi);
+        fraction = 0.5 * (lo + hi);
+        fmt::print("stall fraction fitted on {}: {:.3g} (stalls of {:.0f} ms)\n\n", source,
+                   fraction, duration_s * 1e3);
+    }
+    const auto without = gaps(rows, 0, duration_s);
+    const auto with = gaps(rows, fraction, duration_s);
     fmt::print(
         "| source | groups | rows | GPUs | measured step over predicted, per doubling of the GPUs "
-        "|\n|---|---|---|---|---|\n");
-    for (const auto& [source, points] : by_source) {
-        const ScalingGap g = scaling_gap(points);
+        "|{}\n|---|---|---|---|---|{}\n",
+        fraction > 0 ? fmt::format(" with stalls of {:.3g} |", fraction) : "",
+        fraction > 0 ? "---|" : "");
+    for (const auto& [source, g] : without) {
         if (g.groups == 0) continue;
-        fmt::print("| {} | {} | {} | {}-{} | {:+.2f}% +- {:.2f} |\n", source, g.groups, g.rows,
-                   g.min_gpus, g.max_gpus, 100 * g.per_doubling(), 100 * g.slope_se);
+        const ScalingGap& w = with.at(source);
+        fmt::print("| {} | {} | {} | {}-{} | {:+.2f}% +- {:.2f} |{}\n", source, g.groups, g.rows,
+                   g.min_gpus, g.max_gpus, 100 * g.per_doubling(), 100 * g.slope_se,
+                   fraction > 0 ? fmt::format(" {:+.2f}% +- {:.2f} |", 100 * w.per_doubling(),
+                                              100 * w.slope_se)
+                                : "");
     }
     return 0;
 }

@@ -211,6 +211,174 @@ double job_nodes(const DesignPoint& point, const HardwareSpec& hardware) {
     return std::ceil(static_cast<double>(point.gpus()) / per);
 }
 
+StallShape stall_shape(const StepProfile& profile, const DesignPoint& point,
+                       const HardwareSpec& hardware) {
+    const double gpn = std::max(1, hardware.gpus_per_node);
+    const double nodes = job_nodes(point, hardware);
+    StallShape shape;
+    if (profile.dp_lockstep) {
+        const double layers = double(profile.chunks) * profile.layers_per_chunk;
+        shape.syncs = std::max(1.0, 2.0 * layers * profile.microbatches);
+        shape.nodes_per_member = std::max(1.0, std::ceil(double(profile.tp) * profile.cp / gpn));
+        shape.members = std::max(
+            1.0, std::floor(nodes / (std::max(1, profile.stages) * shape.nodes_per_member)));
+        return shape;
+    }
+    shape.syncs = 1;
+    shape.nodes_per_member =
+        std::max(1.0, std::ceil(double(profile.tp) * profile.cp * profile.stages / gpn));
+    shape.members = std::max(1.0, std::floor(nodes / shape.nodes_per_member));
+    return shape;
+}
+
+namespace {
+
+/// log P(X <= x) for X ~ Poisson(mu), x >= 0 (summed in log space from the mode outward is not
+/// needed at mu <= 1000: the terms are summed directly with a running log term).
+std::vector<double> poisson_cdf(double mu, int top) {
+    std::vector<double> cdf(std::size_t(top) + 1);
+    double log_term = -mu, sum = 0;
+    for (int x = 0; x <= top; ++x) {
+        if (x > 0) log_term += std::log(mu) - std::log(double(x));
+        sum += std::exp(log_term);
+        cdf[std::size_t(x)] = std::min(sum, 1.0);
+    }
+    return cdf;
+}
+
+/// pmf of a sum of two independent lattice laws (offsets in lattice steps), tails below
+/// 1e-16 dropped
+void convolve(const std::vector<double>& a, long a0, const std::vector<double>& b, long b0,
+              std::vector<double>& out, long& out0) {
+    std::vector<double> c(a.size() + b.size() - 1, 0.0);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (a[i] == 0) continue;
+        for (std::size_t j = 0; j < b.size(); ++j) c[i + j] += a[i] * b[j];
+    }
+    std::size_t lo = 0, hi = c.size();
+    while (lo + 1 < hi && c[lo] < 1e-16) ++lo;
+    while (hi > lo + 1 && c[hi - 1] < 1e-16) --hi;
+    out.assign(c.begin() + long(lo), c.begin() + long(hi));
+    out0 = a0 + b0 + long(lo);
+}
+
+}  // namespace
+
+void stall_law(const StallSpec& spec, const StallShape& shape, double step_s,
+               std::vector<double>& value, std::vector<double>& weight) {
+    value.clear();
+    weight.clear();
+    if (!spec.active() || !(step_s > 0)) return;
+    const double d = spec.duration_s;
+    const double mu = shape.nodes_per_member * (spec.fraction / d) * step_s / shape.syncs;
+    const double g = shape.members;
+    // M, the largest of g Poisson(mu) counts: its atoms (x0 + i, pm[i])
+    std::vector<double> pm;
+    std::vector<double> mx;  // M's values (lattice: integers; normal Poisson: a grid)
+    if (mu <= 1000) {
+        const int top = int(std::ceil(mu + 12 * std::sqrt(mu) + 8 + 4 * std::log(g + 1)));
+        const std::vector<double> cdf = poisson_cdf(mu, top);
+        double prev = 0;
+        for (int x = 0; x <= top; ++x) {
+            const double cur = std::exp(g * std::log(std::max(cdf[std::size_t(x)], 1e-300)));
+            pm.push_back(std::max(0.0, cur - prev));
+            mx.push_back(x);
+            prev = cur;
+        }
+        pm.back() += std::max(0.0, 1 - prev);
+    } else {
+        // Poisson(mu) as a normal: M's CDF Phi(z)^g on 257 points over the range it covers
+        const double sd = std::sqrt(mu);
+        const double zlo = normal_quantile(std::exp(std::log(1e-15) / g)), zhi = 9;
+        double prev = 0;
+        for (int i = 0; i <= 256; ++i) {
+            const double z = zlo + (zhi - zlo) * i / 256.0;
+            const double cur = std::exp(g * std::log(std::max(normal_cdf(z), 1e-300)));
+            pm.push_back(std::max(0.0, cur - prev));
+            mx.push_back(mu + sd * z);
+            prev = cur;
+        }
+        pm.back() += std::max(0.0, 1 - prev);
+    }
+    double m1 = 0, m2 = 0;
+    for (std::size_t i = 0; i < pm.size(); ++i) {
+        m1 += pm[i] * mx[i];
+        m2 += pm[i] * mx[i] * mx[i];
+    }
+    const double var1 = std::max(0.0, m2 - m1 * m1);
+    const double k = shape.syncs;
+    if (k <= 1) {
+        for (std::size_t i = 0; i < pm.size(); ++i) {
+            if (pm[i] <= 0) continue;
+            value.push_back(d * mx[i]);
+            weight.push_back(pm[i]);
+        }
+        return;
+    }
+    if (mu <= 1000 && k * m1 <= kStallExactMean) {
+        // the k-fold sum exactly: binary powers of M's pmf
+        std::vector<double> base = pm, acc{1.0};
+        long base0 = 0, acc0 = 0;
+        for (long n = long(std::llround(k)); n > 0; n >>= 1) {
+            if (n & 1) convolve(acc, acc0, base, base0, acc, acc0);
+            if (n > 1) convolve(base, base0, base, base0, base, base0);
+        }
+        double total = 0;
+        for (double w : acc) total += w;
+        for (std::size_t i = 0; i < acc.size(); ++i) {
+            if (acc[i] <= 0) continue;
+            value.push_back(d * double(acc0 + long(i)));
+            weight.push_back(acc[i] / total);
+        }
+        return;
+    }
+    // the central limit: a normal of mean k m1 and variance k var1, 97 atoms
+    const double mean = k * m1, sd = std::sqrt(k * var1);
+    if (!(sd > 0)) {
+        value.push_back(d * mean);
+        weight.push_back(1);
+        return;
+    }
+    double prev = 0;
+    for (int i = 0; i <= 96; ++i) {
+        const double z = -6 + i / 8.0;
+        const double cur = i == 96 ? 1.0 : normal_cdf(z + 1 / 16.0);
+        value.push_back(d * std::max(0.0, mean + sd * z));
+        weight.push_back(cur - prev);
+        prev = cur;
+    }
+}
+
+void HiccupLaw::add_independent(const std::vector<double>& value,
+                                const std::vector<double>& weight) {
+    if (value.empty()) return;
+    std::vector<std::pair<double, double>> both;
+    both.reserve(shift_s_.size() * value.size());
+    for (std::size_t j = 0; j < shift_s_.size(); ++j) {
+        for (std::size_t i = 0; i < value.size(); ++i) {
+            both.emplace_back(shift_s_[j] + value[i], weight_[j] * weight[i]);
+        }
+    }
+    std::sort(both.begin(), both.end());
+    shift_s_.clear();
+    weight_.clear();
+    for (const auto& [v, w] : both) {
+        if (!shift_s_.empty() && v == shift_s_.back()) {
+            weight_.back() += w;
+        } else {
+            shift_s_.push_back(v);
+            weight_.push_back(w);
+        }
+    }
+    e_mean_ = 0;
+    e_var_ = 0;
+    for (std::size_t j = 0; j < shift_s_.size(); ++j) {
+        e_mean_ += weight_[j] * shift_s_[j];
+        e_var_ += weight_[j] * shift_s_[j] * shift_s_[j];
+    }
+    e_var_ = std::max(0.0, e_var_ - e_mean_ * e_mean_);
+}
+
 void add_hiccups(std::vector<double>& steps, const HiccupLaw& law, std::uint64_t seed,
                  std::uint64_t point_index) {
     if (!law.active()) return;

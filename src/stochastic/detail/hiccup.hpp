@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/model/spec.hpp"
+#include "src/model/step_profile.hpp"
 
 namespace prism::stochastic::detail {
 
@@ -46,6 +47,9 @@ class HiccupLaw {
     const std::vector<double>& shift_weight() const { return weight_; }
     /// H + E from two uniforms (H by its inverse, E by its shares)
     double draw(double u_hiccup, double u_periodic) const;
+    /// Adds an independent discrete term to E (the stalls' W, stall_law): E becomes E + W,
+    /// its shares the products (equal values merged).
+    void add_independent(const std::vector<double>& value, const std::vector<double>& weight);
 
   private:
     /// P(D > d), one node's delay beyond d
@@ -63,6 +67,33 @@ class HiccupLaw {
 
 /// The nodes a point's job spans (its GPUs over the hardware's GPUs per node, rounded up).
 double job_nodes(const DesignPoint& point, const HardwareSpec& hardware);
+
+/// How a step's stalls (StallSpec, spec.hpp) reach it: `syncs` times a step the data-parallel
+/// group waits for its slowest member; a member is `nodes_per_member` nodes whose stalls add up
+/// between two synchronizations (a pipeline's nodes, or a TP x CP group wider than a node), and
+/// the group has `members` of them.
+///   FSDP / ZeRO-3 (dp_lockstep): each layer's two parameter AllGathers gate its forward and
+///     its backward: syncs = 2 x layers per rank x microbatches; the members are one stage's
+///     DP group (job nodes / stages of them), each its TP x CP group's nodes;
+///   otherwise: once a step (the gradient reduction); the members are the replicas, each its
+///     TP x CP x PP GPUs' nodes (1 where replicas share nodes: then every node is a member).
+struct StallShape {
+    double syncs = 1;
+    double members = 1;
+    double nodes_per_member = 1;
+};
+StallShape stall_shape(const StepProfile& profile, const DesignPoint& point,
+                       const HardwareSpec& hardware);
+
+/// W, what the stalls add to a step of `step_s`, as a discrete law (`value` in s, `weight`
+/// summing to 1): W = d sum_{j=1..syncs} M_j, M_j iid the largest of `members` iid Poisson(mu)
+/// counts, mu = nodes_per_member x (fraction / d) x step_s / syncs. M's law exactly (P(M <= x)
+/// = F_Poisson(x)^members; a normal Poisson above mu = 1000); the sum exactly by convolution
+/// while its mean is at most kStallExactMean stalls, else by the normal law of the same mean and
+/// variance (its central limit; atoms at 1/8 sd over +-6 sd). Empty when inactive.
+inline constexpr double kStallExactMean = 64;
+void stall_law(const StallSpec& spec, const StallShape& shape, double step_s,
+               std::vector<double>& value, std::vector<double>& weight);
 
 /// Monte Carlo: adds to step k an exact draw of H + E from the stream (seed, point_index,
 /// StreamKind::hiccup, k): H by the inverse of its CDF, E by its shares (two uniforms).
