@@ -308,11 +308,16 @@ void stall_law(const StallSpec& spec, const StallShape& shape, double step_s,
     const double var1 = std::max(0.0, m2 - m1 * m1);
     const double k = shape.syncs;
     if (k <= 1) {
+        // atoms below 1e-15 dropped (the many empty ones below the bulk of a large mu): the
+        // evaluators' cost grows with the atoms
+        double kept = 0;
         for (std::size_t i = 0; i < pm.size(); ++i) {
-            if (pm[i] <= 0) continue;
+            if (!(pm[i] > 1e-15)) continue;
             value.push_back(d * mx[i]);
             weight.push_back(pm[i]);
+            kept += pm[i];
         }
+        for (double& w : weight) w /= kept;
         return;
     }
     if (mu <= 1000 && k * m1 <= kStallExactMean) {
@@ -325,11 +330,14 @@ void stall_law(const StallSpec& spec, const StallShape& shape, double step_s,
         }
         double total = 0;
         for (double w : acc) total += w;
+        double kept = 0;
         for (std::size_t i = 0; i < acc.size(); ++i) {
-            if (acc[i] <= 0) continue;
+            if (!(acc[i] > 1e-15 * total)) continue;
             value.push_back(d * double(acc0 + long(i)));
-            weight.push_back(acc[i] / total);
+            weight.push_back(acc[i]);
+            kept += acc[i];
         }
+        for (double& w : weight) w /= kept;
         return;
     }
     // the central limit: a normal of mean k m1 and variance k var1, 97 atoms
