@@ -233,8 +233,8 @@ StallShape stall_shape(const StepProfile& profile, const DesignPoint& point,
 
 namespace {
 
-/// log P(X <= x) for X ~ Poisson(mu), x >= 0 (summed in log space from the mode outward is not
-/// needed at mu <= 1000: the terms are summed directly with a running log term).
+/// P(X <= x) for X ~ Poisson(mu), x = 0..top: the terms summed in order, each from a running
+/// log (at mu <= 1000 the terms that underflow lie far below the mode and add nothing).
 std::vector<double> poisson_cdf(double mu, int top) {
     std::vector<double> cdf(std::size_t(top) + 1);
     double log_term = -mu, sum = 0;
