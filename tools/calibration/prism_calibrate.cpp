@@ -13,7 +13,9 @@
 //                                     prism's, each row (docs/torchtitan_sac.md; never fitted)
 //   prism_calibrate scaling [DATA_DIR] per source, the step's growth with the GPU count beyond
 //                                     the fitted model's: the per-doubling gap of the rows that
-//                                     differ only in GPUs and batch (scaling_gap.hpp)
+//                                     differ only in GPUs and batch (scaling_gap.hpp);
+//                                     PRISM_CALIBRATE_STALLS=f[,ms] adds stalls' mean to every
+//                                     row, PRISM_CALIBRATE_STALL_FIT=SOURCE fits f on a source
 //   prism_calibrate check FILE.csv    a table that is never fitted (e.g. a kept-aside set kept
 //                                     outside the repository), with the shipped presets
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
