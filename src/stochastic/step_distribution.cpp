@@ -282,9 +282,15 @@ detail::HiccupLaw hiccup_law(VariabilitySpec& spec, const StepProfile& profile,
                              const DesignPoint& point, const HardwareSpec& hardware) {
     detail::HiccupLaw law(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     if (spec.stalls.active()) {
+        // every unit slow is the hardware slower (DESIGN.md's invariants): its stalls accrue
+        // over the slowed step
+        const double step_s =
+            every_unit_slow(spec)
+                ? deterministic_step_time(with_slowed_compute(profile, spec.persistent.slow_factor))
+                : deterministic_step_time(profile);
         std::vector<double> value, weight;
-        detail::stall_law(spec.stalls, detail::stall_shape(profile, point, hardware),
-                          deterministic_step_time(profile), value, weight);
+        detail::stall_law(spec.stalls, detail::stall_shape(profile, point, hardware), step_s, value,
+                          weight);
         law.add_independent(value, weight);
     }
     spec.hiccup = HiccupSpec{};

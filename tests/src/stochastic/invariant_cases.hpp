@@ -181,17 +181,24 @@ inline InvariantCase random_case(std::uint64_t seed) {
         v.hiccup.delay_median_s = gemm * p.layers_per_chunk * (0.02 + 0.48 * hu(hiccup_rng));
         v.hiccup.delay_sigma = hu(hiccup_rng) < 0.2 ? 0.0 : 1.5 * hu(hiccup_rng);
     }
+    // stalls (docs/tails.md) on about a quarter of the cases, from a stream of their own too: a
+    // node stalled 0.05-1% of its time in stalls of 0.1-3 layers' work
+    std::mt19937_64 stall_rng(seed ^ 0x7374616c6c73ULL);
+    if (hu(stall_rng) < 0.25) {
+        v.stalls.fraction = 5e-4 + 9.5e-3 * hu(stall_rng);
+        v.stalls.duration_s = gemm * p.layers_per_chunk * (0.1 + 2.9 * hu(stall_rng));
+    }
     c.text = fmt::format(
         "case {}: tp {} cp {} pp {} v {} m {} layers {}{} dp {}{}{}{} placement {} spares {}; "
         "transient {}, regime cv {:.3f}, spatial cv {:.3f}, slow q {:.4f} x{:.3f} per {}; "
-        "hiccup q {:.3g} median {:.3g} s sigma {:.2f}",
+        "hiccup q {:.3g} median {:.3g} s sigma {:.2f}; stalls {:.3g} of {:.3g} s",
         seed, p.tp, p.cp, p.stages, p.chunks, p.microbatches, p.layers_per_chunk,
         p.uneven_chunk_layers.empty() ? "" : " (uneven)", p.dp, lockstep ? " zero-3" : "",
         overlap_fsdp ? " (fsdp overlap)" : "", overlap_tp ? " tp-overlap" : "",
         static_cast<int>(c.point.placement.kind), spares, transient ? "yes" : "none",
         v.comm_regime.cv, v.persistent.spatial.cv, v.persistent.slow_probability,
         v.persistent.slow_factor, v.persistent.slow_per_node ? "node" : "gpu", v.hiccup.probability,
-        v.hiccup.delay_median_s, v.hiccup.delay_sigma);
+        v.hiccup.delay_median_s, v.hiccup.delay_sigma, v.stalls.fraction, v.stalls.duration_s);
     return c;
 }
 

@@ -185,6 +185,12 @@ inline std::vector<Broken> check_invariants(const InvariantCase& c, InvariantOpt
         more.hiccup.delay_median_s = 1.5 * v.hiccup.delay_median_s;
         monotone("hiccup delay", more);
     }
+    if (v.stalls.active()) {
+        // a larger stalled fraction never lowers the mean or p50 (docs/tails.md, "Stalls")
+        auto more = v;
+        more.stalls.fraction = std::min(0.5, 2 * v.stalls.fraction);
+        monotone("stall fraction", more);
+    }
     {
         auto more = v;
         bool any = false;

@@ -12,6 +12,7 @@
 
 #include "src/stochastic/detail/hiccup.hpp"
 #include "src/stochastic/step_distribution.hpp"
+#include "tests/src/stochastic/invariant_checks.hpp"
 #include "tests/src/stochastic/ks.hpp"
 #include "tests/src/stochastic/test_profiles.hpp"
 
@@ -246,6 +247,44 @@ TEST(Stalls, BothEvaluatorsAddTheStallsLaw) {
         EXPECT_EQ(a.p99_s, b.p99_s);
         EXPECT_EQ(a.cluster_mean_s, b.cluster_mean_s);
     }
+}
+
+// Every unit slow by k is the hardware k times slower (DESIGN.md's invariants) with stalls too:
+// they accrue over the slowed step, so both give the slowed deterministic step plus the stalls'
+// mean over it, in both evaluators (Monte Carlo draws W exactly: the same mean to its standard
+// error, 4 of them).
+TEST(Stalls, EveryUnitSlowIsTheHardwareSlowerWithItsStalls) {
+    ProfileShape shape;
+    shape.stages = 2;
+    shape.microbatches = 4;
+    shape.dp = 8;
+    shape.fsdp = true;
+    const StepProfile profile = prism::testing::make_profile(shape);
+    const DesignPoint point = prism::testing::design_point(shape);
+    const HardwareSpec hw = prism::testing::test_hardware();
+    const ClusterSpec cluster;
+    VariabilitySpec slow;
+    slow.stalls = stalls(4e-3, 0.5 * deterministic_step_time(profile) / 8);
+    slow.persistent.slow_probability = 1.0;
+    slow.persistent.slow_factor = 1.5;
+    VariabilitySpec only;
+    only.stalls = slow.stalls;
+    const StepProfile slower = prism::testing::compute_times(profile, 1.5);
+    const double det = deterministic_step_time(slower);
+    const Law w = law_of(only.stalls, detail::stall_shape(profile, point, hw), det);
+    EvaluationSpec e;
+    e.sensitivity = false;
+
+    const StepDistribution a = step_distribution(profile, point, hw, cluster, slow, e, 1, 0);
+    const StepDistribution h = step_distribution(slower, point, hw, cluster, only, e, 1, 0);
+    e.method = Method::montecarlo;
+    e.samples = 4000;
+    const StepDistribution m = step_distribution(profile, point, hw, cluster, slow, e, 1, 0);
+
+    EXPECT_NEAR(a.mean_s, det + w.mean(), 1e-9 * det);
+    EXPECT_NEAR(h.mean_s, det + w.mean(), 1e-9 * det);
+    EXPECT_NEAR(a.p99_s, h.p99_s, 1e-9 * det);
+    EXPECT_NEAR(m.mean_s, det + w.mean(), 4 * std::sqrt(w.var() / 4000));
 }
 
 }  // namespace
