@@ -48,6 +48,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <set>
@@ -214,8 +215,7 @@ int run_scaling(const std::string& dir) {
         const Case& c = it.row.c;
         set_factors(it, f.at(c.stack));
         const DeterministicResult r = evaluate_deterministic(it.e, it.e.defaults);
-        const double pred =
-            it.row.q == Quantity::step_time_s ? r.step_time_s : tflops_per_gpu(r, it.e.defaults);
+        const double pred = predicted_value(r, it.e.defaults, it.row.q);
         // log(measured step / predicted step): TFLOP/s rows invert
         const double lr = it.row.q == Quantity::step_time_s ? std::log(c.measured / pred)
                                                             : std::log(pred / c.measured);
@@ -233,7 +233,12 @@ int run_scaling(const std::string& dir) {
         }
     }
     if (const char* source = std::getenv("PRISM_CALIBRATE_STALL_FIT")) {
-        const auto slope = [&](double x) { return gaps(rows, x, duration_s).at(source).slope; };
+        std::vector<ScalingRow> own;  // the bisection needs that source's rows only
+        std::copy_if(rows.begin(), rows.end(), std::back_inserter(own),
+                     [&](const ScalingRow& r) { return r.source == source; });
+        if (own.empty())
+            throw ConfigError(std::string("PRISM_CALIBRATE_STALL_FIT: no source ") + source);
+        const auto slope = [&](double x) { return gaps(own, x, duration_s).at(source).slope; };
         if (!(slope(0) > 0)) throw ConfigError("PRISM_CALIBRATE_STALL_FIT: no growth to fit");
         double lo = 0, hi = 0.05;
         for (int i = 0; i < 60; ++i) (slope(0.5 * (lo + hi)) > 0 ? lo : hi) = 0.5 * (lo + hi);

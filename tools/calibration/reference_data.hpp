@@ -263,9 +263,12 @@ inline double tflops_per_gpu(const DeterministicResult& r, const DesignPoint& p)
 /// Predicted value of `c` in the unit of `measured`, on `hw` (the experiment's hardware
 /// replaced: used by the fit to try constants).
 enum class Quantity { step_time_s, tflops_per_gpu };
+/// `r` (of point `p`) in the unit `q`.
+inline double predicted_value(const DeterministicResult& r, const DesignPoint& p, Quantity q) {
+    return q == Quantity::step_time_s ? r.step_time_s : tflops_per_gpu(r, p);
+}
 inline double predict(const Experiment& e, const Case& c, Quantity q) {
-    const DeterministicResult r = evaluate_deterministic(e, e.defaults);
-    return q == Quantity::step_time_s ? r.step_time_s : tflops_per_gpu(r, e.defaults);
+    return predicted_value(evaluate_deterministic(e, e.defaults), e.defaults, q);
 }
 
 inline double relative_error(double predicted, double measured) {

@@ -73,11 +73,7 @@ void periodic_shares(const std::vector<PeriodicEvent>& events, std::vector<doubl
 HiccupLaw::HiccupLaw(const HiccupSpec& spec, double nodes,
                      const std::vector<PeriodicEvent>& periodic) {
     periodic_shares(periodic, shift_s_, weight_);
-    for (std::size_t j = 0; j < shift_s_.size(); ++j) {
-        e_mean_ += weight_[j] * shift_s_[j];
-        e_var_ += weight_[j] * shift_s_[j] * shift_s_[j];
-    }
-    e_var_ = std::max(0.0, e_var_ - e_mean_ * e_mean_);
+    set_shift_moments();
     hiccup_ = spec.active() && nodes >= 1;
     if (!hiccup_) return;
     n_ = nodes;
@@ -378,6 +374,10 @@ void HiccupLaw::add_independent(const std::vector<double>& value,
             weight_.push_back(w);
         }
     }
+    set_shift_moments();
+}
+
+void HiccupLaw::set_shift_moments() {
     e_mean_ = 0;
     e_var_ = 0;
     for (std::size_t j = 0; j < shift_s_.size(); ++j) {

@@ -56,6 +56,8 @@ class HiccupLaw {
     double delay_sf(double d) const;
     /// the d with P(D > d) = tail
     double delay_upper_quantile(double tail) const;
+    /// e_mean_ and e_var_ from E's values and shares
+    void set_shift_moments();
 
     bool hiccup_ = false;
     bool pareto_ = false;
