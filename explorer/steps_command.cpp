@@ -14,11 +14,13 @@
 #include "io/runs_manifest.hpp"
 #include "io/step_csv.hpp"
 #include "io/trace_reader.hpp"
+#include "io/units.hpp"
 #include "io/variability_profile.hpp"
 #include "io/work_limits.hpp"
 #include "src/common/error.hpp"
 #include "src/fit/hiccup_fit.hpp"
 #include "src/fit/periodic_fit.hpp"
+#include "src/fit/stall_fit.hpp"
 #include "src/fit/step_fit.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
@@ -347,9 +349,76 @@ std::vector<std::string> level_lines(const fit::LevelFit& lf) {
                     l.nvlink, tried, l.nic, l.rack, l.pod)};
 }
 
+/// --stalls' duration (s), 0 when not given. Throws ConfigError naming the option.
+double stall_duration(const StepsCommand& cmd) {
+    if (cmd.stalls.empty()) return 0;
+    try {
+        return io::parse_quantity(cmd.stalls, io::Quantity::time);
+    } catch (const ConfigError& e) {
+        throw ConfigError(fmt::format("steps fit: --stalls '{}': {}", cmd.stalls, e.what()));
+    }
+}
+
+/// The stalls of `duration_s` fitted to the groups' pooled medians with the fitted within-run
+/// profile `spec` (src/fit/stall_fit.hpp).
+fit::StallFit fit_group_stalls(const std::vector<LoadedGroup>& groups, const VariabilitySpec& spec,
+                               double duration_s) {
+    std::vector<fit::StallGroup> g;
+    for (const LoadedGroup& lg : groups) {
+        std::vector<double> all;
+        for (const fit::MeasuredSteps& r : lg.group.runs) {
+            all.insert(all.end(), r.step_time_s.begin(), r.step_time_s.end());
+        }
+        std::sort(all.begin(), all.end());
+        const std::size_t n = all.size();
+        const double median = n % 2 == 1 ? all[n / 2] : 0.5 * (all[n / 2 - 1] + all[n / 2]);
+        g.push_back({lg.label, lg.group.model, median});
+    }
+    return fit::fit_stalls(g, spec, duration_s);
+}
+
+/// What the stall fit prints and writes above its keys.
+std::vector<std::string> stall_lines(const std::vector<LoadedGroup>& groups,
+                                     const fit::StallFit& sf, const std::string& runs_from) {
+    std::vector<std::string> lines;
+    const double f = sf.stalls.fraction;
+    lines.push_back(fmt::format(
+        "stalls of {:.4g} ms (given): stalled fraction {:.4g} per node{} (prism steps fit "
+        "--runs-from {} --stalls), from the median step's growth over {} groups beyond the "
+        "model's, one level {:.4g} common to them",
+        sf.stalls.duration_s * 1e3, f,
+        f > 0 ? fmt::format(", a stall every {:.4g} s of a node's time", sf.stalls.duration_s / f)
+              : "",
+        runs_from, groups.size(), sf.level));
+    if (!(f > 0)) {
+        lines.push_back(
+            "  the measured medians grow no faster than the model's: no stalls (fraction 0)");
+    }
+    if (sf.at_upper_bound) {
+        lines.push_back(fmt::format(
+            "  the fraction ends at its bound {}: the growth is more than these stalls give; "
+            "try a longer duration",
+            fit::kMaxStallFraction));
+    }
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+        lines.push_back(fmt::format(
+            "  {}: {:.0f} nodes, measured median {:.5g} s; model {:.5g} s without stalls "
+            "({:+.2f}%), {:.5g} s with them ({:+.2f}%)",
+            groups[k].label, groups[k].nodes, sf.measured_s[k], sf.model_without_s[k],
+            100 * (sf.measured_s[k] / sf.model_without_s[k] - 1), sf.model_with_s[k],
+            100 * (sf.measured_s[k] / sf.model_with_s[k] - 1)));
+    }
+    lines.push_back(fmt::format(
+        "  log(measured / model median) about its mean: rms {:.3g} without stalls, {:.3g} with "
+        "them",
+        sf.rms_without, sf.rms_with));
+    return lines;
+}
+
 // `steps fit --runs-from RUNS.toml`: one profile for several scales of a platform; per group the
 // in-sample KS and the KS when that group is left out of the fit (issue 35, item 5).
 int fit_groups_command(const StepsCommand& cmd) {
+    const double stall_d = stall_duration(cmd);  // a bad --stalls before any work
     const std::vector<io::RunsGroup> manifest = io::read_runs_manifest(cmd.runs_from);
     std::vector<std::string> inputs{cmd.runs_from, cmd.base};
     for (const io::RunsGroup& g : manifest) {
@@ -454,6 +523,27 @@ int fit_groups_command(const StepsCommand& cmd) {
     io::VariabilityProfile p;
     p.spec = spec;
     p.spec.persistent.slow_probability = 0;
+    std::vector<std::string> stall_header;  // a stall fit not written: its lines, in the header
+    if (!cmd.stalls.empty()) {
+        const fit::StallFit sf = fit_group_stalls(groups, spec, stall_d);
+        std::vector<std::string> lines = stall_lines(groups, sf, cmd.runs_from);
+        std::cout << "\n";
+        for (const std::string& line : lines) std::cout << line << "\n";
+        if (sf.stalls.fraction > 0 && !sf.stall_like()) {
+            const std::string why = fmt::format(
+                "not written (stall_fraction 0): the fitted stalls add {:.1f}% to the least "
+                "stalled group's median (more than {:.0f}%): they flatten the ratios by "
+                "lengthening every step, not by the growth stalls of {} give; the growth is "
+                "another term's (docs/tails.md, \"Fitting stalls from two scales\")",
+                100 * sf.least_share, 100 * fit::kMaxLeastStallShare, cmd.stalls);
+            std::cerr << "prism: warning: steps fit: --stalls: " << why << "\n";
+            lines.push_back("  " + why);
+            stall_header = lines;
+        } else {
+            p.spec.stalls = sf.stalls;
+            p.stall_notes = lines;
+        }
+    }
     std::vector<fit::MeasuredSteps> every_run;
     for (const auto& g : groups) {
         every_run.insert(every_run.end(), g.group.runs.begin(), g.group.runs.end());
@@ -470,6 +560,7 @@ int fit_groups_command(const StepsCommand& cmd) {
         "Variability profile written by `prism steps fit --runs-from` (src/fit/step_fit.hpp):",
         "the within-run parameters minimize the worst group's KS shape."};
     for (const std::string& n : notes) p.header.push_back(n);
+    p.header.insert(p.header.end(), stall_header.begin(), stall_header.end());
     p.header.insert(p.header.end(), cmd.notes.begin(), cmd.notes.end());
     p.regime_notes = {fmt::format("fitted on {} groups (target '{}'); worst KS shape {:.3f}",
                                   groups.size(), cmd.target, all.ks_shape)};
@@ -496,6 +587,11 @@ int fit_command(const StepsCommand& cmd) {
     if (cmd.runs.empty() || cmd.experiment.empty()) {
         throw ConfigError(
             "steps fit: give the runs and --experiment EXP.toml, or --runs-from RUNS.toml");
+    }
+    if (!cmd.stalls.empty()) {
+        throw ConfigError(
+            "steps fit: --stalls needs --runs-from: stalls show only as the median step's growth "
+            "from one scale to another, not within one configuration's runs");
     }
     if (cmd.output.empty()) throw ConfigError("steps fit: --output is required");
     check_samples(cmd);
@@ -615,6 +711,10 @@ CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
             sub->add_flag("--hiccups", command.hiccups,
                           "also fit periodic events and rare hiccups per node and step (steps far "
                           "above the median)");
+            sub->add_option("--stalls", command.stalls,
+                            "with --runs-from: also the stalled fraction of stalls of this "
+                            "duration (e.g. \"20 ms\"), from the median step's growth over the "
+                            "groups beyond the model's");
             sub->add_flag("--regime-levels", command.regime_levels,
                           "the comm regime per link level: NVLink's multiplier fitted across "
                           "--runs-from groups (from 0: the regime on the fabric alone)");

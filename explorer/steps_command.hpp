@@ -29,6 +29,9 @@ struct StepsCommand {
     bool hiccups = false;        ///< fit: also fit rare hiccups (src/fit/hiccup_fit.hpp)
     bool regime_levels = false;  ///< steps fit: the regime per link level (NVLink fitted)
     std::string runs_from;       ///< fit: a manifest of groups of runs (io/runs_manifest.hpp)
+    /// fit --runs-from: also the stalled fraction of stalls of this duration ("20 ms"), from
+    /// the medians' growth over the groups (src/fit/stall_fit.hpp); empty: not fitted
+    std::string stalls;
 };
 
 /// Registers `steps compare` and `steps fit`; returns the `steps` subcommand.

@@ -145,6 +145,12 @@ std::string format_variability_profile(const VariabilityProfile& p) {
             out << "hiccup_delay_sigma = " << number(p.spec.hiccup.delay_sigma) << "\n";
         }
     }
+    if (p.spec.stalls.active()) {
+        out << "\n";
+        comments(out, p.stall_notes);
+        out << "stall_fraction = " << number(p.spec.stalls.fraction) << "\n";
+        out << "stall_duration = " << number(p.spec.stalls.duration_s) << "  # s\n";
+    }
     if (!p.spec.periodic.empty()) {
         out << "\n";
         comments(out, p.periodic_notes);

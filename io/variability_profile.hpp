@@ -29,6 +29,7 @@ struct VariabilityProfile {
     std::vector<std::string> hiccup_notes;    ///< above the hiccup keys (written when q > 0)
     std::vector<std::string> level_notes;     ///< above regime_levels (written when set)
     std::vector<std::string> periodic_notes;  ///< above [periodic] (written when it has events)
+    std::vector<std::string> stall_notes;     ///< above the stall keys (written when active)
 };
 
 /// A distribution as an inline TOML table: {dist = "lognormal", cv = 0.0213}.

@@ -40,6 +40,27 @@ expect 0 groups_profile_loads "KS shape" "$prism" steps compare \
     m/mlperfv50_NVIDIA_eos-dfw_n1024_*.csv --experiment m/eos_dfw_h100_8192.toml \
     --variability both.toml
 
+# --stalls (src/fit/stall_fit.hpp): 20 ms stalls flatten the two scales' medians only by
+# lengthening every step (~90% at 64 nodes): refused, the profile written without them and the
+# finding in its header; 1 s stalls explain the growth (0.2% at 64 nodes) and are written
+expect 0 stalls_not_stall_like "not written \(stall_fraction 0\)" \
+    "$prism" steps fit --runs-from m/runs.toml -o stalls20.toml --stalls "20 ms"
+if grep -q '^stall_fraction' stalls20.toml || ! grep -q '^#   not written' stalls20.toml; then
+    fail "stalls_not_written: $(grep -n stall stalls20.toml | head -3)"
+else ok stalls_not_written; fi
+expect 0 stalls_written "stalls of 1000 ms \(given\): stalled fraction 0.000137" \
+    "$prism" steps fit --runs-from m/runs.toml -o stalls1s.toml --stalls "1 s"
+grep -q '^stall_fraction = 0.000137' stalls1s.toml && grep -q '^stall_duration = 1 ' stalls1s.toml &&
+    ok stalls_keys || fail "stalls_keys: $(grep -n '^stall' stalls1s.toml)"
+expect 0 stalls_profile_loads "KS shape" "$prism" steps compare \
+    m/mlperfv50_NVIDIA_eos-dfw_n1024_*.csv --experiment m/eos_dfw_h100_8192.toml \
+    --variability stalls1s.toml
+expect 2 stalls_bad_duration "--stalls 'fast'" \
+    "$prism" steps fit --runs-from m/runs.toml -o x.toml --stalls fast
+expect 2 stalls_need_groups "--stalls needs --runs-from" \
+    "$prism" steps fit m/mlperfv50_NVIDIA_eos-dfw_n64_ngc25.01_nemo_llama31_405b_result_0.csv \
+    --experiment m/eos_dfw_h100_512.toml -o x.toml --stalls "20 ms"
+
 printf '[[group]]\nexperiment = "eos_dfw_h100_512.toml"\nruns = []\n' >m/empty.toml
 expect 2 groups_empty_runs "m/empty.toml:3:8: group\[0\].runs: empty list" \
     "$prism" steps fit --runs-from m/empty.toml -o x.toml

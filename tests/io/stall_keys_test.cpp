@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "io/experiment_loader.hpp"
+#include "io/variability_profile.hpp"
 #include "tests/io/loader_test_helpers.hpp"
 
 namespace prism::io {
@@ -45,6 +48,30 @@ TEST(StallKeys, BadValuesNameTheFileLineColumnAndKey) {
                                                 "stall_duration = \"slow\"\n")
                   .rfind("exp.toml:9:18: variability.stall_duration:", 0),
               0u);
+}
+
+// A profile written with stalls (prism steps fit --stalls, or a --base that has them) keeps them:
+// the writer dropped the keys before, so a fit on a base with stalls wrote a profile without.
+TEST(StallKeys, AWrittenProfileLoadsBackWithItsStalls) {
+    VariabilityProfile p;
+    p.spec = load_variability("prism-paper");
+    p.name = "with-stalls";
+    p.source = "test";
+    p.spec.stalls.fraction = 2.41e-3;
+    p.spec.stalls.duration_s = 0.02;
+    p.stall_notes = {"fitted on nothing"};
+    const auto path = std::filesystem::temp_directory_path() / "prism_stall_profile_test.toml";
+    {
+        std::ofstream out(path);
+        out << format_variability_profile(p);
+    }
+
+    const VariabilitySpec back = load_variability(path.string());
+
+    EXPECT_EQ(back.stalls, p.spec.stalls);
+    EXPECT_NE(format_variability_profile(p).find("# fitted on nothing\nstall_fraction = 0.00241\n"),
+              std::string::npos);
+    std::filesystem::remove(path);
 }
 
 }  // namespace
