@@ -275,6 +275,14 @@ StepProfile with_slowed_compute(const StepProfile& profile, double k) {
 
 namespace {
 
+/// The step the stalls accrue over: the deterministic one; when every unit is slow the slowed
+/// one (every unit slow is the hardware slower, DESIGN.md's invariants).
+double stall_step_s(const VariabilitySpec& spec, const StepProfile& profile) {
+    return every_unit_slow(spec)
+               ? deterministic_step_time(with_slowed_compute(profile, spec.persistent.slow_factor))
+               : deterministic_step_time(profile);
+}
+
 /// H + E + W of `spec` (hiccups, periodic events and stalls: hiccup.hpp), which add to the step
 /// the rest of the model gives; the three are taken out of `spec`. The stalls' law rests on the
 /// deterministic step (their count per step scales with it).
@@ -282,15 +290,9 @@ detail::HiccupLaw hiccup_law(VariabilitySpec& spec, const StepProfile& profile,
                              const DesignPoint& point, const HardwareSpec& hardware) {
     detail::HiccupLaw law(spec.hiccup, detail::job_nodes(point, hardware), spec.periodic);
     if (spec.stalls.active()) {
-        // every unit slow is the hardware slower (DESIGN.md's invariants): its stalls accrue
-        // over the slowed step
-        const double step_s =
-            every_unit_slow(spec)
-                ? deterministic_step_time(with_slowed_compute(profile, spec.persistent.slow_factor))
-                : deterministic_step_time(profile);
         std::vector<double> value, weight;
-        detail::stall_law(spec.stalls, detail::stall_shape(profile, point, hardware), step_s, value,
-                          weight);
+        detail::stall_law(spec.stalls, detail::stall_shape(profile, point, hardware),
+                          stall_step_s(spec, profile), value, weight);
         law.add_independent(value, weight);
     }
     spec.hiccup = HiccupSpec{};
@@ -424,6 +426,29 @@ std::vector<double> analytic_cdf(const StepProfile& profile, const DesignPoint& 
     detail::analytic(model, layout, EvaluationSpec{}, clusters, out, &t_s, &cdf,
                      grid_points > 0 ? grid_points : detail::kAnalyticGridPoints, &hiccup);
     return cdf;
+}
+
+StallSummary stall_summary(const StepProfile& profile, const DesignPoint& point,
+                           const HardwareSpec& hardware, const VariabilitySpec& variability) {
+    StallSummary out;
+    if (!variability.stalls.active()) return out;
+    const detail::StallShape shape = detail::stall_shape(profile, point, hardware);
+    out.syncs = shape.syncs;
+    out.members = shape.members;
+    out.nodes_per_member = shape.nodes_per_member;
+    out.step_s = stall_step_s(variability, profile);
+    std::vector<double> value, weight;
+    detail::stall_law(variability.stalls, shape, out.step_s, value, weight);
+    double m = 0, m2 = 0, none = 0;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        m += weight[i] * value[i];
+        m2 += weight[i] * value[i] * value[i];
+        if (value[i] <= 0) none += weight[i];
+    }
+    out.mean_s = m;
+    out.sd_s = std::sqrt(std::max(0.0, m2 - m * m));
+    out.p_none = none;
+    return out;
 }
 
 }  // namespace stochastic

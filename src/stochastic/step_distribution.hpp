@@ -94,6 +94,18 @@ bool analytic_hands_over(const StepProfile& profile, const DesignPoint& point,
 /// unit slow by k" equals (DESIGN.md's invariants).
 StepProfile with_slowed_compute(const StepProfile& profile, double k);
 
+/// What a point's stalls ([variability] stall_fraction / stall_duration) add to its step, as
+/// both evaluators take it (src/stochastic/detail/hiccup.hpp): W's shape, its mean and standard
+/// deviation, and the share of steps with no stall. All zero (p_none 1) without stalls.
+struct StallSummary {
+    double syncs = 0, members = 0, nodes_per_member = 0;  ///< stall_shape
+    double step_s = 0;  ///< the step they accrue over (the slowed one when every unit is slow)
+    double mean_s = 0, sd_s = 0;
+    double p_none = 1;
+};
+StallSummary stall_summary(const StepProfile& profile, const DesignPoint& point,
+                           const HardwareSpec& hardware, const VariabilitySpec& variability);
+
 /// Monte Carlo draws of the step time, each on its own cluster realization (for tests).
 std::vector<double> monte_carlo_samples(const StepProfile& profile, const DesignPoint& point,
                                         const HardwareSpec& hardware, const ClusterSpec& cluster,

@@ -5,7 +5,8 @@
 # 64 replicas of 2 nodes, once a step). The mean step less the deterministic one against the
 # closed form computed here: syncs x d x E[M], E[M] = sum_x (1 - F(x)^g), F the Poisson CDF of
 # one member's stalls between two synchronizations. Then with the quickstart's prism-paper noise:
-# without stalls FSDP has the smaller p95, with them 3D (the front flips; docs/tails.md).
+# without stalls FSDP has the smaller p95, with them 3D (the front flips; docs/tails.md). eval's
+# own stalls line (shape and mean added) against the same closed form.
 # Arguments: PRISM MPIEXEC N SCRATCH SOURCE_DIR
 set -uo pipefail
 prism=$1 dir=$4 src=$5
@@ -27,9 +28,15 @@ check() {  # name point syncs members nodes_per_member
     "$prism" eval only.toml --point "$2" >"$1.out" 2>&1 || { fail "$1: exit $?: $(tail -2 "$1.out")"; return; }
     det=$(value step_time_s "$1.out")
     mean=$(value step_time_mean_s "$1.out")
-    /usr/bin/python3 - "$det" "$mean" "$3" "$4" "$5" <<'PY' && echo "ok   $1: $det s -> $mean s" || fail "$1: $det s -> $mean s"
-import math, sys
+    # eval's own line: "stalls (...): S synchronizations a step among G members of N nodes: +X ms mean"
+    line=$(grep '^stalls (' "$1.out")
+    /usr/bin/python3 - "$det" "$mean" "$3" "$4" "$5" "$line" <<'PY' && echo "ok   $1: $det s -> $mean s; $line" || fail "$1: $det s -> $mean s; $line"
+import math, re, sys
 det, mean, syncs, g, per = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+shown = re.search(r": ([0-9]+) synchronizations? a step among ([0-9]+) members? of ([0-9]+) nodes?: \+([0-9.e+-]+) ms mean", sys.argv[6])
+if not shown or tuple(map(int, shown.groups()[:3])) != (syncs, g, per):
+    print(f"  eval's stalls line does not show {syncs} syncs, {g} members of {per} nodes")
+    sys.exit(1)
 f, d = 2.4e-3, 0.02
 mu = per * f / d * det / syncs
 em, cdf, term = 0.0, 0.0, math.exp(-mu)
@@ -42,7 +49,10 @@ expected = syncs * d * em
 print(f"  mean - deterministic {mean - det:.5f} s, closed form {expected:.5f} s")
 # eval prints 5 significant digits: each value within half a unit of its last digit
 ulp = lambda v: 0.5 * 10 ** (math.floor(math.log10(abs(v))) - 4)
-sys.exit(0 if abs(mean - det - expected) <= ulp(det) + ulp(mean) + 1e-4 * expected else 1)
+line_ms = float(shown.group(4))
+print(f"  eval's stalls line: +{line_ms} ms, closed form {1e3 * expected:.4f} ms")
+ok_line = abs(line_ms - 1e3 * expected) <= 0.5 * 10 ** (math.floor(math.log10(line_ms)) - 3) + 1e-6 * line_ms
+sys.exit(0 if ok_line and abs(mean - det - expected) <= ulp(det) + ulp(mean) + 1e-4 * expected else 1)
 PY
 }
 check fsdp "$fsdp" 160 128 1
