@@ -145,6 +145,18 @@ std::string format_variability_profile(const VariabilityProfile& p) {
             out << "hiccup_delay_sigma = " << number(p.spec.hiccup.delay_sigma) << "\n";
         }
     }
+    // workload terms a base profile may carry (MoE routing, document packing): kept as given
+    if (p.spec.routing_skew > 0 || p.spec.routing_drift > 0) {
+        out << "routing = {skew = " << number(p.spec.routing_skew)
+            << ", drift = " << number(p.spec.routing_drift) << "}\n";
+    }
+    if (p.spec.documents.active()) {
+        const DocumentLengths& d = p.spec.documents;
+        out << "documents = {packing = \"concat\", median_tokens = " << number(d.median_tokens)
+            << ", sigma = " << number(d.sigma);
+        if (!d.source.empty()) out << ", source = " << toml_string(d.source);
+        out << "}\n";
+    }
     if (p.spec.stalls.active()) {
         out << "\n";
         comments(out, p.stall_notes);

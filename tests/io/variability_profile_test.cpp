@@ -94,5 +94,27 @@ TEST(VariabilityProfile, EscapesLineBreaksAndControlCharactersInStringsAndCommen
     EXPECT_NE(text.find("description = \"tab\\there, bell\\u0007\""), std::string::npos) << text;
 }
 
+// A base profile's workload terms (MoE routing skew and drift, document packing) survive a
+// profile written from it (prism steps fit / trace fit --base): the writer dropped them before.
+TEST(VariabilityProfile, AWrittenProfileKeepsItsRoutingAndDocuments) {
+    VariabilityProfile p;
+    p.spec = load_variability("prism-paper");
+    p.name = "with-workload";
+    p.source = "test";
+    p.spec.routing_skew = 0.35;
+    p.spec.routing_drift = 0.12;
+    p.spec.documents.concat = true;
+    p.spec.documents.median_tokens = 1500;
+    p.spec.documents.sigma = 1.1;
+    p.spec.documents.source = "a \"quoted\" corpus";
+    const std::string path = write("workload.toml", format_variability_profile(p));
+
+    const VariabilitySpec back = load_variability(path);
+
+    EXPECT_EQ(back.routing_skew, 0.35);
+    EXPECT_EQ(back.routing_drift, 0.12);
+    EXPECT_EQ(back.documents, p.spec.documents);
+}
+
 }  // namespace
 }  // namespace prism::io
