@@ -242,16 +242,7 @@ int eval_command(const std::string& path, const std::string& point_text) {
     }
     if (e.variability.stalls.active() && r.status == PointStatus::ok) {
         // what the stalls add (docs/tails.md, "Stalls that every synchronization waits for")
-        const stochastic::StallSummary st =
-            stochastic::stall_summary(det.profile, p, e.hardware[p.hardware], e.variability);
-        std::cout << fmt::format(
-            "stalls ({:.3g} of a node's time, {:.4g} ms each): {:.0f} synchronization{} a step "
-            "among {:.0f} member{} of {:.0f} node{}: +{:.4g} ms mean (sd {:.4g} ms; {:.1f}% of "
-            "the {:.5g} s step), {:.1f}% of steps without one\n\n",
-            e.variability.stalls.fraction, e.variability.stalls.duration_s * 1e3, st.syncs,
-            st.syncs == 1 ? "" : "s", st.members, st.members == 1 ? "" : "s", st.nodes_per_member,
-            st.nodes_per_member == 1 ? "" : "s", st.mean_s * 1e3, st.sd_s * 1e3,
-            100 * st.mean_s / st.step_s, st.step_s, 100 * st.p_none);
+        std::cout << stalls_line(det.profile, p, e.hardware[p.hardware], e.variability) << "\n\n";
     }
     if (det.moe && !e.training.moe_force_balance && r.status == PointStatus::ok) {
         // the routing law's share of p50 and p95 against the same point with the router forced

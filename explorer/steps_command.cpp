@@ -25,6 +25,7 @@
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
 #include "src/stochastic/detail/step_model.hpp"
+#include "src/stochastic/step_distribution.hpp"
 
 namespace prism::explorer {
 
@@ -152,6 +153,25 @@ VariabilitySpec experiment_or_option(const StepsCommand& cmd, const Experiment& 
     return cmd.variability.empty() ? e.variability : io::load_variability(cmd.variability);
 }
 
+}  // namespace
+
+std::string stalls_line(const StepProfile& profile, const DesignPoint& point,
+                        const HardwareSpec& hardware, const VariabilitySpec& variability) {
+    const stochastic::StallSummary st =
+        stochastic::stall_summary(profile, point, hardware, variability);
+    const auto plural = [](double n) { return n == 1 ? "" : "s"; };
+    return fmt::format(
+        "stalls ({:.3g} of a node's time, {:.4g} ms each): {:.0f} synchronization{} a step among "
+        "{:.0f} member{} of {:.0f} node{}: +{:.4g} ms mean (sd {:.4g} ms; {:.1f}% of the {:.5g} s "
+        "step), {:.1f}% of steps without one",
+        variability.stalls.fraction, variability.stalls.duration_s * 1e3, st.syncs,
+        plural(st.syncs), st.members, plural(st.members), st.nodes_per_member,
+        plural(st.nodes_per_member), st.mean_s * 1e3, st.sd_s * 1e3, 100 * st.mean_s / st.step_s,
+        st.step_s, 100 * st.p_none);
+}
+
+namespace {
+
 int compare(const StepsCommand& cmd) {
     check_samples(cmd);
     const Experiment e = io::load_experiment(cmd.experiment);
@@ -162,6 +182,9 @@ int compare(const StepsCommand& cmd) {
     const VariabilitySpec v = experiment_or_option(cmd, e);
     std::cout << fmt::format("variability: {}\n\n",
                              cmd.variability.empty() ? e.variability.source : cmd.variability);
+    if (v.stalls.active()) {
+        std::cout << stalls_line(m.profile, m.point, m.hardware, v) << "\n\n";
+    }
     print_comparison(fit::compare_steps(m, v, runs), std::cout);
     return kExitOk;
 }

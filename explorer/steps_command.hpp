@@ -11,6 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/model/spec.hpp"
+#include "src/model/step_profile.hpp"
+
 namespace prism::explorer {
 
 struct StepsCommand {
@@ -33,6 +36,12 @@ struct StepsCommand {
     /// the medians' growth over the groups (src/fit/stall_fit.hpp); empty: not fitted
     std::string stalls;
 };
+
+/// What a point's stalls add to its step, one line (`prism eval`, `steps compare`): "stalls (f
+/// of a node's time, d ms each): S synchronizations a step among G members of N nodes: +X ms
+/// mean (sd, share of the step), share of steps without one" (stochastic::stall_summary).
+std::string stalls_line(const StepProfile& profile, const DesignPoint& point,
+                        const HardwareSpec& hardware, const VariabilitySpec& variability);
 
 /// Registers `steps compare` and `steps fit`; returns the `steps` subcommand.
 CLI::App* add_steps_command(CLI::App& app, StepsCommand& command);
