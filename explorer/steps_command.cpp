@@ -18,6 +18,7 @@
 #include "io/variability_profile.hpp"
 #include "io/work_limits.hpp"
 #include "src/common/error.hpp"
+#include "src/fit/detail/median.hpp"
 #include "src/fit/hiccup_fit.hpp"
 #include "src/fit/periodic_fit.hpp"
 #include "src/fit/stall_fit.hpp"
@@ -375,11 +376,18 @@ std::vector<std::string> level_lines(const fit::LevelFit& lf) {
 /// --stalls' duration (s), 0 when not given. Throws ConfigError naming the option.
 double stall_duration(const StepsCommand& cmd) {
     if (cmd.stalls.empty()) return 0;
+    double d = 0;
     try {
-        return io::parse_quantity(cmd.stalls, io::Quantity::time);
+        d = io::parse_quantity(cmd.stalls, io::Quantity::time);
     } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("steps fit: --stalls '{}': {}", cmd.stalls, e.what()));
     }
+    if (!(d > 0)) {
+        throw ConfigError(fmt::format(
+            "steps fit: --stalls '{}': one stall's duration must be positive (e.g. \"20 ms\")",
+            cmd.stalls));
+    }
+    return d;
 }
 
 /// The stalls of `duration_s` fitted to the groups' pooled medians with the fitted within-run
@@ -392,10 +400,7 @@ fit::StallFit fit_group_stalls(const std::vector<LoadedGroup>& groups, const Var
         for (const fit::MeasuredSteps& r : lg.group.runs) {
             all.insert(all.end(), r.step_time_s.begin(), r.step_time_s.end());
         }
-        std::sort(all.begin(), all.end());
-        const std::size_t n = all.size();
-        const double median = n % 2 == 1 ? all[n / 2] : 0.5 * (all[n / 2 - 1] + all[n / 2]);
-        g.push_back({lg.label, lg.group.model, median});
+        g.push_back({lg.label, lg.group.model, fit::detail::median_of(std::move(all))});
     }
     return fit::fit_stalls(g, spec, duration_s);
 }

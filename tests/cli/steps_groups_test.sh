@@ -58,6 +58,8 @@ expect 0 stalls_profile_loads "^stalls \(0.000137 of a node's time, 1000 ms each
     --experiment m/eos_dfw_h100_8192.toml --variability stalls1s.toml
 expect 2 stalls_bad_duration "--stalls 'fast'" \
     "$prism" steps fit --runs-from m/runs.toml -o x.toml --stalls fast
+expect 2 stalls_zero_duration "--stalls '0 ms': one stall's duration must be positive" \
+    "$prism" steps fit --runs-from m/runs.toml -o x.toml --stalls "0 ms"
 expect 2 stalls_need_groups "--stalls needs --runs-from" \
     "$prism" steps fit m/mlperfv50_NVIDIA_eos-dfw_n64_ngc25.01_nemo_llama31_405b_result_0.csv \
     --experiment m/eos_dfw_h100_512.toml -o x.toml --stalls "20 ms"
