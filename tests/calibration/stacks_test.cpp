@@ -41,6 +41,42 @@ TEST(Stacks, EverySourceWithinTenPercentInSampleWithTheShippedPresets) {
     EXPECT_EQ(stacks.size(), 5u);  // every stack preset has rows
 }
 
+// Megatron-DeepSpeed at 2,240-3,360 A100 (MT-NLG 530B, tests/data/reference/mtnlg_530b_a100.csv;
+// never fitted): the published TFLOP/s are the Megatron formula with recomputation, 96 B s l h^2
+// (1 + s / 6h + V / 16 l h), over the published step times (within 1%: the two columns agree);
+// the deepspeed stack's strong scaling over 1.5x the GPUs at a fixed batch (the pipeline's
+// bubble growing from 34 of 274 to 34 of 194 slots, the DP group from 8 to 12 nodes) within 4% of
+// the measured step ratios (predicted 1.205 / 1.159 / 1.397 against 1.197 / 1.131 / 1.354; ideal
+// scaling, 1.25 / 1.2 / 1.5, would be 4-11% off). Its level is not asserted: ~20% fast, a gap
+// docs/calibration.md ("Gaps") reads in part as DeepSpeed's pipeline sends, not modelled.
+TEST(Stacks, MtNlgStrongScalingAtTwoToThreeThousandGpusWithinFourPercent) {
+    const std::vector<Case> rows = mtnlg_530b(PRISM_TEST_DATA_DIR);
+    ASSERT_EQ(rows.size(), 3u);
+    const Table t = read_table(data_file(PRISM_TEST_DATA_DIR, "mtnlg_530b_a100.csv"));
+    std::vector<double> predicted;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Case& c = rows[i];
+        const double B = double(c.global_batch), s = c.seq, l = c.layers, h = c.hidden, V = c.vocab;
+        const double flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+        const double gpus = c.tp * c.pp * c.dp;
+        EXPECT_NEAR(flops / (gpus * c.measured) / 1e12 / t.number(i, "tflops_per_gpu"), 1.0, 0.01)
+            << c.label;
+        const Experiment e = make_experiment(c);
+        predicted.push_back(evaluate_deterministic(e, e.defaults).step_time_s);
+        std::printf("  %s: measured %.1f s, predicted %.2f s (%+.1f%%)\n", c.label.c_str(),
+                    c.measured, predicted.back(), 100 * (predicted.back() / c.measured - 1));
+    }
+    for (std::size_t a = 0; a < rows.size(); ++a) {
+        for (std::size_t b = a + 1; b < rows.size(); ++b) {
+            const double measured = rows[a].measured / rows[b].measured;
+            const double model = predicted[a] / predicted[b];
+            std::printf("  step ratio %s / %s: measured %.3f, predicted %.3f\n",
+                        rows[a].label.c_str(), rows[b].label.c_str(), measured, model);
+            EXPECT_NEAR(model / measured, 1.0, 0.04) << rows[a].label << " / " << rows[b].label;
+        }
+    }
+}
+
 // The llm-foundry rows calibrate the llm-foundry stack, not the GPU: the same MPT row on the
 // megatron-core stack (the default) is predicted faster (issue 34: a constant fitted to one
 // stack's rows carried that stack's overheads into the hardware), and a NeMo row is unchanged by

@@ -102,6 +102,38 @@ inline Case bloom_176b() {
     return c;
 }
 
+/// Megatron-Turing NLG 530B (Microsoft and NVIDIA, Megatron-DeepSpeed) on 280 / 350 / 420 DGX
+/// A100 of Selene (tests/data/reference/mtnlg_530b_a100.csv; Smith et al. 2022, arXiv
+/// 2201.11990): a check of the deepspeed stack at 2,240-3,360 GPUs, never fitted and not a source
+/// (docs/calibration.md, Gaps). Settings of the run as the paper and vTrain's reading of it give
+/// them: tp 8 x pp 35 on DeepSpeed's 1F1B pipeline engine, micro batch 1, full activation
+/// checkpointing, ZeRO stage 1 (DeepSpeed's pipeline engine takes no higher stage); assumed: A100
+/// 80 GB (the Microsoft blog's DGX A100 80GB; other readings say 40 GB), bf16 with fp32 gradient
+/// reduction (DeepSpeed's BF16_Optimizer, as BLOOM's), unfused attention (2021: no
+/// FlashAttention), Megatron's GPT with dropout, a tied embedding, DeepSpeed's
+/// "type:transformer" partition (the 105 layers even over the 35 stages, the embedding and head
+/// on the end stages beside them). measured = step time (s).
+inline std::vector<Case> mtnlg_530b(const std::string& data_dir) {
+    const Table t = read_table(data_file(data_dir, "mtnlg_530b_a100.csv"));
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+        Case c;
+        c.set = "mt-nlg-530b";
+        c.stack = "deepspeed";
+        c.label = t.text(i, "label");
+        const int gpus = read_shape_and_batch(t, i, c);
+        c.tp = int(t.number(i, "tp"));
+        c.pp = int(t.number(i, "pp"));
+        c.dp = gpus / (c.tp * c.pp);
+        c.zero_stage = 1;
+        c.recompute = "full";
+        c.grad_reduce_in_fp32 = true;
+        c.measured = t.number(i, "step_time_s");
+        cases.push_back(c);
+    }
+    return cases;
+}
+
 /// The torchtitan team's 2024-12 H100s (Meta's Grand Teton): 96 GB HBM2e at 2.4 TB/s, run at the
 /// default 500 W power limit, whose tensor-core peak "is between SXM and NVL, and we don't know
 /// its exact value" (benchmarks/llama3_h100_202412_torchtitan.md, footnote 2). The bracket from
