@@ -240,9 +240,14 @@ int eval_command(const std::string& path, const std::string& point_text) {
     if (r.status != PointStatus::ok && r.status != PointStatus::infeasible) {
         std::cout << fmt::format("status: {}\n", r.reason);
     }
-    if (e.variability.stalls.active() && r.status == PointStatus::ok) {
-        // what the stalls add (docs/tails.md, "Stalls that every synchronization waits for")
-        std::cout << stalls_line(det.profile, p, e.hardware[p.hardware], e.variability) << "\n\n";
+    if (r.status == PointStatus::ok) {
+        // what the tail terms add (docs/tails.md): hiccups, periodic events, stalls
+        const VariabilitySpec& v = e.variability;
+        const HardwareSpec& hw = e.hardware[p.hardware];
+        const std::vector<std::string> lines = hiccup_lines(p, hw, v);
+        for (const std::string& line : lines) std::cout << line << "\n";
+        if (v.stalls.active()) std::cout << stalls_line(det.profile, p, hw, v) << "\n";
+        if (!lines.empty() || v.stalls.active()) std::cout << "\n";
     }
     if (det.moe && !e.training.moe_force_balance && r.status == PointStatus::ok) {
         // the routing law's share of p50 and p95 against the same point with the router forced

@@ -171,6 +171,29 @@ std::string stalls_line(const StepProfile& profile, const DesignPoint& point,
         st.step_s, 100 * st.p_none);
 }
 
+std::vector<std::string> hiccup_lines(const DesignPoint& point, const HardwareSpec& hardware,
+                                      const VariabilitySpec& variability) {
+    const stochastic::HiccupSummary h = stochastic::hiccup_summary(point, hardware, variability);
+    std::vector<std::string> lines;
+    if (variability.hiccup.probability > 0) {
+        lines.push_back(fmt::format(
+            "hiccups ({:.4g} per node and step, delay median {:.4g} ms): {:.0f} node{}: {:.3g}% "
+            "of steps hit, +{:.4g} ms mean",
+            variability.hiccup.probability, variability.hiccup.delay_median_s * 1e3, h.nodes,
+            h.nodes == 1 ? "" : "s", 100 * h.p_hit, h.hiccup_mean_s * 1e3));
+    }
+    if (!variability.periodic.empty()) {
+        std::string events;
+        for (const PeriodicEvent& e : variability.periodic) {
+            events += fmt::format("{}{} every {} steps +{:.4g} s", events.empty() ? "" : ", ",
+                                  e.name, e.every, e.duration_s);
+        }
+        lines.push_back(
+            fmt::format("periodic events ({}): +{:.4g} ms mean", events, h.periodic_mean_s * 1e3));
+    }
+    return lines;
+}
+
 namespace {
 
 int compare(const StepsCommand& cmd) {
@@ -183,9 +206,9 @@ int compare(const StepsCommand& cmd) {
     const VariabilitySpec v = experiment_or_option(cmd, e);
     std::cout << fmt::format("variability: {}\n\n",
                              cmd.variability.empty() ? e.variability.source : cmd.variability);
-    if (v.stalls.active()) {
-        std::cout << stalls_line(m.profile, m.point, m.hardware, v) << "\n\n";
-    }
+    for (const std::string& line : hiccup_lines(m.point, m.hardware, v)) std::cout << line << "\n";
+    if (v.stalls.active()) std::cout << stalls_line(m.profile, m.point, m.hardware, v) << "\n";
+    if (v.stalls.active() || v.hiccup.probability > 0 || !v.periodic.empty()) std::cout << "\n";
     print_comparison(fit::compare_steps(m, v, runs), std::cout);
     return kExitOk;
 }

@@ -43,6 +43,12 @@ struct StepsCommand {
 std::string stalls_line(const StepProfile& profile, const DesignPoint& point,
                         const HardwareSpec& hardware, const VariabilitySpec& variability);
 
+/// What a point's hiccups and periodic events add, one line each (empty without them):
+/// "hiccups (q per node and step, delay median m): N nodes: X% of steps hit, +Y ms mean" and
+/// "periodic events (name every k steps + d s, ...): +Z ms mean" (stochastic::hiccup_summary).
+std::vector<std::string> hiccup_lines(const DesignPoint& point, const HardwareSpec& hardware,
+                                      const VariabilitySpec& variability);
+
 /// Registers `steps compare` and `steps fit`; returns the `steps` subcommand.
 CLI::App* add_steps_command(CLI::App& app, StepsCommand& command);
 

@@ -451,6 +451,22 @@ StallSummary stall_summary(const StepProfile& profile, const DesignPoint& point,
     return out;
 }
 
+HiccupSummary hiccup_summary(const DesignPoint& point, const HardwareSpec& hardware,
+                             const VariabilitySpec& variability) {
+    HiccupSummary out;
+    out.nodes = detail::job_nodes(point, hardware);
+    if (variability.hiccup.probability > 0) {
+        const detail::HiccupLaw h(variability.hiccup, out.nodes);
+        out.p_hit = 1 - h.p0();
+        out.hiccup_mean_s = h.mean();
+    }
+    if (!variability.periodic.empty()) {
+        const detail::HiccupLaw e(HiccupSpec{}, out.nodes, variability.periodic);
+        out.periodic_mean_s = e.mean();
+    }
+    return out;
+}
+
 }  // namespace stochastic
 
 StepDistribution step_distribution(const StepProfile& profile, const DesignPoint& point,

@@ -106,6 +106,19 @@ struct StallSummary {
 StallSummary stall_summary(const StepProfile& profile, const DesignPoint& point,
                            const HardwareSpec& hardware, const VariabilitySpec& variability);
 
+/// What a point's hiccups ([variability] hiccup_*) and periodic events add to its step, as both
+/// evaluators take them (src/stochastic/detail/hiccup.hpp): the job's nodes, the share of steps
+/// a hiccup hits (1 - (1 - q)^nodes), the largest delay's mean over all steps, and the periodic
+/// events' mean (each event's duration over its cadence). All zero without them.
+struct HiccupSummary {
+    double nodes = 0;
+    double p_hit = 0;          ///< P(H > 0)
+    double hiccup_mean_s = 0;  ///< E[H]
+    double periodic_mean_s = 0;
+};
+HiccupSummary hiccup_summary(const DesignPoint& point, const HardwareSpec& hardware,
+                             const VariabilitySpec& variability);
+
 /// Monte Carlo draws of the step time, each on its own cluster realization (for tests).
 std::vector<double> monte_carlo_samples(const StepProfile& profile, const DesignPoint& point,
                                         const HardwareSpec& hardware, const ClusterSpec& cluster,
