@@ -7,26 +7,19 @@
 #include <fmt/format.h>
 
 #include "src/common/error.hpp"
+#include "src/fit/detail/search.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
 namespace prism::fit {
 
 namespace {
 
-EvaluationSpec analytic_evaluation() {
-    EvaluationSpec e;
-    e.method = Method::analytic;
-    e.sensitivity = false;
-    e.slow_deltas.clear();
-    return e;
-}
-
 /// The group's model median (over clusters) with `stalls` in place of the base's.
 double model_median(const StepModelInput& m, const VariabilitySpec& base, const StallSpec& stalls) {
     VariabilitySpec v = base;
     v.stalls = stalls;
-    return step_distribution(m.profile, m.point, m.hardware, m.cluster, v, analytic_evaluation(),
-                             m.seed, 0)
+    return step_distribution(m.profile, m.point, m.hardware, m.cluster, v,
+                             detail::analytic_evaluation(), m.seed, 0)
         .p50_s;
 }
 
@@ -117,29 +110,9 @@ StallFit fit_stalls(const std::vector<StallGroup>& groups, const VariabilitySpec
         fs.push_back(objective(std::exp(xs.back())));
     }
     const auto refine = [&](std::size_t i) {
-        double l = xs[i > 0 ? i - 1 : 0];
-        double r = xs[std::min(i + 1, xs.size() - 1)];
-        constexpr double kGolden = 0.6180339887498949;
-        double x1 = r - kGolden * (r - l), x2 = l + kGolden * (r - l);
-        double f1 = objective(std::exp(x1)), f2 = objective(std::exp(x2));
-        for (int it = 0; it < 40; ++it) {
-            if (f1 <= f2) {
-                r = x2;
-                x2 = x1;
-                f2 = f1;
-                x1 = r - kGolden * (r - l);
-                f1 = objective(std::exp(x1));
-            } else {
-                l = x1;
-                x1 = x2;
-                f1 = f2;
-                x2 = l + kGolden * (r - l);
-                f2 = objective(std::exp(x2));
-            }
-        }
-        std::pair<double, double> best{std::exp(xs[i]), fs[i]};
-        if (std::min(f1, f2) < best.second) best = {std::exp(f1 <= f2 ? x1 : x2), std::min(f1, f2)};
-        return best;
+        const auto [x, fx] = detail::golden_log(objective, xs[i > 0 ? i - 1 : 0],
+                                                xs[std::min(i + 1, xs.size() - 1)], 40);
+        return fx < fs[i] ? std::pair{std::exp(x), fx} : std::pair{std::exp(xs[i]), fs[i]};
     };
     // (fraction, sum of squares) of f = 0 and of every refined local minimum, in increasing f
     std::vector<std::pair<double, double>> minima{{0.0, spread(r0).first}};

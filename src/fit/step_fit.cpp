@@ -10,6 +10,7 @@
 
 #include "src/common/error.hpp"
 #include "src/fit/detail/median.hpp"
+#include "src/fit/detail/search.hpp"
 #include "src/fit/family_fit.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
@@ -17,15 +18,8 @@ namespace prism::fit {
 
 namespace {
 
+using detail::analytic_evaluation;
 using detail::median_of;
-
-EvaluationSpec analytic_evaluation() {
-    EvaluationSpec e;
-    e.method = Method::analytic;
-    e.sensitivity = false;
-    e.slow_deltas.clear();
-    return e;
-}
 
 // The same profile with the persistent factors at 1: the distribution within one run.
 VariabilitySpec within_run(const VariabilitySpec& v) {
@@ -118,28 +112,9 @@ double minimize_log(const std::function<double(double)>& f, double lo, double hi
         fs.push_back(f(std::exp(xs.back())));
     }
     const auto best = static_cast<std::size_t>(std::min_element(fs.begin(), fs.end()) - fs.begin());
-    double l = xs[best > 0 ? best - 1 : 0];
-    double r = xs[std::min(best + 1, xs.size() - 1)];
-    constexpr double kGolden = 0.6180339887498949;
-    double x1 = r - kGolden * (r - l), x2 = l + kGolden * (r - l);
-    double f1 = f(std::exp(x1)), f2 = f(std::exp(x2));
-    for (int i = 0; i < 24; ++i) {
-        if (f1 <= f2) {
-            r = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = r - kGolden * (r - l);
-            f1 = f(std::exp(x1));
-        } else {
-            l = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = l + kGolden * (r - l);
-            f2 = f(std::exp(x2));
-        }
-    }
-    const double refined = f1 <= f2 ? x1 : x2;
-    return std::min(f1, f2) <= fs[best] ? std::exp(refined) : std::exp(xs[best]);
+    const auto [refined, f_refined] = detail::golden_log(f, xs[best > 0 ? best - 1 : 0],
+                                                         xs[std::min(best + 1, xs.size() - 1)], 24);
+    return f_refined <= fs[best] ? std::exp(refined) : std::exp(xs[best]);
 }
 
 // The visited point of least KS (the first of equals), `fallback` when none was visited.

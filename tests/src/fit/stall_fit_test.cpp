@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/common/error.hpp"
+#include "src/fit/detail/search.hpp"
 #include "src/stochastic/step_distribution.hpp"
 #include "tests/src/stochastic/test_profiles.hpp"
 
@@ -44,11 +45,9 @@ VariabilitySpec base_profile() {
 
 double analytic_p50(const StepModelInput& m, VariabilitySpec v, const StallSpec& s) {
     v.stalls = s;
-    EvaluationSpec e;
-    e.method = Method::analytic;
-    e.sensitivity = false;
-    e.slow_deltas.clear();
-    return step_distribution(m.profile, m.point, m.hardware, m.cluster, v, e, m.seed, 0).p50_s;
+    return step_distribution(m.profile, m.point, m.hardware, m.cluster, v,
+                             detail::analytic_evaluation(), m.seed, 0)
+        .p50_s;
 }
 
 double monte_carlo_median(const StepModelInput& m, VariabilitySpec v, const StallSpec& s, int draws,
