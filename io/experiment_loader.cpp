@@ -367,6 +367,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "fp8_params",
                 "fsdp_prefetch",
                 "fsdp_pp_unsharded",
+                "blocking_p2p",
                 "stack",
                 "first_stage_layers",
                 "last_stage_layers",
@@ -657,6 +658,9 @@ struct StackFactors {
     /// FSDP under PP holds the stage gathered for the step (TrainingSpec::fsdp_pp_unsharded);
     /// none: the default (false)
     std::optional<bool> fsdp_pp_unsharded;
+    /// DeepSpeed's pipeline sends on the compute stream (TrainingSpec::blocking_p2p); none: the
+    /// default (false)
+    std::optional<bool> blocking_p2p;
     /// The GEMM libraries' workspaces the stack holds ([memory] workspace unless given there);
     /// none: default_memory_reserve()'s (TransformerEngine's)
     std::optional<double> workspace_bytes;
@@ -673,6 +677,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "fp8_cast",
                                      "selective_recompute",
                                      "fsdp_pp_unsharded",
+                                     "blocking_p2p",
                                      "workspace",
                                      "gemm_efficiency",
                                      "fp8_gemm_efficiency",
@@ -706,6 +711,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.selective_recompute = as_choice(*node, full, kSelectiveRecomputeNames);
         } else if (name == "fsdp_pp_unsharded") {
             s.fsdp_pp_unsharded = as_bool(*node, full);
+        } else if (name == "blocking_p2p") {
+            s.blocking_p2p = as_bool(*node, full);
         } else if (name == "workspace") {
             s.workspace_bytes = as_quantity(*node, full, Quantity::bytes, false, true);
         } else if (name == "kernel_launch") {
@@ -796,6 +803,9 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
     }
     if (s.fsdp_pp_unsharded && !root["training"]["fsdp_pp_unsharded"]) {
         e.training.fsdp_pp_unsharded = *s.fsdp_pp_unsharded;
+    }
+    if (s.blocking_p2p && !root["training"]["blocking_p2p"]) {
+        e.training.blocking_p2p = *s.blocking_p2p;
     }
     for (const auto& [key, value] : s.overlaps) {
         if (root["training"][key]) continue;

@@ -112,6 +112,9 @@ void apply_training_schedule_keys(const toml::table& table, const ModelSpec& mod
     if (const toml::node* n = table.get("fsdp_pp_unsharded")) {
         training.fsdp_pp_unsharded = as_bool(*n, "training.fsdp_pp_unsharded");
     }
+    if (const toml::node* n = table.get("blocking_p2p")) {
+        training.blocking_p2p = as_bool(*n, "training.blocking_p2p");
+    }
     apply_stage_layers(table, model, training);
 }
 

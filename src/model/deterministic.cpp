@@ -229,6 +229,28 @@ LayerPasses build_layer_passes(const Context& c) {
     return l;
 }
 
+/// DeepSpeed's pipeline transfers on the compute stream (TrainingSpec::blocking_p2p): a chunk's
+/// forward receives its input (the activation split over the TP ranks, 2 b s h / (c t) bytes per
+/// rank), gathers it over TP and sends its output the same way; its backward does the same with
+/// the gradient. The two transfers and the gather of each pass are spread over the chunk's
+/// layers (`chunk_layers`, the busiest stage's), serial with their compute: every stage's busy
+/// time grows by them, as the blocking sends make it. The profile's p2p lag is then 0
+/// (assemble_profile): the transfers are in the passes.
+void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, LayerPasses& l) {
+    if (!c.tr.blocking_p2p || (c.p.pp <= 1 && s.chunks <= 1) || chunk_layers <= 0) return;
+    const double activation = 2.0 * c.tokens * c.h;  // one microbatch's, bf16, on one CP rank
+    const double transfer = c.coll(KernelClass::p2p, activation / c.t, c.pp_link);
+    // with sequence parallelism the activation is already split: nothing to gather
+    const double gather = c.p.tp > 1 && !c.p.sequence_parallel
+                              ? c.coll(KernelClass::allgather, activation, c.tp_link)
+                              : 0;
+    for (PassBuilder* b : {&l.forward, &l.backward, &l.dense_forward, &l.dense_backward}) {
+        if (b->list.empty()) continue;
+        b->comm(KernelClass::p2p, 2 * transfer / chunk_layers, c.pp_link.level, detail::kPp);
+        b->comm(KernelClass::allgather, gather / chunk_layers, c.tp_link.level, detail::kPp);
+    }
+}
+
 /// The dense layers among every chunk's (chunk c of stage s at s v + c), the layers in model
 /// order over the virtual stages (virtual stage k = chunk k / p of stage k % p); empty for a
 /// model of one layer kind.
@@ -408,7 +430,7 @@ StepProfile assemble_profile(const Context& c, const Shape& s, LayerPasses& laye
     prof.embedding_backward = std::move(ends.embedding_backward.list);
     prof.head_forward = std::move(ends.head_forward.list);
     prof.head_backward = std::move(ends.head_backward.list);
-    if (p.pp > 1 || s.chunks > 1) {
+    if ((p.pp > 1 || s.chunks > 1) && !c.tr.blocking_p2p) {
         const double act = 2.0 * c.tokens * c.h / c.t;  // scatter-gather / sequence-parallel shard
         prof.p2p =
             Op{KernelClass::p2p, c.coll(KernelClass::p2p, act, c.pp_link), 1, c.pp_link.level};
@@ -469,6 +491,7 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
     bd.cp_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[kCp]; });
     bd.fsdp_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[kDp]; });
     bd.ep_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[detail::kEp]; });
+    bd.pp_comm_exposed_s = line([](const PassBuilder& x) { return x.exposed[detail::kPp]; });
     bd.moe_router_s = line([](const PassBuilder& x) { return x.moe.router_s; });
     bd.moe_expert_compute_s = line([](const PassBuilder& x) { return x.moe.expert_compute_s; });
     bd.moe_dispatch_s = line([](const PassBuilder& x) { return x.moe.dispatch_s; });
@@ -514,15 +537,22 @@ void check_memory(const Experiment& e, const DesignPoint& p, const Shape& s,
 
 double Breakdown::lines_sum_s() const {
     return compute_s + tp_comm_exposed_s + cp_comm_exposed_s + fsdp_comm_exposed_s +
-           ep_comm_exposed_s + host_bound_s + embedding_s + head_s + bubble_s + dp_sync_exposed_s +
-           optimizer_s;
+           ep_comm_exposed_s + pp_comm_exposed_s + host_bound_s + embedding_s + head_s + bubble_s +
+           dp_sync_exposed_s + optimizer_s;
 }
 
 DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoint& p) {
     const Shape shape = check_point(e, p);
     const Context c = make_context(e, p);
 
+    // the overlap windows: chunk passes of the stage with the most layers
+    double window_layers = 0;
+    for (int st = 0; st < p.pp; ++st)
+        window_layers = std::max(window_layers, 1.0 * shape.stage_layers[st]);
+    const double chunk_layers = window_layers / shape.chunks;
+
     LayerPasses layers = build_layer_passes(c);
+    add_blocking_p2p(c, shape, chunk_layers, layers);
     EndPasses ends = detail::end_passes(c);
     // the mean layer (an MoE model's dense and MoE layers by their shares)
     const double layer_forward_s = layers.mean_forward_s();
@@ -537,11 +567,6 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
         r.profile.documents_sequences = p.microbatch;
     }
     StepProfile& prof = r.profile;
-    // the overlap windows: chunk passes of the stage with the most layers
-    double window_layers = 0;
-    for (int st = 0; st < p.pp; ++st)
-        window_layers = std::max(window_layers, 1.0 * shape.stage_layers[st]);
-    const double chunk_layers = window_layers / shape.chunks;
     const DpSync sync =
         build_dp_sync(c, e, shape, chunk_layers * layer_forward_s, chunk_layers * layer_backward_s);
     prof.dp_sync = sync.list.list;
@@ -581,6 +606,7 @@ std::string format_breakdown(const DeterministicResult& r) {
     row("  layers: CP comm exposed", b.cp_comm_exposed_s * ms, "ms");
     row("  layers: FSDP comm exposed", b.fsdp_comm_exposed_s * ms, "ms");
     if (r.moe) row("  layers: MoE a2a exposed", b.ep_comm_exposed_s * ms, "ms");
+    if (b.pp_comm_exposed_s > 0) row("  layers: PP p2p (blocking)", b.pp_comm_exposed_s * ms, "ms");
     row("  layers: host-bound stretch", b.host_bound_s * ms, "ms");
     row("  embedding", b.embedding_s * ms, "ms");
     row("  LM head and loss", b.head_s * ms, "ms");

@@ -39,6 +39,7 @@ struct Breakdown {
     double cp_comm_exposed_s = 0;    ///< likewise
     double fsdp_comm_exposed_s = 0;  ///< ZeRO-3 per-layer gathers / scatters not hidden
     double ep_comm_exposed_s = 0;    ///< MoE dispatch / combine (and expert TP) not hidden
+    double pp_comm_exposed_s = 0;    ///< pipeline transfers on the compute stream (blocking_p2p)
     double host_bound_s = 0;         ///< stretch of layer passes by the kernel-launch floor
     double embedding_s = 0;          ///< word embedding forward + backward (first stage)
     double head_s = 0;    ///< LM head and loss: final norm, logits GEMM, cross entropy (last stage)
@@ -46,7 +47,8 @@ struct Breakdown {
     double dp_sync_exposed_s = 0;  ///< gradient reduction / parameter gather not hidden
     double optimizer_s = 0;
     // ---- not part of the sum ----
-    double pp_comm_s = 0;          ///< P2P transfers of a stage (send + receive, mostly hidden)
+    double pp_comm_s =
+        0;  ///< P2P transfers of a stage on their own stream (mostly hidden; 0 with blocking_p2p)
     double dp_comm_exposed_s = 0;  ///< fsdp_comm_exposed_s + dp_sync_exposed_s
     // MoE lines of `stage` over the step (docs/moe.md): router and experts are parts of
     // compute_s; dispatch and combine are the communication before overlap, of which

@@ -138,6 +138,15 @@ struct TrainingSpec {
     /// false: every microbatch gathers and scatters each layer (Megatron-FSDP's per-layer
     /// FSDP). No effect at pp = 1 or below zero_stage 3.
     bool fsdp_pp_unsharded = false;
+    /// DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py, p2p.py): each stage sends
+    /// and receives on the compute stream (a blocking dist.send / dist.recv per transfer), the
+    /// activation or its gradient split over the TP ranks before the send (PartitionedTensor
+    /// over the slice-parallel group; is_pipe_partitioned / is_grad_partitioned) and gathered
+    /// on the receiving stage before its pass. So a chunk's forward and backward each take two
+    /// transfers (receive, send) and one TP AllGather longer, and no transfer overlaps the
+    /// next microbatch's compute. false: Megatron's schedule (the transfers on their own
+    /// stream, a lag between stages, mostly hidden). No effect without a pipeline.
+    bool blocking_p2p = false;
     /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /
     /// --decoder-last-pipeline-num-layers): layers on the first / last stage, the other stages
     /// sharing the rest evenly; 0 = not set. Ignored at pp = 1.

@@ -715,6 +715,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.training.tp_comm_overlap);
     EXPECT_FALSE(e.training.fsdp_prefetch);
     EXPECT_TRUE(e.training.fsdp_pp_unsharded);
+    EXPECT_TRUE(e.training.blocking_p2p);
 
     ASSERT_EQ(e.hardware.size(), 2u);
     const prism::HardwareSpec& h100 = e.hardware[0];
@@ -1078,6 +1079,27 @@ TEST(ExperimentLoader, FsdpUnderPipelineFollowsTheStackUnlessTrainingSaysOtherwi
         unsharded(llama + hw + "[stack]\npreset = \"torchtitan\"\nfsdp_pp_unsharded = false\n"));
     EXPECT_EQ(error_of(llama + "fsdp_pp_unsharded = \"yes\"\n" + hw),
               "exp.toml:5:21: training.fsdp_pp_unsharded: expected a boolean, got a string");
+}
+
+// DeepSpeed's pipeline sends on the compute stream (TrainingSpec::blocking_p2p): the deepspeed
+// stack's, off for every other; [training] and [stack] override it.
+TEST(ExperimentLoader, BlockingPipelineSendsFollowTheStackUnlessTrainingSaysOtherwise) {
+    const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"a100-80gb\"\n";
+    const auto blocking = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.blocking_p2p;
+    };
+
+    EXPECT_FALSE(blocking(llama + hw));
+    for (const char* stack : {"megatron-core", "nemo-mlperf", "llm-foundry", "torchtitan"}) {
+        EXPECT_FALSE(blocking(llama + "stack = \"" + stack + "\"\n" + hw)) << stack;
+    }
+    EXPECT_TRUE(blocking(llama + "stack = \"deepspeed\"\n" + hw));
+    EXPECT_FALSE(blocking(llama + "stack = \"deepspeed\"\nblocking_p2p = false\n" + hw));
+    EXPECT_TRUE(blocking(llama + "blocking_p2p = true\n" + hw));
+    EXPECT_FALSE(blocking(llama + hw + "[stack]\npreset = \"deepspeed\"\nblocking_p2p = false\n"));
+    EXPECT_EQ(error_of(llama + "blocking_p2p = 1\n" + hw),
+              "exp.toml:5:16: training.blocking_p2p: expected a boolean, got an integer");
 }
 
 // What "selective" means (docs/torchtitan_sac.md): Megatron-Core's recompute_modules unless the

@@ -810,6 +810,7 @@ PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s
     out.exposed[kTp] = pass.exposed[kTp];
     out.exposed[kCp] = pass.exposed[kCp];
     out.exposed[kEp] = pass.exposed[kEp];
+    out.exposed[kPp] = pass.exposed[kPp];
     out.moe = pass.moe;
     return out;
 }

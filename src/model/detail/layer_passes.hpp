@@ -14,8 +14,9 @@
 
 namespace prism::detail {
 
-/// kEp: the MoE dispatch / combine (and expert-TP) communication left exposed.
-enum Category { kTp = 0, kCp, kDp, kEp, kCategories };
+/// kEp: the MoE dispatch / combine (and expert-TP) communication left exposed; kPp: pipeline
+/// transfers on the compute stream (TrainingSpec::blocking_p2p).
+enum Category { kTp = 0, kCp, kDp, kEp, kPp, kCategories };
 
 /// Where an MoE layer's time goes (one pass, one microbatch): parts of compute_s (router,
 /// experts) and the communication before any overlap (dispatch, combine).

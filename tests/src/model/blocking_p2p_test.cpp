@@ -1,0 +1,75 @@
+// DeepSpeed's pipeline transfers (TrainingSpec::blocking_p2p, the deepspeed stack's): each stage
+// receives its input and sends its output on the compute stream, the tensor split over the TP
+// ranks before the send and gathered over TP on the receiving stage
+// (deepspeed/runtime/pipe/engine.py: PartitionedTensor over the slice-parallel group; p2p.py:
+// dist.send / dist.recv). Hand calculations on the helpers' A100-like node below.
+
+#include <gtest/gtest.h>
+
+#include "model_test_helpers.hpp"
+#include "src/model/deterministic.hpp"
+
+namespace {
+
+using prism::DesignPoint;
+using prism::test::kH;
+using prism::test::ring;
+
+/// tp 2 x pp 2 in one node (NVLink for both), no sequence parallelism (DeepSpeed's Megatron has
+/// none), 16 microbatches of one 1,024-token sequence.
+DesignPoint tp2_pp2() {
+    DesignPoint p;
+    p.tp = 2;
+    p.pp = 2;
+    p.microbatch = 1;
+    p.sequence_parallel = false;
+    return p;
+}
+
+TEST(BlockingP2p, EveryPassTakesTwoTransfersOfItsTpShareAndOneGatherLonger) {
+    auto e = prism::test::small_experiment();
+    e.training.blocking_p2p = true;
+    const DesignPoint p = tp2_pp2();
+    const auto r = prism::evaluate_deterministic(e, p);
+
+    // one microbatch's activation, bf16: 2 x 1024 tokens x h bytes; each TP rank sends half of
+    // it to the next stage at 0.8 x 300 GB/s (+ 3 us), and the receiver gathers the whole of it
+    // over its TP pair (a ring AllGather of 2 ranks)
+    const double activation = 2 * 1024 * kH;
+    const double transfer = activation / 2 / (0.8 * 300e9) + 3e-6;
+    const double gather = ring(activation, 2, 300e9, 3e-6);
+    // the busiest stage runs 16 microbatches, each a forward (receive, gather, send) and a
+    // backward (the gradient's receive, gather, send)
+    const double expected = 16 * 2 * (2 * transfer + gather);
+    EXPECT_NEAR(r.breakdown.pp_comm_exposed_s, expected, 1e-9 * expected);
+    // nothing left on a stream of its own between the stages
+    EXPECT_EQ(r.breakdown.pp_comm_s, 0.0);
+    EXPECT_EQ(r.profile.p2p.time_s, 0.0);
+    EXPECT_NEAR(r.breakdown.lines_sum_s(), r.step_time_s, 1e-9 * r.step_time_s);
+
+    // Megatron's schedule (the default): the same bytes on their own stream, a lag between the
+    // stages; the passes carry no transfer
+    e.training.blocking_p2p = false;
+    const auto overlapped = prism::evaluate_deterministic(e, p);
+    EXPECT_EQ(overlapped.breakdown.pp_comm_exposed_s, 0.0);
+    EXPECT_NEAR(overlapped.profile.p2p.time_s, transfer, 1e-12);
+    EXPECT_DOUBLE_EQ(overlapped.breakdown.compute_s, r.breakdown.compute_s);
+    EXPECT_GT(r.step_time_s, overlapped.step_time_s);
+}
+
+TEST(BlockingP2p, SequenceParallelActivationsNeedNoGatherAndNoPipelineNoTransfer) {
+    auto e = prism::test::small_experiment();
+    e.training.blocking_p2p = true;
+    DesignPoint p = tp2_pp2();
+    p.sequence_parallel = true;
+    const double activation = 2 * 1024 * kH;
+    const double transfer = activation / 2 / (0.8 * 300e9) + 3e-6;
+    EXPECT_NEAR(prism::evaluate_deterministic(e, p).breakdown.pp_comm_exposed_s,
+                16 * 2 * 2 * transfer, 1e-9);
+
+    p.pp = 1;
+    const auto single = prism::evaluate_deterministic(e, p);
+    EXPECT_EQ(single.breakdown.pp_comm_exposed_s, 0.0);
+}
+
+}  // namespace
