@@ -368,6 +368,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "fsdp_prefetch",
                 "fsdp_pp_unsharded",
                 "blocking_p2p",
+                "bf16_optimizer",
                 "stack",
                 "first_stage_layers",
                 "last_stage_layers",
@@ -661,6 +662,8 @@ struct StackFactors {
     /// DeepSpeed's pipeline sends on the compute stream (TrainingSpec::blocking_p2p); none: the
     /// default (false)
     std::optional<bool> blocking_p2p;
+    /// DeepSpeed's BF16_Optimizer (TrainingSpec::bf16_optimizer); none: the default (false)
+    std::optional<bool> bf16_optimizer;
     /// The GEMM libraries' workspaces the stack holds ([memory] workspace unless given there);
     /// none: default_memory_reserve()'s (TransformerEngine's)
     std::optional<double> workspace_bytes;
@@ -678,6 +681,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "selective_recompute",
                                      "fsdp_pp_unsharded",
                                      "blocking_p2p",
+                                     "bf16_optimizer",
                                      "workspace",
                                      "gemm_efficiency",
                                      "fp8_gemm_efficiency",
@@ -713,6 +717,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.fsdp_pp_unsharded = as_bool(*node, full);
         } else if (name == "blocking_p2p") {
             s.blocking_p2p = as_bool(*node, full);
+        } else if (name == "bf16_optimizer") {
+            s.bf16_optimizer = as_bool(*node, full);
         } else if (name == "workspace") {
             s.workspace_bytes = as_quantity(*node, full, Quantity::bytes, false, true);
         } else if (name == "kernel_launch") {
@@ -806,6 +812,9 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
     }
     if (s.blocking_p2p && !root["training"]["blocking_p2p"]) {
         e.training.blocking_p2p = *s.blocking_p2p;
+    }
+    if (s.bf16_optimizer && !root["training"]["bf16_optimizer"]) {
+        e.training.bf16_optimizer = *s.bf16_optimizer;
     }
     for (const auto& [key, value] : s.overlaps) {
         if (root["training"][key]) continue;

@@ -59,6 +59,8 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
         "FSDP2 under PP: gathered for the step, one reduce-scatter (torchtitan)");
     add("training", "blocking_p2p", flag(t.blocking_p2p),
         "pipeline sends on the compute stream, split over TP (DeepSpeed)");
+    add("training", "bf16_optimizer", flag(t.bf16_optimizer),
+        "bf16 gradients added into fp32 after each microbatch (DeepSpeed's BF16_Optimizer)");
     add("training", "fp8_params", flag(t.fp8_params));
     add("training", "grad_reduce_in_fp32", flag(t.grad_reduce_in_fp32),
         "fp32 gradient buffer, Megatron-LM's default with bf16");

@@ -115,6 +115,9 @@ void apply_training_schedule_keys(const toml::table& table, const ModelSpec& mod
     if (const toml::node* n = table.get("blocking_p2p")) {
         training.blocking_p2p = as_bool(*n, "training.blocking_p2p");
     }
+    if (const toml::node* n = table.get("bf16_optimizer")) {
+        training.bf16_optimizer = as_bool(*n, "training.bf16_optimizer");
+    }
     apply_stage_layers(table, model, training);
 }
 

@@ -251,6 +251,26 @@ void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, Lay
     }
 }
 
+/// DeepSpeed's BF16_Optimizer (TrainingSpec::bf16_optimizer): with bf16 training and fp32
+/// gradients, every microbatch's backward ends with its bf16 gradients added into the fp32 ones,
+/// 18 bytes per parameter of the stage (a cast and an add: bf16_optimizer.py, update_hp_grads);
+/// each layer's backward carries its own parameters' share (the mean layer's on this GPU: its
+/// dense part over TP, its routed experts over EP x ETP), memory-bound. The embedding's and the
+/// output layer's parameters on the end stages are left out.
+void add_bf16_optimizer_copy(const Context& c, LayerPasses& l) {
+    if (!c.tr.bf16_optimizer || !c.tr.grad_reduce_in_fp32 || c.tr.pure_bf16 ||
+        c.tr.precision != Precision::bf16) {
+        return;
+    }
+    constexpr double kBytesPerParam = 18;  // lp.grad.to(fp32): 2 + 4; hp.add_(.): 4 + 4 + 4
+    const double experts = layer_expert_params(c.m);
+    const double params = (layer_params(c.m) - experts) / c.t + experts / (double(c.ep) * c.etp);
+    const double copy_s = c.memory(kBytesPerParam * params);
+    for (PassBuilder* b : {&l.backward, &l.dense_backward}) {
+        if (!b->list.empty()) b->compute(KernelClass::elementwise, copy_s, c.sync);
+    }
+}
+
 /// The dense layers among every chunk's (chunk c of stage s at s v + c), the layers in model
 /// order over the virtual stages (virtual stage k = chunk k / p of stage k % p); empty for a
 /// model of one layer kind.
@@ -553,6 +573,7 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
 
     LayerPasses layers = build_layer_passes(c);
     add_blocking_p2p(c, shape, chunk_layers, layers);
+    add_bf16_optimizer_copy(c, layers);
     EndPasses ends = detail::end_passes(c);
     // the mean layer (an MoE model's dense and MoE layers by their shares)
     const double layer_forward_s = layers.mean_forward_s();

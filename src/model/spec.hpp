@@ -147,6 +147,13 @@ struct TrainingSpec {
     /// next microbatch's compute. false: Megatron's schedule (the transfers on their own
     /// stream, a lag between stages, mostly hidden). No effect without a pipeline.
     bool blocking_p2p = false;
+    /// DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py), with bf16 training and
+    /// fp32 gradients (grad_reduce_in_fp32, not pure_bf16): after every microbatch's backward
+    /// `update_hp_grads` adds each bf16 gradient into its fp32 copy, `hp_grad.add_(lp.grad.to(
+    /// fp32))`: a cast (read 2, write 4 bytes) and an add (read 4 + 4, write 4) per parameter of
+    /// the stage, 18 bytes, every microbatch. false: the fp32 gradient is accumulated in the
+    /// weight-gradient GEMM (Megatron's gradient_accumulation_fusion), no pass of its own.
+    bool bf16_optimizer = false;
     /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /
     /// --decoder-last-pipeline-num-layers): layers on the first / last stage, the other stages
     /// sharing the rest evenly; 0 = not set. Ignored at pp = 1.

@@ -716,6 +716,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_FALSE(e.training.fsdp_prefetch);
     EXPECT_TRUE(e.training.fsdp_pp_unsharded);
     EXPECT_TRUE(e.training.blocking_p2p);
+    EXPECT_TRUE(e.training.bf16_optimizer);
 
     ASSERT_EQ(e.hardware.size(), 2u);
     const prism::HardwareSpec& h100 = e.hardware[0];
@@ -1100,6 +1101,27 @@ TEST(ExperimentLoader, BlockingPipelineSendsFollowTheStackUnlessTrainingSaysOthe
     EXPECT_FALSE(blocking(llama + hw + "[stack]\npreset = \"deepspeed\"\nblocking_p2p = false\n"));
     EXPECT_EQ(error_of(llama + "blocking_p2p = 1\n" + hw),
               "exp.toml:5:16: training.blocking_p2p: expected a boolean, got an integer");
+}
+
+// DeepSpeed's BF16_Optimizer (TrainingSpec::bf16_optimizer): the deepspeed stack's, off for every
+// other; [training] and [stack] override it.
+TEST(ExperimentLoader, Bf16OptimizerFollowsTheStackUnlessTrainingSaysOtherwise) {
+    const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"a100-80gb\"\n";
+    const auto bf16_optimizer = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.bf16_optimizer;
+    };
+
+    EXPECT_FALSE(bf16_optimizer(llama + hw));
+    for (const char* stack : {"megatron-core", "nemo-mlperf", "llm-foundry", "torchtitan"}) {
+        EXPECT_FALSE(bf16_optimizer(llama + "stack = \"" + stack + "\"\n" + hw)) << stack;
+    }
+    EXPECT_TRUE(bf16_optimizer(llama + "stack = \"deepspeed\"\n" + hw));
+    EXPECT_FALSE(bf16_optimizer(llama + "stack = \"deepspeed\"\nbf16_optimizer = false\n" + hw));
+    EXPECT_FALSE(
+        bf16_optimizer(llama + hw + "[stack]\npreset = \"deepspeed\"\nbf16_optimizer = false\n"));
+    EXPECT_EQ(error_of(llama + "bf16_optimizer = \"on\"\n" + hw),
+              "exp.toml:5:18: training.bf16_optimizer: expected a boolean, got a string");
 }
 
 // What "selective" means (docs/torchtitan_sac.md): Megatron-Core's recompute_modules unless the

@@ -1,8 +1,10 @@
-// DeepSpeed's pipeline transfers (TrainingSpec::blocking_p2p, the deepspeed stack's): each stage
-// receives its input and sends its output on the compute stream, the tensor split over the TP
-// ranks before the send and gathered over TP on the receiving stage
-// (deepspeed/runtime/pipe/engine.py: PartitionedTensor over the slice-parallel group; p2p.py:
-// dist.send / dist.recv). Hand calculations on the helpers' A100-like node below.
+// What DeepSpeed's engine adds (the deepspeed stack's). Its pipeline transfers
+// (TrainingSpec::blocking_p2p): each stage receives its input and sends its output on the compute
+// stream, the tensor split over the TP ranks before the send and gathered over TP on the
+// receiving stage (deepspeed/runtime/pipe/engine.py: PartitionedTensor over the slice-parallel
+// group; p2p.py: dist.send / dist.recv). Its BF16_Optimizer (TrainingSpec::bf16_optimizer): each
+// microbatch's bf16 gradients added into the fp32 ones (bf16_optimizer.py, update_hp_grads).
+// Hand calculations on the helpers' A100-like node below.
 
 #include <gtest/gtest.h>
 
@@ -70,6 +72,47 @@ TEST(BlockingP2p, SequenceParallelActivationsNeedNoGatherAndNoPipelineNoTransfer
     p.pp = 1;
     const auto single = prism::evaluate_deterministic(e, p);
     EXPECT_EQ(single.breakdown.pp_comm_exposed_s, 0.0);
+}
+
+}  // namespace
+
+namespace {
+
+using prism::test::kLayerParams;
+
+// DeepSpeed's BF16_Optimizer (TrainingSpec::bf16_optimizer): after each microbatch's backward,
+// hp_grad.add_(lp_grad.to(fp32)) over the stage's parameters: a cast (read 2, write 4 bytes) and
+// an add (read 4 + 4, write 4), 18 bytes per parameter, at the HBM's 0.8 x 2 TB/s.
+TEST(Bf16Optimizer, EveryLayersBackwardAddsItsBf16GradientsIntoTheFp32Ones) {
+    auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.tp = 2;
+    p.microbatch = 1;
+    const auto fused = prism::evaluate_deterministic(e, p);
+    e.training.bf16_optimizer = true;
+    const auto copied = prism::evaluate_deterministic(e, p);
+
+    // the layer's parameters on one of the 2 TP ranks (its norms counted whole: 13 h of 12 h^2)
+    const double copy_s = 18 * kLayerParams / 2 / (0.8 * 2e12);
+    EXPECT_NEAR(copied.breakdown.layer_backward_s - fused.breakdown.layer_backward_s, copy_s,
+                1e-12);
+    EXPECT_DOUBLE_EQ(copied.breakdown.layer_forward_s, fused.breakdown.layer_forward_s);
+    // 16 microbatches of 8 layers on the one stage
+    EXPECT_NEAR(copied.breakdown.compute_s - fused.breakdown.compute_s, 16 * 8 * copy_s, 1e-9);
+
+    // only with fp32 gradients beside bf16 weights: not with bf16 gradients, pure bf16 or fp8
+    e.training.grad_reduce_in_fp32 = false;
+    EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(e, p).breakdown.layer_backward_s, [&] {
+        auto plain = e;
+        plain.training.bf16_optimizer = false;
+        return prism::evaluate_deterministic(plain, p).breakdown.layer_backward_s;
+    }());
+    e.training.grad_reduce_in_fp32 = true;
+    e.training.precision = prism::Precision::fp8;
+    auto fp8_plain = e;
+    fp8_plain.training.bf16_optimizer = false;
+    EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(e, p).breakdown.layer_backward_s,
+                     prism::evaluate_deterministic(fp8_plain, p).breakdown.layer_backward_s);
 }
 
 }  // namespace
