@@ -256,10 +256,12 @@ void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, Lay
 /// 18 bytes per parameter of the stage (a cast and an add: bf16_optimizer.py, update_hp_grads);
 /// each layer's backward carries its own parameters' share (the mean layer's on this GPU: its
 /// dense part over TP, its routed experts over EP x ETP), memory-bound. The embedding's and the
-/// output layer's parameters on the end stages are left out.
+/// output layer's parameters on the end stages are left out. DeepSpeed takes the BF16_Optimizer
+/// at ZeRO stage 0 and 1 only (stages 2 and 3 reduce into their fp32 partitions instead: not
+/// modelled as DeepSpeed's).
 void add_bf16_optimizer_copy(const Context& c, LayerPasses& l) {
     if (!c.tr.bf16_optimizer || !c.tr.grad_reduce_in_fp32 || c.tr.pure_bf16 ||
-        c.tr.precision != Precision::bf16) {
+        c.tr.precision != Precision::bf16 || c.p.zero_stage >= 2) {
         return;
     }
     constexpr double kBytesPerParam = 18;  // lp.grad.to(fp32): 2 + 4; hp.add_(.): 4 + 4 + 4

@@ -151,8 +151,9 @@ struct TrainingSpec {
     /// fp32 gradients (grad_reduce_in_fp32, not pure_bf16): after every microbatch's backward
     /// `update_hp_grads` adds each bf16 gradient into its fp32 copy, `hp_grad.add_(lp.grad.to(
     /// fp32))`: a cast (read 2, write 4 bytes) and an add (read 4 + 4, write 4) per parameter of
-    /// the stage, 18 bytes, every microbatch. false: the fp32 gradient is accumulated in the
-    /// weight-gradient GEMM (Megatron's gradient_accumulation_fusion), no pass of its own.
+    /// the stage, 18 bytes, every microbatch (at ZeRO stage 0-1: DeepSpeed's engine takes the
+    /// BF16_Optimizer there only). false: the fp32 gradient is accumulated in the weight-gradient
+    /// GEMM (Megatron's gradient_accumulation_fusion), no pass of its own.
     bool bf16_optimizer = false;
     /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /
     /// --decoder-last-pipeline-num-layers): layers on the first / last stage, the other stages

@@ -108,6 +108,17 @@ TEST(Bf16Optimizer, EveryLayersBackwardAddsItsBf16GradientsIntoTheFp32Ones) {
         return prism::evaluate_deterministic(plain, p).breakdown.layer_backward_s;
     }());
     e.training.grad_reduce_in_fp32 = true;
+    // nor at ZeRO stage 2 or 3, where DeepSpeed takes its ZeRO optimizers instead
+    for (int stage : {2, 3}) {
+        DesignPoint zero = p;
+        zero.dp = 2;
+        zero.zero_stage = stage;
+        auto plain = e;
+        plain.training.bf16_optimizer = false;
+        EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(e, zero).breakdown.layer_backward_s,
+                         prism::evaluate_deterministic(plain, zero).breakdown.layer_backward_s)
+            << "zero stage " << stage;
+    }
     e.training.precision = prism::Precision::fp8;
     auto fp8_plain = e;
     fp8_plain.training.bf16_optimizer = false;
