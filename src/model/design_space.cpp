@@ -339,6 +339,14 @@ std::optional<std::string> filter_reason(const Experiment& e, const DesignPoint&
     if (m.ffn % p.tp != 0 && m.moe_layers() < m.layers) return "tp does not divide ffn";
     if (auto problem = expert_parallel_problem(m, p)) return problem;
     if (p.interleave > 1 && p.pp == 1) return "interleave needs pp > 1";
+    // DeepSpeed's pipeline engine (blocking_p2p): plain 1F1B (TrainSchedule), and it asserts
+    // "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" (runtime/pipe/engine.py)
+    if (e.training.blocking_p2p && p.interleave > 1) {
+        return "DeepSpeed's pipeline (blocking_p2p) has no interleaved schedule";
+    }
+    if (e.training.blocking_p2p && p.pp > 1 && p.zero_stage >= 2) {
+        return "DeepSpeed's pipeline (blocking_p2p) takes ZeRO stage 0-1";
+    }
     if (auto problem = stage_split_problem(m, e.training, p.pp, p.interleave)) return problem;
     if (m.seq % p.cp != 0) return "cp does not divide seq";
     if (p.cp > 1 && (m.seq / p.cp) % 2 != 0) return "cp needs an even sequence chunk";

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "model_test_helpers.hpp"
+#include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
 
 namespace {
@@ -124,6 +125,35 @@ TEST(Bf16Optimizer, EveryLayersBackwardAddsItsBf16GradientsIntoTheFp32Ones) {
     fp8_plain.training.bf16_optimizer = false;
     EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(e, p).breakdown.layer_backward_s,
                      prism::evaluate_deterministic(fp8_plain, p).breakdown.layer_backward_s);
+}
+
+}  // namespace
+
+namespace {
+
+// DeepSpeed's pipeline engine runs plain 1F1B and refuses ZeRO-2 / 3 beside pipeline parallelism
+// (engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"): such points are
+// filtered out with the reason, not evaluated as a schedule DeepSpeed cannot run.
+TEST(BlockingP2p, PointsDeepSpeedsPipelineCannotRunAreFilteredWithTheReason) {
+    auto e = prism::test::small_experiment();
+    e.training.blocking_p2p = true;
+    DesignPoint p = tp2_pp2();
+    p.dp = 2;
+    EXPECT_EQ(prism::filter_reason(e, p), std::nullopt);
+    p.zero_stage = 2;
+    EXPECT_EQ(prism::filter_reason(e, p),
+              "DeepSpeed's pipeline (blocking_p2p) takes ZeRO stage 0-1");
+    p.pp = 1;  // ZeRO-2 without a pipeline runs
+    EXPECT_EQ(prism::filter_reason(e, p), std::nullopt);
+    p.pp = 2;
+    p.zero_stage = 1;
+    p.interleave = 2;
+    EXPECT_EQ(prism::filter_reason(e, p),
+              "DeepSpeed's pipeline (blocking_p2p) has no interleaved schedule");
+    e.training.blocking_p2p = false;  // Megatron's schedule runs both
+    EXPECT_EQ(prism::filter_reason(e, p), std::nullopt);
+    p.zero_stage = 3;
+    EXPECT_EQ(prism::filter_reason(e, p), std::nullopt);
 }
 
 }  // namespace
