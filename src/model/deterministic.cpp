@@ -230,24 +230,23 @@ LayerPasses build_layer_passes(const Context& c) {
 }
 
 /// DeepSpeed's pipeline transfers on the compute stream (TrainingSpec::blocking_p2p): a chunk's
-/// forward receives its input (the activation split over the TP ranks, 2 b s h / (c t) bytes per
-/// rank), gathers it over TP and sends its output the same way; its backward does the same with
-/// the gradient. The two transfers and the gather of each pass are spread over the chunk's
+/// forward receives its input (detail::stage_transfer: the activation split over the TP ranks),
+/// gathers it over TP and sends its output the same way; its backward does the same with the
+/// gradient. The two transfers and the gather of each pass are spread over the chunk's
 /// layers (`chunk_layers`, the busiest stage's), serial with their compute: every stage's busy
 /// time grows by them, as the blocking sends make it. The profile's p2p lag is then 0
 /// (assemble_profile): the transfers are in the passes.
 void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, LayerPasses& l) {
     if (!c.tr.blocking_p2p || (c.p.pp <= 1 && s.chunks <= 1) || chunk_layers <= 0) return;
-    const double activation = 2.0 * c.tokens * c.h;  // one microbatch's, bf16, on one CP rank
-    const double transfer = c.coll(KernelClass::p2p, activation / c.t, c.pp_link);
+    const Op transfer = detail::stage_transfer(c);
     // with sequence parallelism the activation is already split: nothing to gather
-    const double gather = c.p.tp > 1 && !c.p.sequence_parallel
-                              ? c.coll(KernelClass::allgather, activation, c.tp_link)
-                              : 0;
+    const Op gather = c.p.tp > 1 && !c.p.sequence_parallel
+                          ? detail::tp_op(c, KernelClass::allgather)
+                          : Op{KernelClass::allgather, 0, 1, c.tp_link.level};
     for (PassBuilder* b : {&l.forward, &l.backward, &l.dense_forward, &l.dense_backward}) {
         if (b->list.empty()) continue;
-        b->comm(KernelClass::p2p, 2 * transfer / chunk_layers, c.pp_link.level, detail::kPp);
-        b->comm(KernelClass::allgather, gather / chunk_layers, c.tp_link.level, detail::kPp);
+        b->comm(transfer.cls, 2 * transfer.time_s / chunk_layers, transfer.link, detail::kPp);
+        b->comm(gather.cls, gather.time_s / chunk_layers, gather.link, detail::kPp);
     }
 }
 
@@ -452,11 +451,9 @@ StepProfile assemble_profile(const Context& c, const Shape& s, LayerPasses& laye
     prof.embedding_backward = std::move(ends.embedding_backward.list);
     prof.head_forward = std::move(ends.head_forward.list);
     prof.head_backward = std::move(ends.head_backward.list);
-    if ((p.pp > 1 || s.chunks > 1) && !c.tr.blocking_p2p) {
-        const double act = 2.0 * c.tokens * c.h / c.t;  // scatter-gather / sequence-parallel shard
-        prof.p2p =
-            Op{KernelClass::p2p, c.coll(KernelClass::p2p, act, c.pp_link), 1, c.pp_link.level};
-    }
+    // Megatron's transfers on their own stream: a lag between stages (DeepSpeed's blocking ones
+    // are in the passes, add_blocking_p2p)
+    if ((p.pp > 1 || s.chunks > 1) && !c.tr.blocking_p2p) prof.p2p = detail::stage_transfer(c);
     return prof;
 }
 

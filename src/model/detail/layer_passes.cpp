@@ -182,12 +182,16 @@ double fp8_cast_backward_s(const Context& c, double grad_elements, double weight
 
 // ---- one layer -------------------------------------------------------------------------------
 
-namespace {
-
-/// The sequence-parallel AllGather / ReduceScatter of one activation (2 b s h / c bytes).
 Op tp_op(const Context& c, KernelClass cls) {
     return Op{cls, c.coll(cls, 2 * c.tokens * c.h, c.tp_link), 1, c.tp_link.level};
 }
+
+Op stage_transfer(const Context& c) {
+    return Op{KernelClass::p2p, c.coll(KernelClass::p2p, 2 * c.tokens * c.h / c.t, c.pp_link), 1,
+              c.pp_link.level};
+}
+
+namespace {
 
 /// TP communication of one "f/g" point (Megatron): AllReduce, or with sequence parallelism
 /// the ReduceScatter (after a row-parallel GEMM) / AllGather (before a column-parallel GEMM).

@@ -200,6 +200,14 @@ bool fsdp_fp8_weights(const Context& c);
 inline constexpr double kFsdpFp8ShardCastBytes = 3;    ///< per shard element: read 2, write 1
 inline constexpr double kFp8WeightTransposeBytes = 2;  ///< per element: read 1, write 1
 
+/// A TP collective of one activation (2 b s h / c bytes over the TP group): the
+/// sequence-parallel AllGather / ReduceScatter, or the AllReduce.
+Op tp_op(const Context& c, KernelClass cls);
+/// One pipeline transfer: a microbatch's activation (or gradient) split over the TP ranks,
+/// 2 b s h / (c t) bytes per rank to the next stage (Megatron's scatter-gather or
+/// sequence-parallel shard; DeepSpeed's PartitionedTensor).
+Op stage_transfer(const Context& c);
+
 /// Attention core (scores, softmax, dropout, scores x V) of one pass; `scale` = 1 forward,
 /// 2 backward. CP: the K/V ring exchange runs concurrently with the attention kernel.
 void attention_core(const Context& c, PassBuilder& b, double scale);
