@@ -369,6 +369,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "fsdp_pp_unsharded",
                 "blocking_p2p",
                 "bf16_optimizer",
+                "grad_reduce_every_microbatch",
                 "stack",
                 "first_stage_layers",
                 "last_stage_layers",
@@ -664,6 +665,9 @@ struct StackFactors {
     std::optional<bool> blocking_p2p;
     /// DeepSpeed's BF16_Optimizer (TrainingSpec::bf16_optimizer); none: the default (false)
     std::optional<bool> bf16_optimizer;
+    /// DeepSpeed's ZeRO-2 reduction in every microbatch
+    /// (TrainingSpec::grad_reduce_every_microbatch); none: the default (false)
+    std::optional<bool> grad_reduce_every_microbatch;
     /// The GEMM libraries' workspaces the stack holds ([memory] workspace unless given there);
     /// none: default_memory_reserve()'s (TransformerEngine's)
     std::optional<double> workspace_bytes;
@@ -682,6 +686,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "fsdp_pp_unsharded",
                                      "blocking_p2p",
                                      "bf16_optimizer",
+                                     "grad_reduce_every_microbatch",
                                      "workspace",
                                      "gemm_efficiency",
                                      "fp8_gemm_efficiency",
@@ -719,6 +724,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.blocking_p2p = as_bool(*node, full);
         } else if (name == "bf16_optimizer") {
             s.bf16_optimizer = as_bool(*node, full);
+        } else if (name == "grad_reduce_every_microbatch") {
+            s.grad_reduce_every_microbatch = as_bool(*node, full);
         } else if (name == "workspace") {
             s.workspace_bytes = as_quantity(*node, full, Quantity::bytes, false, true);
         } else if (name == "kernel_launch") {
@@ -815,6 +822,9 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
     }
     if (s.bf16_optimizer && !root["training"]["bf16_optimizer"]) {
         e.training.bf16_optimizer = *s.bf16_optimizer;
+    }
+    if (s.grad_reduce_every_microbatch && !root["training"]["grad_reduce_every_microbatch"]) {
+        e.training.grad_reduce_every_microbatch = *s.grad_reduce_every_microbatch;
     }
     for (const auto& [key, value] : s.overlaps) {
         if (root["training"][key]) continue;

@@ -61,6 +61,8 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
         "pipeline sends on the compute stream, split over TP (DeepSpeed)");
     add("training", "bf16_optimizer", flag(t.bf16_optimizer),
         "bf16 gradients added into fp32 after each microbatch (DeepSpeed's BF16_Optimizer)");
+    add("training", "grad_reduce_every_microbatch", flag(t.grad_reduce_every_microbatch),
+        "ZeRO-2 gradients reduce-scattered in every microbatch's backward (DeepSpeed)");
     add("training", "fp8_params", flag(t.fp8_params));
     add("training", "grad_reduce_in_fp32", flag(t.grad_reduce_in_fp32),
         "fp32 gradient buffer, Megatron-LM's default with bf16");

@@ -272,6 +272,63 @@ void add_bf16_optimizer_copy(const Context& c, LayerPasses& l) {
     }
 }
 
+/// DeepSpeed's ZeRO-2 reduces the gradients in every microbatch's backward
+/// (TrainingSpec::grad_reduce_every_microbatch), not once per step.
+bool reduces_every_microbatch(const Context& c) {
+    return c.tr.grad_reduce_every_microbatch && c.zero == 2;
+}
+
+/// DeepSpeed's ZeRO-2 (TrainingSpec::grad_reduce_every_microbatch): every microbatch's backward
+/// reduce-scatters the gradients it produced (stage_1_and_2.py, reduce_ready_partitions_and_
+/// remove_grads, then average_tensor on the current stream, or on the reduction stream with
+/// overlap_comm). Each layer's backward carries its own: the dense part (over TP) over the d c
+/// ranks, an MoE layer's routed experts (over EP x ETP) over the expert-DP group; the
+/// embedding's backward the word embedding's, the output layer's backward its own where it is a
+/// tensor of its own (untied, or on another stage). Serial comm ops on the compute stream
+/// (DeepSpeed's default below stage 3), or with overlap_grad_reduce beside the pass's compute
+/// (detail::fsdp_wrap with nothing to gather). build_dp_sync then keeps only the parameter
+/// AllGather after the optimizer.
+void add_microbatch_grad_reduce(const Context& c, const Experiment& e, LayerPasses& l,
+                                EndPasses& ends) {
+    if (!reduces_every_microbatch(c)) return;
+    const DesignPoint& p = c.p;
+    const double bytes = grad_bytes_per_param(c.tr);
+    const int edp = p.edp();
+    const GroupLink expert_link =
+        edp > 1 ? expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link : c.dp_link;
+    auto reduce = [&](PassBuilder& b, double dense_params, double expert_params) {
+        if (b.list.empty()) return;
+        const double dense_s = c.dp_link.size > 1 ? c.coll(KernelClass::reducescatter,
+                                                           bytes * dense_params / c.t, c.dp_link)
+                                                  : 0.0;
+        const double expert_s =
+            expert_params > 0 && edp > 1
+                ? c.coll(KernelClass::reducescatter, bytes * expert_params / (double(p.ep) * p.etp),
+                         expert_link)
+                : 0.0;
+        if (dense_s + expert_s <= 0) return;
+        if (e.training.overlap_grad_reduce) {
+            // on the reduction stream beside the pass (one op at the DP group's link)
+            b = detail::fsdp_wrap(c, b, 0, dense_s + expert_s, true);
+            return;
+        }
+        if (dense_s > 0) b.comm(KernelClass::reducescatter, dense_s, c.dp_link.level, kDp);
+        if (expert_s > 0) b.comm(KernelClass::reducescatter, expert_s, expert_link.level, kDp);
+    };
+    // the pass kinds of build_layer_passes: `backward` an MoE layer's wherever the model has MoE
+    // layers, `dense_backward` a dense layer's beside them
+    const int moe = c.m.moe_layers();
+    if (moe > 0) {
+        const double routed = layer_expert_params(c.m) * c.m.layers / moe;
+        reduce(l.backward, moe_layer_params(c.m) - routed, routed);
+        reduce(l.dense_backward, dense_layer_params(c.m), 0);
+    } else {
+        reduce(l.backward, dense_layer_params(c.m), 0);
+    }
+    reduce(ends.embedding_backward, embedding_params(c.m), 0);
+    if (p.pp > 1 || !c.m.tied_embeddings) reduce(ends.head_backward, embedding_params(c.m), 0);
+}
+
 /// The dense layers among every chunk's (chunk c of stage s at s v + c), the layers in model
 /// order over the virtual stages (virtual stage k = chunk k / p of stage k % p); empty for a
 /// model of one layer kind.
@@ -350,17 +407,22 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
     const double bucket_share = std::min(1.0, bucket / params);
     DpSync out;
     double grad_s = 0, gather_s = 0;
+    // DeepSpeed's ZeRO-2 reduced every microbatch's gradients in its backward already
+    const bool reduced = reduces_every_microbatch(c);
     if (ranks > 1 && c.zero == 0) {
         grad_s = c.coll(KernelClass::allreduce, grad_bytes_per_param(c.tr) * params, c.dp_link);
         out.list.comm(KernelClass::allreduce, grad_s, c.dp_link.level, kDp);
     } else if (ranks > 1 && c.zero <= 2) {
-        grad_s = c.coll(KernelClass::reducescatter, grad_bytes_per_param(c.tr) * params, c.dp_link);
+        if (!reduced) {
+            grad_s =
+                c.coll(KernelClass::reducescatter, grad_bytes_per_param(c.tr) * params, c.dp_link);
+        }
         const double gathered_bytes =
             largest_stage(c.m, p, s.stage_layers, [&](double l, double ends) {
                 return weight_bytes(c.m, c.tr, l, ends) - expert_weight_bytes(c.m, c.tr, l);
             });
         gather_s = c.coll(KernelClass::allgather, gathered_bytes, c.dp_link);
-        out.list.comm(KernelClass::reducescatter, grad_s, c.dp_link.level, kDp);
+        if (grad_s > 0) out.list.comm(KernelClass::reducescatter, grad_s, c.dp_link.level, kDp);
         out.list.comm(KernelClass::allgather, gather_s, c.dp_link.level, kDp);
     }
     // MoE: the routed experts' gradients over the expert-DP group (edp ranks etp ep apart)
@@ -374,12 +436,13 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
             out.list.comm(KernelClass::allreduce, t, link.level, kDp);
             grad_s += t;
         } else {
-            const double rs = c.coll(KernelClass::reducescatter,
-                                     grad_bytes_per_param(c.tr) * expert_params, link);
+            const double rs = reduced ? 0.0
+                                      : c.coll(KernelClass::reducescatter,
+                                               grad_bytes_per_param(c.tr) * expert_params, link);
             const double most = *std::max_element(s.stage_layers.begin(), s.stage_layers.end());
             const double ag = c.coll(KernelClass::allgather,
                                      expert_weight_bytes(c.m, c.tr, most) / (p.ep * p.etp), link);
-            out.list.comm(KernelClass::reducescatter, rs, link.level, kDp);
+            if (rs > 0) out.list.comm(KernelClass::reducescatter, rs, link.level, kDp);
             out.list.comm(KernelClass::allgather, ag, link.level, kDp);
             grad_s += rs;
             gather_s += ag;
@@ -574,6 +637,7 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     add_blocking_p2p(c, shape, chunk_layers, layers);
     add_bf16_optimizer_copy(c, layers);
     EndPasses ends = detail::end_passes(c);
+    add_microbatch_grad_reduce(c, e, layers, ends);
     // the mean layer (an MoE model's dense and MoE layers by their shares)
     const double layer_forward_s = layers.mean_forward_s();
     const double layer_backward_s = layers.mean_backward_s();

@@ -155,6 +155,16 @@ struct TrainingSpec {
     /// BF16_Optimizer there only). false: the fp32 gradient is accumulated in the weight-gradient
     /// GEMM (Megatron's gradient_accumulation_fusion), no pass of its own.
     bool bf16_optimizer = false;
+    /// DeepSpeed's ZeRO stage 2 (deepspeed/runtime/zero/stage_1_and_2.py): the gradients are
+    /// reduced (reduce-scattered to their partitions' owners) in every microbatch's backward,
+    /// `reduce_ready_partitions_and_remove_grads` reducing `if self.partition_gradients or
+    /// self.is_gradient_accumulation_boundary()` (stage 1 only at the boundary), in buckets on
+    /// the compute stream unless overlap_comm (overlap_grad_reduce here; DeepSpeed's default is
+    /// off below stage 3). So each layer's backward carries its gradients' ReduceScatter, and the
+    /// embedding's and output layer's backward theirs, every microbatch; the step keeps the
+    /// parameter AllGather after the optimizer. false: one reduction per step, after the last
+    /// microbatch (Megatron's distributed optimizer). Applies at zero_stage 2 with d c > 1.
+    bool grad_reduce_every_microbatch = false;
     /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /
     /// --decoder-last-pipeline-num-layers): layers on the first / last stage, the other stages
     /// sharing the rest evenly; 0 = not set. Ignored at pp = 1.

@@ -717,6 +717,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.training.fsdp_pp_unsharded);
     EXPECT_TRUE(e.training.blocking_p2p);
     EXPECT_TRUE(e.training.bf16_optimizer);
+    EXPECT_TRUE(e.training.grad_reduce_every_microbatch);
 
     ASSERT_EQ(e.hardware.size(), 2u);
     const prism::HardwareSpec& h100 = e.hardware[0];
@@ -1122,6 +1123,30 @@ TEST(ExperimentLoader, Bf16OptimizerFollowsTheStackUnlessTrainingSaysOtherwise) 
         bf16_optimizer(llama + hw + "[stack]\npreset = \"deepspeed\"\nbf16_optimizer = false\n"));
     EXPECT_EQ(error_of(llama + "bf16_optimizer = \"on\"\n" + hw),
               "exp.toml:5:18: training.bf16_optimizer: expected a boolean, got a string");
+}
+
+// DeepSpeed's ZeRO-2 reduction in every microbatch (TrainingSpec::grad_reduce_every_microbatch):
+// the deepspeed stack's, off for every other; [training] and [stack] override it.
+TEST(ExperimentLoader, GradReduceEveryMicrobatchFollowsTheStackUnlessTrainingSaysOtherwise) {
+    const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"a100-80gb\"\n";
+    const auto every = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.grad_reduce_every_microbatch;
+    };
+
+    EXPECT_FALSE(every(llama + hw));
+    for (const char* stack : {"megatron-core", "nemo-mlperf", "llm-foundry", "torchtitan"}) {
+        EXPECT_FALSE(every(llama + "stack = \"" + stack + "\"\n" + hw)) << stack;
+    }
+    EXPECT_TRUE(every(llama + "stack = \"deepspeed\"\n" + hw));
+    EXPECT_FALSE(
+        every(llama + "stack = \"deepspeed\"\ngrad_reduce_every_microbatch = false\n" + hw));
+    EXPECT_FALSE(every(llama + hw +
+                       "[stack]\npreset = \"deepspeed\"\ngrad_reduce_every_microbatch = false\n"));
+    EXPECT_TRUE(every(llama + hw + "[stack]\ngrad_reduce_every_microbatch = true\n"));
+    EXPECT_EQ(error_of(llama + "grad_reduce_every_microbatch = 2\n" + hw),
+              "exp.toml:5:32: training.grad_reduce_every_microbatch: expected a boolean, got an "
+              "integer");
 }
 
 // What "selective" means (docs/torchtitan_sac.md): Megatron-Core's recompute_modules unless the

@@ -791,7 +791,10 @@ PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s
     const Op all{KernelClass::gemm, merged, c.sync, LinkLevel::local};
     const Op half{KernelClass::gemm, 0.5 * merged, c.sync, LinkLevel::local};
     const Op scatter{KernelClass::reducescatter, scatter_s, 1, link};
-    if (!prefetch) {
+    if (gather_s <= 0) {
+        // nothing to gather (ZeRO-2's per-microbatch reduction): the scatter beside the compute
+        out.overlapped(all, scatter, kDp, c.hw.overlap_compute_cost);
+    } else if (!prefetch) {
         // gathered on demand: exposed before the compute; the gradients' scatter still runs
         // on its own stream beside the rest of the backward
         out.comm(KernelClass::allgather, gather_s, link, kDp);
@@ -808,7 +811,7 @@ PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s
         out.overlapped(half, scatter, kDp, c.hw.overlap_compute_cost);
     }
     out.list.insert(out.list.end(), comm_only.begin(), comm_only.end());
-    out.kernels = pass.kernels + (scatter_s > 0 ? 2 : 1);
+    out.kernels = pass.kernels + (gather_s > 0 ? 1 : 0) + (scatter_s > 0 ? 1 : 0);
     out.compute_s = pass.compute_s;
     out.stretch_s = pass.stretch_s;
     out.exposed[kTp] = pass.exposed[kTp];

@@ -243,7 +243,8 @@ DispatchBytes dispatch_bytes(TrainingSpec::MoeDispatcher dispatcher, double toke
 double dispatch_time_s(const Context& c, double tokens, double bytes_per_token);
 
 /// ZeRO-3 / FSDP: the pass's compute beside the per-layer AllGather of the weights (and, in the
-/// backward, the ReduceScatter of the gradients); see deterministic.hpp.
+/// backward, the ReduceScatter of the gradients); see deterministic.hpp. With no gather
+/// (gather_s 0: DeepSpeed's ZeRO-2 with overlap_comm) the scatter runs beside all of it.
 PassBuilder fsdp_wrap(const Context& c, const PassBuilder& pass, double gather_s, double scatter_s,
                       bool prefetch);
 

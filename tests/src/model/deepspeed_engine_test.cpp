@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model_test_helpers.hpp"
 #include "src/model/design_space.hpp"
 #include "src/model/deterministic.hpp"
@@ -154,6 +156,119 @@ TEST(BlockingP2p, PointsDeepSpeedsPipelineCannotRunAreFilteredWithTheReason) {
     EXPECT_EQ(prism::filter_reason(e, p), std::nullopt);
     p.zero_stage = 3;
     EXPECT_EQ(prism::filter_reason(e, p), std::nullopt);
+}
+
+}  // namespace
+
+namespace {
+
+using prism::test::kVocab;
+
+// DeepSpeed's ZeRO-2 (TrainingSpec::grad_reduce_every_microbatch): every microbatch's backward
+// reduce-scatters the gradients it produced (deepspeed/runtime/zero/stage_1_and_2.py,
+// reduce_ready_partitions_and_remove_grads: `if self.partition_gradients or
+// self.is_gradient_accumulation_boundary()`), on the compute stream unless overlap_comm; the
+// step keeps only the parameter AllGather after the optimizer.
+
+/// tp 2 x dp 2 in one node (the DP pair 2 ranks apart, on NVLink), ZeRO-2, 8 microbatches of one
+/// sequence per replica.
+DesignPoint tp2_dp2_zero2() {
+    DesignPoint p;
+    p.tp = 2;
+    p.dp = 2;
+    p.zero_stage = 2;
+    p.microbatch = 1;
+    return p;
+}
+
+TEST(Zero2EveryMicrobatch, EachBackwardReduceScattersItsGradientsOnTheComputeStream) {
+    auto e = prism::test::small_experiment();
+    e.training.overlap_param_gather = false;
+    const DesignPoint p = tp2_dp2_zero2();
+    const auto once = prism::evaluate_deterministic(e, p);
+    e.training.grad_reduce_every_microbatch = true;
+    const auto every = prism::evaluate_deterministic(e, p);
+
+    // fp32 gradients (4 bytes) of a layer's half on each TP rank, a ring ReduceScatter over the
+    // DP pair on NVLink (0.8 x 300 GB/s, 3 us)
+    const double layer_rs = ring(4 * kLayerParams / 2, 2, 300e9, 3e-6);
+    EXPECT_NEAR(every.breakdown.layer_backward_s - once.breakdown.layer_backward_s, layer_rs,
+                1e-12);
+    EXPECT_DOUBLE_EQ(every.breakdown.layer_forward_s, once.breakdown.layer_forward_s);
+    // 8 microbatches x 8 layers, serial with the compute
+    EXPECT_NEAR(every.breakdown.fsdp_comm_exposed_s, 8 * 8 * layer_rs, 1e-9);
+    EXPECT_EQ(once.breakdown.fsdp_comm_exposed_s, 0.0);
+    // the tied word embedding's gradient in the embedding's backward, every microbatch
+    const double embedding_rs = ring(4 * kVocab * kH / 2, 2, 300e9, 3e-6);
+    EXPECT_NEAR(every.breakdown.embedding_s - once.breakdown.embedding_s, 8 * embedding_rs, 1e-9);
+    EXPECT_NEAR(every.breakdown.head_s, once.breakdown.head_s, 1e-12);
+    // the step's own ReduceScatter (the stage's 8 layers and the embedding, once) is gone; its
+    // AllGather of the bf16 weights stays
+    const double stage_params = (8 * kLayerParams + kVocab * kH) / 2;
+    const double step_rs = ring(4 * stage_params, 2, 300e9, 3e-6);
+    const double step_ag = ring(2 * stage_params, 2, 300e9, 3e-6);
+    EXPECT_NEAR(once.breakdown.dp_sync_exposed_s, step_rs + step_ag, 1e-9);
+    EXPECT_NEAR(every.breakdown.dp_sync_exposed_s, step_ag, 1e-9);
+    const double extra = 8 * (8 * layer_rs + embedding_rs) - step_rs;
+    EXPECT_NEAR(every.step_time_s - once.step_time_s, extra, 1e-9);
+    EXPECT_NEAR(every.breakdown.lines_sum_s(), every.step_time_s, 1e-9 * every.step_time_s);
+}
+
+TEST(Zero2EveryMicrobatch, WithOverlapCommTheScatterRunsBesideTheBackward) {
+    auto e = prism::test::small_experiment();
+    e.training.overlap_grad_reduce = true;
+    e.hardware[0].overlap_compute_cost = 0.1;
+    DesignPoint p;
+    p.dp = 4;  // no TP: a backward of compute only
+    p.zero_stage = 2;
+    p.microbatch = 1;
+    const auto once = prism::evaluate_deterministic(e, p);
+    e.training.grad_reduce_every_microbatch = true;
+    const auto every = prism::evaluate_deterministic(e, p);
+    // the layer's fp32 gradients scattered (g) over 4 ranks beside its backward compute (c),
+    // which the collective slows by 0.1 of its time: the pair takes max(c + 0.1 g, g)
+    const double c = once.breakdown.layer_backward_s;
+    const double g = ring(4 * kLayerParams, 4, 300e9, 3e-6);
+    EXPECT_NEAR(every.breakdown.layer_backward_s, std::max(c + 0.1 * g, g), 1e-12);
+    EXPECT_LT(every.breakdown.layer_backward_s, c + g);  // hidden in part
+}
+
+TEST(Zero2EveryMicrobatch, RoutedExpertsReduceOverTheExpertDataParallelGroup) {
+    auto e = prism::test::small_moe_experiment();
+    DesignPoint p;
+    p.dp = 4;
+    p.ep = 2;  // expert-DP: 2 ranks, 2 apart
+    p.zero_stage = 2;
+    p.microbatch = 1;
+    const auto once = prism::evaluate_deterministic(e, p);
+    e.training.grad_reduce_every_microbatch = true;
+    const auto every = prism::evaluate_deterministic(e, p);
+    // an MoE layer: attention 4 h^2 + 4 h (biases), router 16 h, two layer norms 4 h over the 4
+    // DP ranks; its 16 routed experts (h x 512 x 2 each) split over EP 2, over the other 2
+    const double shared = 4 * kH * kH + 24 * kH;
+    const double routed = 16 * kH * 512 * 2;
+    const double expected = ring(4 * shared, 4, 300e9, 3e-6) + ring(4 * routed / 2, 2, 300e9, 3e-6);
+    EXPECT_NEAR(every.breakdown.layer_backward_s - once.breakdown.layer_backward_s, expected,
+                1e-12);
+}
+
+TEST(Zero2EveryMicrobatch, OnlyAtZeroStage2) {
+    // stage 1 reduces at the accumulation boundary (the step's reduction); stage 3 already
+    // reduce-scatters per layer and microbatch (FSDP); without DP nothing is reduced
+    auto e = prism::test::small_experiment();
+    auto with = e;
+    with.training.grad_reduce_every_microbatch = true;
+    for (int stage : {0, 1, 3}) {
+        DesignPoint p = tp2_dp2_zero2();
+        p.zero_stage = stage;
+        EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(with, p).step_time_s,
+                         prism::evaluate_deterministic(e, p).step_time_s)
+            << "zero stage " << stage;
+    }
+    DesignPoint single = tp2_dp2_zero2();
+    single.dp = 1;
+    EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(with, single).step_time_s,
+                     prism::evaluate_deterministic(e, single).step_time_s);
 }
 
 }  // namespace
