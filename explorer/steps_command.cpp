@@ -746,7 +746,8 @@ CLI::App* add_steps_command(CLI::App& app, StepsCommand& command) {
                       "keep the first step after each evaluation");
         sub->add_option(
             "--monte-carlo", command.monte_carlo_samples,
-            "the within-run shape from this many Monte Carlo steps (default: analytic)");
+            "the model's distribution (and a stall fit's medians) from this many Monte Carlo "
+            "steps (default: analytic)");
         if (fit) {
             sub->add_option("-o,--output", command.output, "variability profile to write")
                 ->required();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "src/common/error.hpp"
+#include "src/fit/detail/median.hpp"
 #include "src/fit/detail/search.hpp"
 #include "src/stochastic/step_distribution.hpp"
 
@@ -14,10 +15,17 @@ namespace prism::fit {
 
 namespace {
 
-/// The group's model median (over clusters) with `stalls` in place of the base's.
+/// The group's model median (over clusters) with `stalls` in place of the base's: the analytic
+/// evaluator's p50, or with m.monte_carlo_samples the median of that many Monte Carlo steps,
+/// each on its own cluster, drawn from m.seed at every fraction (common random numbers: the
+/// fit's objective moves with the fraction, not with the draws).
 double model_median(const StepModelInput& m, const VariabilitySpec& base, const StallSpec& stalls) {
     VariabilitySpec v = base;
     v.stalls = stalls;
+    if (m.monte_carlo_samples > 0) {
+        return detail::median_of(stochastic::monte_carlo_samples(
+            m.profile, m.point, m.hardware, m.cluster, v, m.monte_carlo_samples, m.seed, 0));
+    }
     return step_distribution(m.profile, m.point, m.hardware, m.cluster, v,
                              detail::analytic_evaluation(), m.seed, 0)
         .p50_s;

@@ -17,7 +17,9 @@
 // rarer than the synchronizations (docs/calibration.md, "Gaps"); the fit prints the fraction for
 // the duration it is given. A group's model median is the analytic evaluator's p50 over clusters
 // (the persistent factors drawn: the runs come from separate allocations) with the base profile
-// plus the stalls.
+// plus the stalls, or with StepModelInput::monte_carlo_samples (steps fit --monte-carlo) the
+// median of that many Monte Carlo steps, each on its own cluster, from the group's seed at every
+// fraction tried.
 
 #include <string>
 #include <vector>

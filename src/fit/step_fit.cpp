@@ -213,6 +213,28 @@ StepComparison compare_steps(const StepModelInput& m, const VariabilitySpec& var
     const VariabilitySpec inside = within_run(variability);
     const StepDistribution d = distribution(m, inside);
     c.deterministic_s = d.deterministic_s;
+    const StepDistribution marginal = distribution(m, variability);
+    // the spread of the cluster strata's means: the analytic evaluator's (Monte Carlo draws a
+    // cluster per step and keeps no strata)
+    c.model_cluster_cv =
+        marginal.cluster_mean_s.size() > 1 ? relative_spread(marginal.cluster_mean_s, false) : 0.0;
+    if (m.monte_carlo_samples > 0) {
+        // --monte-carlo: every figure of the model's from Monte Carlo steps, within one run (the
+        // persistent factors at 1) and over clusters (one drawn per step)
+        std::vector<double> within = stochastic::monte_carlo_samples(
+            m.profile, m.point, m.hardware, m.cluster, inside, m.monte_carlo_samples, m.seed, 0);
+        std::sort(within.begin(), within.end());
+        c.model = summarize(within);
+        c.model.steps = 0;
+        c.ks_shape = ks_to_sample(within, scaled_steps(runs, c.model.p50_s));
+        std::vector<double> over =
+            stochastic::monte_carlo_samples(m.profile, m.point, m.hardware, m.cluster, variability,
+                                            m.monte_carlo_samples, m.seed, 0);
+        std::sort(over.begin(), over.end());
+        c.model_marginal_p50_s = quantile_sorted(over, 0.5);
+        c.ks_absolute = ks_to_sample(over, all);
+        return c;
+    }
     c.model.mean_s = d.mean_s;
     c.model.p50_s = d.p50_s;
     c.model.std_s = d.std_s;
@@ -220,11 +242,7 @@ StepComparison compare_steps(const StepModelInput& m, const VariabilitySpec& var
     c.model.p95_over_p50 = d.p95_s / d.p50_s;
     c.model.p99_over_p50 = d.p99_s / d.p50_s;
     c.ks_shape = shape_ks(m, variability, runs);
-
-    const StepDistribution marginal = distribution(m, variability);
     c.model_marginal_p50_s = marginal.p50_s;
-    c.model_cluster_cv =
-        marginal.cluster_mean_s.size() > 1 ? relative_spread(marginal.cluster_mean_s, false) : 0.0;
     c.ks_absolute = ks_of(m, variability, all);
     return c;
 }

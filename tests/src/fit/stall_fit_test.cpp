@@ -109,6 +109,31 @@ TEST(StallFit, RecoversTheFractionFromMonteCarloStepsAtTwoScales) {
     }
 }
 
+// steps fit --monte-carlo: the fit's model medians are Monte Carlo medians (each group's seed at
+// every fraction), not the analytic evaluator's; from medians of other draws (seeds 1-2) at the
+// known fraction it gives the fraction back within 10%, as the analytic fit does above.
+TEST(StallFit, WithMonteCarloSamplesTheModelMediansAreMonteCarlos) {
+    const VariabilitySpec base = base_profile();
+    for (const std::uint64_t seed : {1, 2}) {
+        std::vector<StallGroup> groups;
+        for (const int gpus : {64, 512}) {
+            StepModelInput m = fsdp(gpus);
+            m.monte_carlo_samples = 2000;
+            groups.push_back({"fsdp", m, monte_carlo_median(m, base, kTruth, 4000, seed)});
+        }
+        const StallFit f = fit_stalls(groups, base, kTruth.duration_s);
+        for (std::size_t k = 0; k < groups.size(); ++k) {
+            const StepModelInput& m = groups[k].model;
+            EXPECT_DOUBLE_EQ(f.model_without_s[k],
+                             monte_carlo_median(m, base, StallSpec{}, 2000, m.seed));
+            EXPECT_DOUBLE_EQ(f.model_with_s[k],
+                             monte_carlo_median(m, base, f.stalls, 2000, m.seed));
+        }
+        EXPECT_NEAR(f.stalls.fraction / kTruth.fraction, 1.0, 0.10) << "seed " << seed;
+        EXPECT_TRUE(f.stall_like());
+    }
+}
+
 // Medians that grow no faster than the model's (a level off, nothing more): no stalls.
 TEST(StallFit, MediansThatGrowNoFasterThanTheModelsGiveNoStalls) {
     const VariabilitySpec base = base_profile();

@@ -226,6 +226,41 @@ TEST(StepFit, TheShapeIgnoresTheMedianButTheAbsoluteKsDoesNot) {
     EXPECT_NEAR(c.measured.p50_s / c.model.p50_s, 1.10, 0.01);
 }
 
+// steps compare --monte-carlo: every model figure from Monte Carlo steps (the within-run ones
+// from the persistent factors at 1, the marginal median over a cluster drawn per step), which
+// on this small model agree with the analytic evaluator's; the same verdicts as above.
+TEST(StepFit, WithMonteCarloSamplesTheComparisonsModelIsMonteCarlos) {
+    StepModelInput m = small_model();
+    StepFitParameters truth;
+    truth.transient_scale = 0.4;
+    truth.regime_cv = 0.03;
+    const VariabilitySpec v = with_parameters(base_profile(), truth);
+    std::vector<MeasuredSteps> runs = draw_runs(m, v, 2, 300, 21);
+    for (MeasuredSteps& r : runs) {
+        for (double& t : r.step_time_s) t *= 1.10;
+    }
+    const StepComparison analytic = compare_steps(m, v, runs);
+    m.monte_carlo_samples = 4000;
+    const StepComparison mc = compare_steps(m, v, runs);
+
+    VariabilitySpec inside = v;
+    inside.persistent.spatial = DistributionSpec{};
+    inside.persistent.slow_probability = 0;
+    std::vector<double> draws = stochastic::monte_carlo_samples(m.profile, m.point, m.hardware,
+                                                                m.cluster, inside, 4000, m.seed, 0);
+    std::sort(draws.begin(), draws.end());
+    EXPECT_DOUBLE_EQ(mc.model.p50_s, 0.5 * (draws[1999] + draws[2000]));
+    EXPECT_EQ(mc.model.steps, 0u);
+    EXPECT_NEAR(mc.model.p50_s / analytic.model.p50_s, 1.0, 0.005);
+    EXPECT_NEAR(mc.model.cv / analytic.model.cv, 1.0, 0.08);
+    EXPECT_NEAR(mc.model.p99_over_p50 / analytic.model.p99_over_p50, 1.0, 0.01);
+    EXPECT_NEAR(mc.model_marginal_p50_s / analytic.model_marginal_p50_s, 1.0, 0.005);
+    EXPECT_DOUBLE_EQ(mc.model_cluster_cv, analytic.model_cluster_cv);
+    EXPECT_LT(mc.ks_shape, 0.06);
+    EXPECT_GT(mc.ks_absolute, 0.9);
+    EXPECT_NEAR(mc.measured.p50_s / mc.model.p50_s, 1.10, 0.01);
+}
+
 TEST(StepFit, NeedsTwoStepsPerRun) {
     std::vector<MeasuredSteps> runs{{"run.csv", {1.0}}};
 
