@@ -254,11 +254,12 @@ void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, Lay
 /// gradients, every microbatch's backward ends with its bf16 gradients added into the fp32 ones,
 /// 18 bytes per parameter of the stage (a cast and an add: bf16_optimizer.py, update_hp_grads);
 /// each layer's backward carries its own parameters' share (the mean layer's on this GPU: its
-/// dense part over TP, its routed experts over EP x ETP), memory-bound. The embedding's and the
-/// output layer's parameters on the end stages are left out. DeepSpeed takes the BF16_Optimizer
-/// at ZeRO stage 0 and 1 only (stages 2 and 3 reduce into their fp32 partitions instead: not
-/// modelled as DeepSpeed's).
-void add_bf16_optimizer_copy(const Context& c, LayerPasses& l) {
+/// dense part over TP, its routed experts over EP x ETP), memory-bound; the embedding's backward
+/// the word embedding's (V h / TP), the output layer's backward its own where it is a tensor of
+/// its own (untied, or on another stage). DeepSpeed takes the BF16_Optimizer at ZeRO stage 0
+/// and 1 only (stages 2 and 3 reduce into their fp32 partitions instead: not modelled as
+/// DeepSpeed's).
+void add_bf16_optimizer_copy(const Context& c, LayerPasses& l, EndPasses& ends) {
     if (!c.tr.bf16_optimizer || !c.tr.grad_reduce_in_fp32 || c.tr.pure_bf16 ||
         c.tr.precision != Precision::bf16 || c.p.zero_stage >= 2) {
         return;
@@ -269,6 +270,11 @@ void add_bf16_optimizer_copy(const Context& c, LayerPasses& l) {
     const double copy_s = c.memory(kBytesPerParam * params);
     for (PassBuilder* b : {&l.backward, &l.dense_backward}) {
         if (!b->list.empty()) b->compute(KernelClass::elementwise, copy_s, c.sync);
+    }
+    const double embedding_s = c.memory(kBytesPerParam * embedding_params(c.m) / c.t);
+    ends.embedding_backward.compute(KernelClass::elementwise, embedding_s, c.sync);
+    if (c.p.pp > 1 || !c.m.tied_embeddings) {
+        ends.head_backward.compute(KernelClass::elementwise, embedding_s, c.sync);
     }
 }
 
@@ -635,8 +641,8 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
 
     LayerPasses layers = build_layer_passes(c);
     add_blocking_p2p(c, shape, chunk_layers, layers);
-    add_bf16_optimizer_copy(c, layers);
     EndPasses ends = detail::end_passes(c);
+    add_bf16_optimizer_copy(c, layers, ends);
     add_microbatch_grad_reduce(c, e, layers, ends);
     // the mean layer (an MoE model's dense and MoE layers by their shares)
     const double layer_forward_s = layers.mean_forward_s();

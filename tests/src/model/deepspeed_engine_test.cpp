@@ -102,6 +102,29 @@ TEST(Bf16Optimizer, EveryLayersBackwardAddsItsBf16GradientsIntoTheFp32Ones) {
     EXPECT_DOUBLE_EQ(copied.breakdown.layer_forward_s, fused.breakdown.layer_forward_s);
     // 16 microbatches of 8 layers on the one stage
     EXPECT_NEAR(copied.breakdown.compute_s - fused.breakdown.compute_s, 16 * 8 * copy_s, 1e-9);
+    // and the tied word embedding's V h / 2 in the embedding's backward, every microbatch (one
+    // tensor: the output layer shares it on the one stage)
+    const double embedding_copy_s = 18 * prism::test::kVocab * kH / 2 / (0.8 * 2e12);
+    EXPECT_NEAR(copied.breakdown.embedding_s - fused.breakdown.embedding_s, 16 * embedding_copy_s,
+                1e-9);
+    EXPECT_DOUBLE_EQ(copied.breakdown.head_s, fused.breakdown.head_s);
+    // over two stages the output layer holds a copy of its own, on the last stage
+    {
+        DesignPoint two = p;
+        two.pp = 2;
+        auto plain = e;
+        plain.training.bf16_optimizer = false;
+        const auto a = prism::evaluate_deterministic(e, two);
+        const auto b = prism::evaluate_deterministic(plain, two);
+        EXPECT_NEAR(a.profile.head_backward.empty()
+                        ? 0.0
+                        : prism::deterministic_time(a.profile.head_backward) -
+                              prism::deterministic_time(b.profile.head_backward),
+                    embedding_copy_s, 1e-12);
+        EXPECT_NEAR(prism::deterministic_time(a.profile.embedding_backward) -
+                        prism::deterministic_time(b.profile.embedding_backward),
+                    embedding_copy_s, 1e-12);
+    }
 
     // only with fp32 gradients beside bf16 weights: not with bf16 gradients, pure bf16 or fp8
     e.training.grad_reduce_in_fp32 = false;
