@@ -108,6 +108,84 @@ GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size
     return link;
 }
 
+/// P(k nodes drawn at random from the machine's `machine` nodes, laid in consecutive units of
+/// `unit` nodes (the last one partial), all lie in one unit): sum over the units of C(n_u, k) /
+/// C(machine, k), each term the product over j < k of (n_u - j) / (machine - j).
+double all_in_one_unit(std::int64_t machine, std::int64_t unit, std::int64_t k) {
+    if (k <= 1) return 1.0;
+    if (unit <= 1 || machine <= 1) return 0.0;
+    unit = std::min(unit, machine);
+    const auto share = [&](std::int64_t n) {
+        double p = 1.0;
+        for (std::int64_t j = 0; j < k && p > 0; ++j) {
+            p *= double(std::max<std::int64_t>(0, n - j)) / double(machine - j);
+        }
+        return p;
+    };
+    const std::int64_t full = machine / unit, rest = machine % unit;
+    return std::min(1.0, double(full) * share(unit) + (rest > 0 ? share(rest) : 0.0));
+}
+
+/// Random placement (PlacementKind::random: the job's nodes drawn at random from the machine,
+/// ranks in order inside each node): a group whose members sit on `k` nodes (k >= 2) has them on
+/// a random k-subset of the machine's nodes (ClusterSpec::total_gpus, or the job's own when 0),
+/// laid in consecutive NVLink domains, racks and pods. Its ring crosses the widest unit its k
+/// nodes do not all share: NVLink inside one multi-node domain, else its members' NICs
+/// (`per_node` members of a node driving as many at once, as ring_link), divided by the rack's
+/// oversubscription across racks and the pod's too across pods. The collective time over the
+/// levels' probabilities is exact for its bandwidth term: the link's bytes_per_s is 1 / sum(p_l /
+/// bw_l); its level is the one of the largest share of that time (what the regime of that
+/// level and the variability classes see), its per-step latency the probabilities' mean.
+GroupLink random_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, std::int64_t k,
+                      int per_node, std::int64_t job_gpus) {
+    const std::int64_t gpn = std::max(1, hw.gpus_per_node);
+    const std::int64_t machine_gpus = cluster.total_gpus > 0 ? cluster.total_gpus : job_gpus;
+    const std::int64_t machine = std::max(k, (machine_gpus + gpn - 1) / gpn);
+    const std::int64_t domain = domain_gpus(hw) / gpn;  // nodes per NVLink domain
+    const std::int64_t rack = std::max(1, cluster.nodes_per_rack);
+    const std::int64_t pod = rack * std::max(1, cluster.racks_per_pod);
+    const double in_domain = domain > 1 ? all_in_one_unit(machine, domain, k) : 0.0;
+    const double in_rack = std::max(in_domain, all_in_one_unit(machine, rack, k));
+    const double in_pod = std::max(in_rack, all_in_one_unit(machine, pod, k));
+    const double nic = std::min(hw.nvlink_bytes_per_s, per_node * hw.nic_bytes_per_s);
+    const double rack_os = std::max(1.0, cluster.rack_oversubscription);
+    const double pod_os = std::max(1.0, cluster.pod_oversubscription);
+    struct Level {
+        LinkLevel level;
+        double p, bytes_per_s, latency_s;
+    };
+    const Level levels[] = {
+        {LinkLevel::nvlink, in_domain, hw.nvlink_bytes_per_s, hw.nvlink_latency_s},
+        {LinkLevel::nic, in_rack - in_domain, nic, hw.nic_latency_s},
+        {LinkLevel::rack, in_pod - in_rack, nic / rack_os, hw.nic_latency_s},
+        {LinkLevel::pod, 1.0 - in_pod, nic / rack_os / pod_os, hw.nic_latency_s}};
+    GroupLink link;
+    link.size = size;
+    double seconds_per_byte = 0, latency = 0, largest = -1;
+    for (const Level& l : levels) {
+        if (!(l.p > 0) || !(l.bytes_per_s > 0)) continue;
+        const double share = l.p / l.bytes_per_s;
+        seconds_per_byte += share;
+        latency += l.p * l.latency_s;
+        if (share > largest) largest = share, link.level = l.level;
+    }
+    link.bytes_per_s = 1.0 / seconds_per_byte;
+    link.latency_s = latency;
+    link.intra_latency_s = hw.nvlink_latency_s;
+    link.domains = link.level == LinkLevel::nvlink
+                       ? 1
+                       : int((size + std::max(1, per_node) - 1) / std::max(1, per_node));
+    return link;
+}
+
+/// Nodes that hold the members of a group of `size` ranks `stride` GPUs apart (ranks in order
+/// inside each node).
+std::int64_t member_nodes(const HardwareSpec& hw, int size, std::int64_t stride) {
+    const std::int64_t gpn = std::max(1, hw.gpus_per_node);
+    if (stride >= gpn) return size;
+    return (std::int64_t{size} * stride + gpn - 1) / gpn;
+}
+
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, int stride,
                      std::int64_t job_gpus) {
     const std::int64_t span = std::int64_t{size} * stride;
@@ -124,7 +202,14 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, int siz
 
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
                      ParallelDim dim) {
-    return group_link(hw, cluster, dim_size(point, dim), dim_stride(point, dim), point.gpus());
+    const int size = dim_size(point, dim), stride = dim_stride(point, dim);
+    const std::int64_t nodes = member_nodes(hw, size, stride);
+    if (point.placement.kind == PlacementKind::random && size > 1 && nodes > 1) {
+        return random_link(hw, cluster, size, nodes,
+                           members_per_domain(size, stride, std::max(1, hw.gpus_per_node)),
+                           point.gpus());
+    }
+    return group_link(hw, cluster, size, stride, point.gpus());
 }
 
 GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const DesignPoint& point,
@@ -133,6 +218,20 @@ GroupLink group_link(const HardwareSpec& hw, const ClusterSpec& cluster, const D
     if (na <= 1) return group_link(hw, cluster, point, b);
     if (nb <= 1) return group_link(hw, cluster, point, a);
     const int sa = dim_stride(point, a), sb = dim_stride(point, b);
+    if (point.placement.kind == PlacementKind::random) {
+        // the members' nodes: the inner dim's members per node times the outer dim's nodes
+        const int inner = sa < sb ? na : nb, inner_stride = std::min(sa, sb);
+        const int outer = sa < sb ? nb : na, outer_stride = std::max(sa, sb);
+        const std::int64_t gpn = std::max(1, hw.gpus_per_node);
+        const int per_node =
+            int(std::min<std::int64_t>(std::int64_t{members_per_domain(inner, inner_stride, gpn)} *
+                                           members_per_domain(outer, outer_stride, gpn),
+                                       gpn));
+        const std::int64_t nodes = std::int64_t{outer_stride} >= gpn
+                                       ? std::int64_t{outer} * member_nodes(hw, inner, inner_stride)
+                                       : member_nodes(hw, outer, outer_stride);
+        if (nodes > 1) return random_link(hw, cluster, na * nb, nodes, per_node, point.gpus());
+    }
     const std::int64_t domain = domain_gpus(hw);
     // the placement order nests the dims: the outer one's stride is at least the inner's extent
     const std::int64_t span = std::max(std::int64_t{na} * sa, std::int64_t{nb} * sb);
@@ -152,7 +251,10 @@ ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
               sd = dim_stride(point, ParallelDim::dp);
     const std::int64_t domain = nvlink_domain_gpus(hw);
     std::int64_t lo = 0, hi = 0, first_domain = 0;
-    std::vector<std::int64_t> seen;
+    std::vector<std::int64_t> seen, nodes;
+    const std::int64_t gpn = std::max(1, hw.gpus_per_node);
+    std::int64_t first_node = 0;
+    int per_node = 0;  // members on member 0's node
     g.per_domain = 0;
     for (int j = 0; j < size; ++j) {
         std::int64_t r = std::int64_t{j} * stride;
@@ -167,6 +269,11 @@ ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
         hi = std::max(hi, gpu);
         if (d == first_domain) ++g.per_domain;
         if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+        if (j == 0) first_node = gpu / gpn;
+        if (gpu / gpn == first_node) ++per_node;
+        if (std::find(nodes.begin(), nodes.end(), gpu / gpn) == nodes.end()) {
+            nodes.push_back(gpu / gpn);
+        }
     }
     g.domains = int(seen.size());
     const std::int64_t span = hi - lo + 1;
@@ -175,6 +282,15 @@ ExpertGroup expert_group(const HardwareSpec& hw, const ClusterSpec& cluster,
     const std::int64_t level_span =
         g.domains > 1 ? std::max<std::int64_t>(span, domain + 1) : std::min(span, domain);
     g.link = ring_link(hw, cluster, size, level_span, ring ? g.per_domain : 1, point.gpus());
+    if (point.placement.kind == PlacementKind::random && nodes.size() > 1) {
+        // random_link: its nodes a random subset of the machine's; the domains it meets with them
+        g.link = random_link(hw, cluster, size, std::int64_t(nodes.size()), ring ? per_node : 1,
+                             point.gpus());
+        if (g.link.level != LinkLevel::nvlink && domain > gpn) {
+            g.per_domain = per_node;
+            g.domains = int(nodes.size());
+        }
+    }
     return g;
 }
 

@@ -1,0 +1,150 @@
+// Random placement's links (PlacementKind::random: the job's nodes drawn at random from the
+// machine, ranks in order inside each node; src/model/topology.hpp random_link): a group on k
+// nodes has them on a random k-subset of the machine's nodes, so it crosses racks and pods more
+// often than the ordered layout's consecutive nodes. Hand calculations on the helpers' cluster
+// (8 GPUs a node, NVLink 300 GB/s and 3 us, NIC 25 GB/s and 10 us, 4 nodes a rack, 2 racks a
+// pod, racks oversubscribed 2x and pods 3x more), and the probabilities against an enumeration
+// of every k-subset.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "model_test_helpers.hpp"
+#include "src/model/deterministic.hpp"
+#include "src/model/topology.hpp"
+
+namespace {
+
+using prism::DesignPoint;
+using prism::LinkLevel;
+using prism::ParallelDim;
+using prism::PlacementKind;
+
+/// tp 8 x dp 4: the DP group one member a node on 4 nodes (ordered: one rack, the NIC).
+DesignPoint tp8_dp4(PlacementKind kind) {
+    DesignPoint p;
+    p.tp = 8;
+    p.dp = 4;
+    p.placement.kind = kind;
+    return p;
+}
+
+/// Brute force: the share of the k-subsets of `machine` nodes (racks of 4, pods of 8) that lie in
+/// one rack, and in one pod.
+std::pair<double, double> enumerate(int machine, int k) {
+    std::vector<int> pick(std::size_t(machine), 0);
+    std::fill(pick.end() - k, pick.end(), 1);
+    double all = 0, rack = 0, pod = 0;
+    do {
+        std::vector<int> nodes;
+        for (int i = 0; i < machine; ++i) {
+            if (pick[std::size_t(i)]) nodes.push_back(i);
+        }
+        const bool one_rack = nodes.front() / 4 == nodes.back() / 4;
+        const bool one_pod = nodes.front() / 8 == nodes.back() / 8;
+        all += 1;
+        rack += one_rack;
+        pod += one_pod;
+    } while (std::next_permutation(pick.begin(), pick.end()));
+    return {rack / all, pod / all};
+}
+
+TEST(RandomPlacementLinks, AJobThatFillsTheMachineKeepsItsOrderedLinks) {
+    auto e = prism::test::small_experiment();  // total_gpus 0: the machine is the job's 4 nodes
+    const auto ordered = prism::group_link(e.hardware[0], e.cluster,
+                                           tp8_dp4(PlacementKind::ordered), ParallelDim::dp);
+    const auto random = prism::group_link(e.hardware[0], e.cluster, tp8_dp4(PlacementKind::random),
+                                          ParallelDim::dp);
+    EXPECT_EQ(random.level, ordered.level);
+    EXPECT_EQ(random.level, LinkLevel::nic);
+    EXPECT_DOUBLE_EQ(random.bytes_per_s, ordered.bytes_per_s);
+    EXPECT_DOUBLE_EQ(random.latency_s, ordered.latency_s);
+    // a group inside a node keeps NVLink whatever the nodes
+    const auto tp = prism::group_link(e.hardware[0], e.cluster, tp8_dp4(PlacementKind::random),
+                                      ParallelDim::tp);
+    EXPECT_EQ(tp.level, LinkLevel::nvlink);
+    EXPECT_EQ(tp.bytes_per_s, 300e9);
+}
+
+TEST(RandomPlacementLinks, FourNodesOfEightCrossRacksOfFourAlmostAlways) {
+    auto e = prism::test::small_experiment();
+    e.cluster.total_gpus = 64;  // 8 nodes: 2 racks, 1 pod
+    const auto [rack, pod] = enumerate(8, 4);
+    EXPECT_DOUBLE_EQ(rack, 2.0 / 70);  // 2 racks of C(4, 4) of C(8, 4) subsets
+    EXPECT_DOUBLE_EQ(pod, 1.0);
+    const auto link = prism::group_link(e.hardware[0], e.cluster, tp8_dp4(PlacementKind::random),
+                                        ParallelDim::dp);
+    // one NIC a member: 25 GB/s inside a rack, 12.5 across racks
+    const double expected = 1.0 / (rack / 25e9 + (1 - rack) / 12.5e9);
+    EXPECT_NEAR(link.bytes_per_s / expected, 1.0, 1e-12);
+    EXPECT_EQ(link.level, LinkLevel::rack);
+    EXPECT_NEAR(link.latency_s, 10e-6, 1e-18);
+    // ordered, the 4 nodes are one rack
+    const auto ordered = prism::group_link(e.hardware[0], e.cluster,
+                                           tp8_dp4(PlacementKind::ordered), ParallelDim::dp);
+    EXPECT_EQ(ordered.level, LinkLevel::nic);
+    EXPECT_EQ(ordered.bytes_per_s, 25e9);
+}
+
+TEST(RandomPlacementLinks, OnTwoPodsMostGroupsPayBothOversubscriptions) {
+    auto e = prism::test::small_experiment();
+    e.cluster.total_gpus = 128;  // 16 nodes: 4 racks, 2 pods
+    const auto [rack, pod] = enumerate(16, 4);
+    EXPECT_NEAR(rack, 4.0 / 1820, 1e-15);
+    EXPECT_NEAR(pod, 140.0 / 1820, 1e-15);
+    const auto link = prism::group_link(e.hardware[0], e.cluster, tp8_dp4(PlacementKind::random),
+                                        ParallelDim::dp);
+    const double expected =
+        1.0 / (rack / 25e9 + (pod - rack) / 12.5e9 + (1 - pod) / (25e9 / 2 / 3));
+    EXPECT_NEAR(link.bytes_per_s / expected, 1.0, 1e-12);
+    EXPECT_EQ(link.level, LinkLevel::pod);
+
+    // the DP reduction of the step follows: the same point, ZeRO-1, reduce-scatter of fp32
+    // gradients and gather of bf16 weights, each a ring of 4 at 0.8 x the link's bandwidth
+    e.training.overlap_param_gather = false;
+    DesignPoint p = tp8_dp4(PlacementKind::random);
+    p.zero_stage = 1;
+    p.microbatch = 4;
+    DesignPoint q = p;
+    q.placement.kind = PlacementKind::ordered;
+    const auto r = prism::evaluate_deterministic(e, p);
+    const auto o = prism::evaluate_deterministic(e, q);
+    const double stage =
+        (8 * prism::test::kLayerParams + prism::test::kVocab * prism::test::kH) / 8;
+    const auto ring = [&](double bytes, double bw) {
+        return 0.75 * bytes / (0.8 * bw) + 3 * 10e-6;
+    };
+    EXPECT_NEAR(r.breakdown.dp_sync_exposed_s,
+                ring(4 * stage, expected) + ring(2 * stage, expected), 1e-9);
+    EXPECT_NEAR(o.breakdown.dp_sync_exposed_s, ring(4 * stage, 25e9) + ring(2 * stage, 25e9), 1e-9);
+    EXPECT_GT(r.step_time_s, o.step_time_s);
+}
+
+TEST(RandomPlacementLinks, TraysOfAnNvlinkDomainDrawnApartLoseNvlink) {
+    // GB200-like: 4 GPUs a tray, 72 a domain (18 trays); tp 8 on two trays
+    auto e = prism::test::small_experiment();
+    e.hardware[0].gpus_per_node = 4;
+    e.hardware[0].nvlink_domain = 72;
+    e.cluster.nodes_per_rack = 18;
+    e.cluster.racks_per_pod = 16;
+    e.cluster.rack_oversubscription = 1;
+    e.cluster.total_gpus = 144;  // 36 trays: 2 domains (racks)
+    DesignPoint p;
+    p.tp = 8;
+    p.dp = 18;
+    const auto ordered = prism::group_link(e.hardware[0], e.cluster, p, ParallelDim::tp);
+    EXPECT_EQ(ordered.level, LinkLevel::nvlink);
+    p.placement.kind = PlacementKind::random;
+    const auto random = prism::group_link(e.hardware[0], e.cluster, p, ParallelDim::tp);
+    // the two trays share a domain with probability 2 C(18, 2) / C(36, 2) = 306 / 630; else the
+    // 4 members of a tray drive their 4 NICs (100 GB/s) across the racks (not oversubscribed here)
+    const double same = 306.0 / 630;
+    EXPECT_NEAR(random.bytes_per_s / (1.0 / (same / 300e9 + (1 - same) / 100e9)), 1.0, 1e-12);
+    EXPECT_EQ(random.level, LinkLevel::rack);
+    EXPECT_NEAR(random.latency_s, same * 3e-6 + (1 - same) * 10e-6, 1e-18);
+}
+
+}  // namespace
