@@ -147,4 +147,25 @@ TEST(RandomPlacementLinks, TraysOfAnNvlinkDomainDrawnApartLoseNvlink) {
     EXPECT_NEAR(random.latency_s, same * 3e-6 + (1 - same) * 10e-6, 1e-18);
 }
 
+// An expert-parallel group over two nodes (ep 16 of 8-GPU nodes): its all-to-all leaves each
+// node through each GPU's own NIC; drawn at random from 16 nodes (racks of 4, pods of 8) the two
+// share a rack with probability 4 C(4, 2) / C(16, 2) = 0.2, a pod with 2 C(8, 2) / C(16, 2).
+TEST(RandomPlacementLinks, ExpertGroupsAcrossNodesFollowTheDraw) {
+    auto e = prism::test::small_moe_experiment();
+    e.cluster.total_gpus = 128;
+    DesignPoint p;
+    p.dp = 16;
+    p.ep = 16;
+    const auto ordered = prism::expert_group(e.hardware[0], e.cluster, p, 16, 1, false);
+    EXPECT_EQ(ordered.link.level, LinkLevel::nic);
+    EXPECT_EQ(ordered.link.bytes_per_s, 25e9);
+    p.placement.kind = PlacementKind::random;
+    const auto random = prism::expert_group(e.hardware[0], e.cluster, p, 16, 1, false);
+    const double rack = 24.0 / 120, pod = 56.0 / 120;
+    const double expected = 1.0 / (rack / 25e9 + (pod - rack) / 12.5e9 + (1 - pod) / (25e9 / 6));
+    EXPECT_NEAR(random.link.bytes_per_s / expected, 1.0, 1e-12);
+    EXPECT_EQ(random.link.level, LinkLevel::pod);
+    EXPECT_EQ(random.per_domain, ordered.per_domain);  // 8 members a node either way
+}
+
 }  // namespace
