@@ -417,15 +417,11 @@ double stall_duration(const StepsCommand& cmd) {
 /// profile `spec` (src/fit/stall_fit.hpp).
 fit::StallFit fit_group_stalls(const std::vector<LoadedGroup>& groups, const VariabilitySpec& spec,
                                double duration_s) {
-    std::vector<fit::StallGroup> g;
-    for (const LoadedGroup& lg : groups) {
-        std::vector<double> all;
-        for (const fit::MeasuredSteps& r : lg.group.runs) {
-            all.insert(all.end(), r.step_time_s.begin(), r.step_time_s.end());
-        }
-        g.push_back({lg.label, lg.group.model, fit::detail::median_of(std::move(all))});
-    }
-    return fit::fit_stalls(g, spec, duration_s);
+    std::vector<fit::StepGroup> g;
+    for (const LoadedGroup& lg : groups) g.push_back(lg.group);
+    std::vector<fit::StallGroup> medians = fit::stall_groups(g);
+    for (std::size_t k = 0; k < medians.size(); ++k) medians[k].name = groups[k].label;
+    return fit::fit_stalls(medians, spec, duration_s);
 }
 
 /// What the stall fit prints and writes above its keys.
@@ -466,64 +462,47 @@ std::vector<std::string> stall_lines(const std::vector<LoadedGroup>& groups,
     return lines;
 }
 
-/// How much the stall fit rests on the within-run split it was given. The shape (each run over its
-/// median) tells transient noise from the regime only as far as their shapes differ, while under
-/// lockstep (FSDP) the transient noise also raises every median (each collective waits for the
-/// largest of its GPUs' draws), the more the more GPUs: which the stall fit reads as growth. The
-/// ridge's ends (all of the within-run spread from one source, the other at 0) whose worst KS is
-/// within kRidgeKs of the fit's are fitted again and the stalls with each; lines for the output
-/// and the profile, a warning on stderr where the fractions differ by more than a quarter.
+/// The stall fit along the within-run fit's ridge (fit::stall_ridge): lines for the output and
+/// the profile, a warning on stderr where the fractions along it are apart.
 std::vector<std::string> ridge_stall_lines(const std::vector<LoadedGroup>& groups,
                                            const VariabilitySpec& base, const fit::StepFit& all,
                                            double fraction, double duration_s) {
-    constexpr double kRidgeKs = 0.02;  // KS within this of the fit's: as good a shape
     std::vector<fit::StepGroup> g;
     for (const LoadedGroup& lg : groups) g.push_back(lg.group);
-    std::vector<std::string> ends;
-    double lo = fraction, hi = fraction;
-    for (const auto target : {fit::StepFitTarget::regime, fit::StepFitTarget::transient}) {
-        const bool regime = target == fit::StepFitTarget::regime;
-        fit::StepFitParameters start = all.parameters;
-        (regime ? start.transient_scale : start.regime_cv) = 0;
-        if (!regime && start.transient_scale <= 0) start.transient_scale = 1;
-        const fit::StepFit end = fit::fit_steps_groups(g, base, target, start);
-        const std::string what =
-            regime ? fmt::format("all from the regime (cv {:.4g})", end.parameters.regime_cv)
-                   : fmt::format("all from the transient noise (scale {:.4g})",
-                                 end.parameters.transient_scale);
-        if (end.ks_shape > all.ks_shape + kRidgeKs) {
-            ends.push_back(
-                fmt::format("{}: worst KS shape {:.3f}, a worse shape", what, end.ks_shape));
-            continue;
-        }
-        const fit::StallFit sf =
-            fit_group_stalls(groups, fit::with_parameters(base, end.parameters), duration_s);
-        lo = std::min(lo, sf.stalls.fraction);
-        hi = std::max(hi, sf.stalls.fraction);
-        std::string medians;
-        for (std::size_t k = 0; k < groups.size(); ++k) {
-            const double step = deterministic_step_time(groups[k].group.model.profile);
-            medians += fmt::format("{}{:+.2f}%", k == 0 ? "" : " / ",
-                                   100 * (sf.model_without_s[k] / step - 1));
-        }
-        ends.push_back(fmt::format(
-            "{}: worst KS shape {:.3f}, model medians without stalls {} of the deterministic "
-            "step, stalled fraction {:.4g}{}",
-            what, end.ks_shape, medians, sf.stalls.fraction,
-            sf.stall_like() ? "" : " (not stall-like)"));
-    }
+    const fit::StallRidge ridge = fit::stall_ridge(g, base, all, fraction, duration_s);
     std::vector<std::string> lines{fmt::format(
         "  the ridge of the within-run fit (the fit: transient scale {:.4g}, regime cv {:.4g}, "
         "worst KS shape {:.3f}):",
         all.parameters.transient_scale, all.parameters.regime_cv, all.ks_shape)};
-    for (const std::string& e : ends) lines.push_back("    " + e);
-    const bool apart = hi > 0 && (lo <= 0 || hi / lo > 1.25);
-    if (apart) {
+    for (const fit::StallRidgeEnd& end : ridge.ends) {
+        const bool regime = end.target == fit::StepFitTarget::regime;
+        const std::string what =
+            regime ? fmt::format("all from the regime (cv {:.4g})", end.fit.parameters.regime_cv)
+                   : fmt::format("all from the transient noise (scale {:.4g})",
+                                 end.fit.parameters.transient_scale);
+        if (!end.as_good) {
+            lines.push_back(fmt::format("    {}: worst KS shape {:.3f}, a worse shape", what,
+                                        end.fit.ks_shape));
+            continue;
+        }
+        std::string medians;
+        for (std::size_t k = 0; k < groups.size(); ++k) {
+            const double step = deterministic_step_time(groups[k].group.model.profile);
+            medians += fmt::format("{}{:+.2f}%", k == 0 ? "" : " / ",
+                                   100 * (end.stalls.model_without_s[k] / step - 1));
+        }
+        lines.push_back(
+            fmt::format("    {}: worst KS shape {:.3f}, model medians without stalls {} of the "
+                        "deterministic step, stalled fraction {:.4g}{}",
+                        what, end.fit.ks_shape, medians, end.stalls.stalls.fraction,
+                        end.stalls.stall_like() ? "" : " (not stall-like)"));
+    }
+    if (ridge.apart()) {
         const std::string why = fmt::format(
             "the step times do not tell transient noise from the regime, and the stalled "
             "fraction along that ridge runs from {:.4g} to {:.4g}: the transient noise raises "
             "the larger job's median more (docs/tails.md, \"Fitting stalls from two scales\")",
-            lo, hi);
+            ridge.lo, ridge.hi);
         std::cerr << "prism: warning: steps fit: --stalls: " << why << "\n";
         lines.push_back("  " + why);
     }

@@ -45,6 +45,47 @@ std::pair<double, double> spread(const std::vector<double>& r) {
 
 bool StallFit::stall_like() const { return least_share <= kMaxLeastStallShare; }
 
+bool StallRidge::apart() const { return hi > 0 && (lo <= 0 || hi / lo > kRidgeApart); }
+
+std::vector<StallGroup> stall_groups(const std::vector<StepGroup>& groups) {
+    std::vector<StallGroup> out;
+    for (const StepGroup& g : groups) {
+        std::vector<double> all;
+        for (const MeasuredSteps& r : g.runs) {
+            all.insert(all.end(), r.step_time_s.begin(), r.step_time_s.end());
+        }
+        out.push_back({g.name, g.model, detail::median_of(std::move(all))});
+    }
+    return out;
+}
+
+StallRidge stall_ridge(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
+                       const StepFit& fit, double fraction, double duration_s) {
+    StallRidge out;
+    out.lo = out.hi = fraction;
+    const std::vector<StallGroup> medians = stall_groups(groups);
+    for (const StepFitTarget target : {StepFitTarget::regime, StepFitTarget::transient}) {
+        StallRidgeEnd end;
+        end.target = target;
+        StepFitParameters start = fit.parameters;
+        if (target == StepFitTarget::regime) {
+            start.transient_scale = 0;
+        } else {
+            start.regime_cv = 0;
+            if (!(start.transient_scale > 0)) start.transient_scale = 1;
+        }
+        end.fit = fit_steps_groups(groups, base, target, start);
+        end.as_good = end.fit.ks_shape <= fit.ks_shape + kRidgeKs;
+        if (end.as_good) {
+            end.stalls = fit_stalls(medians, with_parameters(base, end.fit.parameters), duration_s);
+            out.lo = std::min(out.lo, end.stalls.stalls.fraction);
+            out.hi = std::max(out.hi, end.stalls.stalls.fraction);
+        }
+        out.ends.push_back(std::move(end));
+    }
+    return out;
+}
+
 StallFit fit_stalls(const std::vector<StallGroup>& groups, const VariabilitySpec& base,
                     double duration_s) {
     if (groups.size() < 2) {

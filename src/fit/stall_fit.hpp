@@ -73,4 +73,38 @@ inline constexpr double kMaxStallFraction = 0.5;
 StallFit fit_stalls(const std::vector<StallGroup>& groups, const VariabilitySpec& base,
                     double duration_s);
 
+/// Each group's measured median (its runs' steps pooled) with its model: the stall fit's input.
+std::vector<StallGroup> stall_groups(const std::vector<StepGroup>& groups);
+
+/// How much a stall fit rests on the within-run split it was handed. The shape (each run over
+/// its median) tells transient noise from the regime only as far as their shapes differ, while a
+/// collective waiting for the largest of its GPUs' transient draws raises the median, the more
+/// the more GPUs: which the stall fit reads as growth. The ridge's two ends (all of the
+/// within-run spread from the regime, or all from the transient noise: fit_steps_groups with
+/// that target, the other parameter at 0) are fitted again over every group, and where an end's
+/// worst KS shape is within kRidgeKs of the fit's (as good a shape) the stalls with it.
+struct StallRidgeEnd {
+    StepFitTarget target = StepFitTarget::regime;  ///< regime or transient
+    StepFit fit;                                   ///< the end's within-run fit
+    bool as_good = false;                          ///< its worst KS within kRidgeKs of the fit's
+    StallFit stalls;                               ///< with it (as_good only)
+};
+struct StallRidge {
+    std::vector<StallRidgeEnd> ends;  ///< regime end, transient end
+    /// The least and largest stalled fraction along the ridge (the fit's and its good ends')
+    double lo = 0, hi = 0;
+    /// The fractions differ by more than kRidgeApart (or one is 0 and another is not): the
+    /// step times do not pin the stalls.
+    bool apart() const;
+};
+/// KS shapes within this of each other: as good a fit (below what a few hundred steps resolve).
+inline constexpr double kRidgeKs = 0.02;
+/// Fractions along the ridge more than this factor apart are not pinned by the step times.
+inline constexpr double kRidgeApart = 1.25;
+
+/// The stall fit along the ridge of `fit` (fit_steps_groups on `groups` with `base`), whose
+/// stall fit gave `fraction` for stalls of `duration_s`.
+StallRidge stall_ridge(const std::vector<StepGroup>& groups, const VariabilitySpec& base,
+                       const StepFit& fit, double fraction, double duration_s);
+
 }  // namespace prism::fit
