@@ -118,6 +118,9 @@ void apply_training_schedule_keys(const toml::table& table, const ModelSpec& mod
     if (const toml::node* n = table.get("bf16_optimizer")) {
         training.bf16_optimizer = as_bool(*n, "training.bf16_optimizer");
     }
+    if (const toml::node* n = table.get("reduce_bucket_size")) {
+        training.reduce_bucket_elements = as_positive(*n, "training.reduce_bucket_size", true);
+    }
     if (const toml::node* n = table.get("grad_reduce_every_microbatch")) {
         training.grad_reduce_every_microbatch =
             as_bool(*n, "training.grad_reduce_every_microbatch");

@@ -184,6 +184,9 @@ struct StageTerms {
     double logit_bytes = 4;  ///< the logits and their gradient: fp32 (amp's loss), bf16 if pure
     double activations_per_layer = 0;
     double recompute_temporary = 0;
+    /// DeepSpeed's ZeRO-1/2 gradient bucket(s), allocated whole in each backward
+    /// (TrainingSpec::reduce_bucket_elements)
+    double grad_bucket_bytes = 0;
     /// the ZeRO stage of the memory (sharding_stage: FSDP under PP may hold 1's)
     int sharding = 0;
 };
@@ -199,6 +202,13 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.expert_params = layer_expert_params(m);
     t.expert_weight_bytes = expert_weight_bytes(m, tr, 1);
     t.sharding = sharding_stage(tr, p);
+    // DeepSpeed's ZeRO-1/2 optimizer, not its BF16_Optimizer (bf16 with fp32 gradients at
+    // ZeRO 0-1): its contiguous gradient bucket(s) in the 16-bit parameters' dtype
+    const bool bf16_optimizer = tr.bf16_optimizer && tr.precision == Precision::bf16 &&
+                                tr.grad_reduce_in_fp32 && !tr.pure_bf16 && t.sharding <= 1;
+    if (tr.reduce_bucket_elements > 0 && (t.sharding == 1 || t.sharding == 2) && !bf16_optimizer) {
+        t.grad_bucket_bytes = 2.0 * tr.reduce_bucket_elements * (tr.overlap_grad_reduce ? 2 : 1);
+    }
     t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
     if (p.recompute == Recompute::full) {
         // recomputing a layer rebuilds its activations
@@ -261,7 +271,7 @@ MemoryBreakdown stage_memory(const StageTerms& terms, const ModelSpec& m, const 
     mem.activations_bytes = terms.activations_per_layer * layers *
                             inflight_microbatches(p.pp, p.interleave, microbatches, stage);
 
-    double temporary = terms.recompute_temporary;
+    double temporary = terms.recompute_temporary + terms.grad_bucket_bytes;
     if (last) {
         // the logits and their gradient (vocab-parallel over t): fp32 under amp, bf16 if pure
         temporary += 2.0 * terms.logit_bytes * p.microbatch * double(m.seq) / p.cp * m.vocab / t;

@@ -165,6 +165,15 @@ struct TrainingSpec {
     /// parameter AllGather after the optimizer. false: one reduction per step, after the last
     /// microbatch (Megatron's distributed optimizer). Applies at zero_stage 2 with d c > 1.
     bool grad_reduce_every_microbatch = false;
+    /// DeepSpeed's ZeRO stage 1-2 optimizer (DeepSpeedZeroOptimizer, deepspeed/runtime/zero/
+    /// stage_1_and_2.py, setup_buckets): with contiguous_gradients (DeepSpeed's default) every
+    /// microbatch's backward allocates the gradient bucket whole, `torch.empty(reduce_bucket_size,
+    /// dtype=the 16-bit parameters' dtype)`, a second one with overlap_comm (overlap_grad_reduce
+    /// here): reduce_bucket_size elements x 2 bytes of memory beside the gradients, whatever the
+    /// model's size (DeepSpeed's default 5e8: 0.93 GiB). Not where DeepSpeed takes the
+    /// BF16_Optimizer instead (bf16_optimizer: bf16 with fp32 gradients at ZeRO 0-1). 0: none
+    /// (Megatron's gradient buffer is the gradients themselves).
+    double reduce_bucket_elements = 0;
     /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /
     /// --decoder-last-pipeline-num-layers): layers on the first / last stage, the other stages
     /// sharing the rest evenly; 0 = not set. Ignored at pp = 1.

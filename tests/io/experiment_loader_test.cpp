@@ -718,6 +718,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.training.blocking_p2p);
     EXPECT_TRUE(e.training.bf16_optimizer);
     EXPECT_TRUE(e.training.grad_reduce_every_microbatch);
+    EXPECT_EQ(e.training.reduce_bucket_elements, 2.5e8);
 
     ASSERT_EQ(e.hardware.size(), 2u);
     const prism::HardwareSpec& h100 = e.hardware[0];
@@ -1144,6 +1145,17 @@ TEST(ExperimentLoader, GradReduceEveryMicrobatchFollowsTheStackUnlessTrainingSay
     EXPECT_FALSE(every(llama + hw +
                        "[stack]\npreset = \"deepspeed\"\ngrad_reduce_every_microbatch = false\n"));
     EXPECT_TRUE(every(llama + hw + "[stack]\ngrad_reduce_every_microbatch = true\n"));
+    const auto bucket = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.reduce_bucket_elements;
+    };
+    EXPECT_EQ(bucket(llama + hw), 0.0);
+    EXPECT_EQ(bucket(llama + "stack = \"torchtitan\"\n" + hw), 0.0);
+    EXPECT_EQ(bucket(llama + "stack = \"deepspeed\"\n" + hw), 5e8);
+    EXPECT_EQ(bucket(llama + "stack = \"deepspeed\"\nreduce_bucket_size = 2e8\n" + hw), 2e8);
+    EXPECT_EQ(bucket(llama + hw + "[stack]\npreset = \"deepspeed\"\nreduce_bucket_size = 0\n"),
+              0.0);
+    EXPECT_EQ(error_of(llama + "reduce_bucket_size = -1\n" + hw),
+              "exp.toml:5:22: training.reduce_bucket_size: value -1 must be >= 0");
     EXPECT_EQ(error_of(llama + "grad_reduce_every_microbatch = 2\n" + hw),
               "exp.toml:5:32: training.grad_reduce_every_microbatch: expected a boolean, got an "
               "integer");

@@ -295,3 +295,56 @@ TEST(Zero2EveryMicrobatch, OnlyAtZeroStage2) {
 }
 
 }  // namespace
+
+namespace {
+
+// DeepSpeed's ZeRO-1/2 optimizer allocates its contiguous gradient bucket whole in every
+// backward (stage_1_and_2.py, setup_buckets: torch.empty(reduce_bucket_size, dtype=the 16-bit
+// parameters'), a second one with overlap_comm): reduce_bucket_size x 2 bytes, whatever the
+// model's size; not under the BF16_Optimizer (bf16 with fp32 gradients at ZeRO 0-1).
+TEST(DeepSpeedGradBucket, TheBucketIsAllocatedWholeBesideTheGradients) {
+    auto e = prism::test::small_experiment();
+    DesignPoint p;
+    p.tp = 2;
+    p.dp = 2;
+    p.zero_stage = 2;
+    p.microbatch = 1;
+    const auto without = prism::evaluate_deterministic(e, p);
+    e.training.reduce_bucket_elements = 5e8;
+    const auto with = prism::evaluate_deterministic(e, p);
+    EXPECT_DOUBLE_EQ(with.memory.temporary_bytes - without.memory.temporary_bytes, 1e9);
+    EXPECT_DOUBLE_EQ(with.memory.grads_bytes, without.memory.grads_bytes);
+    EXPECT_DOUBLE_EQ(with.step_time_s, without.step_time_s);
+    // two buckets with overlap_comm
+    auto overlap = e;
+    overlap.training.overlap_grad_reduce = true;
+    auto overlap_without = overlap;
+    overlap_without.training.reduce_bucket_elements = 0;
+    EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(overlap, p).memory.temporary_bytes -
+                         prism::evaluate_deterministic(overlap_without, p).memory.temporary_bytes,
+                     2e9);
+    // ZeRO-1 with bf16 gradients: the same optimizer and bucket; with fp32 gradients DeepSpeed
+    // takes the BF16_Optimizer (no bucket); ZeRO-0 and ZeRO-3 take other optimizers
+    auto plain = e;
+    plain.training.reduce_bucket_elements = 0;
+    const auto bucket = [&](const prism::Experiment& x, int stage) {
+        DesignPoint q = p;
+        q.zero_stage = stage;
+        auto y = x;
+        y.training.reduce_bucket_elements = 0;
+        return prism::evaluate_deterministic(x, q).memory.temporary_bytes -
+               prism::evaluate_deterministic(y, q).memory.temporary_bytes;
+    };
+    auto bf16_grads = e;
+    bf16_grads.training.grad_reduce_in_fp32 = false;
+    bf16_grads.training.bf16_optimizer = true;
+    EXPECT_DOUBLE_EQ(bucket(bf16_grads, 1), 1e9);
+    auto fp32_grads = e;
+    fp32_grads.training.bf16_optimizer = true;
+    EXPECT_DOUBLE_EQ(bucket(fp32_grads, 1), 0.0);
+    EXPECT_DOUBLE_EQ(bucket(fp32_grads, 2), 1e9);  // ZeRO-2: DeepSpeedZeroOptimizer again
+    EXPECT_DOUBLE_EQ(bucket(e, 0), 0.0);
+    EXPECT_DOUBLE_EQ(bucket(e, 3), 0.0);
+}
+
+}  // namespace
