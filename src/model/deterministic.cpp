@@ -250,14 +250,28 @@ void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, Lay
     }
 }
 
+/// The parameters of one layer of each pass kind of build_layer_passes: `backward` an MoE
+/// layer's wherever the model has MoE layers (its routed experts apart), `dense_backward` a dense
+/// layer's beside them. Not divided over TP / EP.
+struct KindParams {
+    double dense = 0;   ///< attention, norms, router, shared experts, a dense MLP: over TP
+    double routed = 0;  ///< an MoE layer's routed experts: over EP x ETP
+};
+KindParams backward_kind_params(const ModelSpec& m) {
+    const int moe = m.moe_layers();
+    if (moe == 0) return {dense_layer_params(m), 0};
+    const double routed = layer_expert_params(m) * m.layers / moe;
+    return {moe_layer_params(m) - routed, routed};
+}
+
 /// DeepSpeed's BF16_Optimizer (TrainingSpec::bf16_optimizer): with bf16 training and fp32
 /// gradients, every microbatch's backward ends with its bf16 gradients added into the fp32 ones,
 /// 18 bytes per parameter of the stage (a cast and an add: bf16_optimizer.py, update_hp_grads);
-/// each layer's backward carries its own parameters' share (the mean layer's on this GPU: its
-/// dense part over TP, its routed experts over EP x ETP), memory-bound; the embedding's backward
-/// the word embedding's (V h / TP), the output layer's backward its own where it is a tensor of
-/// its own (untied, or on another stage). DeepSpeed takes the BF16_Optimizer at ZeRO stage 0
-/// and 1 only (stages 2 and 3 reduce into their fp32 partitions instead: not modelled as
+/// each layer's backward carries its own parameters on this GPU (its dense part over TP, an MoE
+/// layer's routed experts over EP x ETP: backward_kind_params), memory-bound; the embedding's
+/// backward the word embedding's (V h / TP), the output layer's backward its own where it is a
+/// tensor of its own (untied, or on another stage). DeepSpeed takes the BF16_Optimizer at ZeRO
+/// stage 0 and 1 only (stages 2 and 3 reduce into their fp32 partitions instead: not modelled as
 /// DeepSpeed's).
 void add_bf16_optimizer_copy(const Context& c, LayerPasses& l, EndPasses& ends) {
     if (!c.tr.bf16_optimizer || !c.tr.grad_reduce_in_fp32 || c.tr.pure_bf16 ||
@@ -265,12 +279,13 @@ void add_bf16_optimizer_copy(const Context& c, LayerPasses& l, EndPasses& ends) 
         return;
     }
     constexpr double kBytesPerParam = 18;  // lp.grad.to(fp32): 2 + 4; hp.add_(.): 4 + 4 + 4
-    const double experts = layer_expert_params(c.m);
-    const double params = (layer_params(c.m) - experts) / c.t + experts / (double(c.ep) * c.etp);
-    const double copy_s = c.memory(kBytesPerParam * params);
-    for (PassBuilder* b : {&l.backward, &l.dense_backward}) {
-        if (!b->list.empty()) b->compute(KernelClass::elementwise, copy_s, c.sync);
-    }
+    const auto copy = [&](PassBuilder& b, const KindParams& k) {
+        if (b.list.empty()) return;
+        const double params = k.dense / c.t + k.routed / (double(c.ep) * c.etp);
+        b.compute(KernelClass::elementwise, c.memory(kBytesPerParam * params), c.sync);
+    };
+    copy(l.backward, backward_kind_params(c.m));
+    copy(l.dense_backward, {dense_layer_params(c.m), 0});
     const double embedding_s = c.memory(kBytesPerParam * embedding_params(c.m) / c.t);
     ends.embedding_backward.compute(KernelClass::elementwise, embedding_s, c.sync);
     if (c.p.pp > 1 || !c.m.tied_embeddings) {
@@ -321,16 +336,9 @@ void add_microbatch_grad_reduce(const Context& c, const Experiment& e, LayerPass
         if (dense_s > 0) b.comm(KernelClass::reducescatter, dense_s, c.dp_link.level, kDp);
         if (expert_s > 0) b.comm(KernelClass::reducescatter, expert_s, expert_link.level, kDp);
     };
-    // the pass kinds of build_layer_passes: `backward` an MoE layer's wherever the model has MoE
-    // layers, `dense_backward` a dense layer's beside them
-    const int moe = c.m.moe_layers();
-    if (moe > 0) {
-        const double routed = layer_expert_params(c.m) * c.m.layers / moe;
-        reduce(l.backward, moe_layer_params(c.m) - routed, routed);
-        reduce(l.dense_backward, dense_layer_params(c.m), 0);
-    } else {
-        reduce(l.backward, dense_layer_params(c.m), 0);
-    }
+    const KindParams kind = backward_kind_params(c.m);
+    reduce(l.backward, kind.dense, kind.routed);
+    reduce(l.dense_backward, dense_layer_params(c.m), 0);
     reduce(ends.embedding_backward, embedding_params(c.m), 0);
     if (p.pp > 1 || !c.m.tied_embeddings) reduce(ends.head_backward, embedding_params(c.m), 0);
 }

@@ -348,3 +348,24 @@ TEST(DeepSpeedGradBucket, TheBucketIsAllocatedWholeBesideTheGradients) {
 }
 
 }  // namespace
+
+namespace {
+
+// The copy over an MoE layer's parameters on this GPU: its attention, router and norms whole
+// (tp 1), its 16 routed experts (h x 512 x 2 each) over EP 2.
+TEST(Bf16Optimizer, AnMoeLayersCopyTakesItsRoutedExpertsOverExpertParallelism) {
+    auto e = prism::test::small_moe_experiment();
+    DesignPoint p;
+    p.dp = 2;
+    p.ep = 2;
+    p.microbatch = 1;
+    const auto fused = prism::evaluate_deterministic(e, p);
+    e.training.bf16_optimizer = true;
+    const auto copied = prism::evaluate_deterministic(e, p);
+    const double shared = 4 * kH * kH + 24 * kH;
+    const double routed = 16 * kH * 512 * 2;
+    EXPECT_NEAR(copied.breakdown.layer_backward_s - fused.breakdown.layer_backward_s,
+                18 * (shared + routed / 2) / (0.8 * 2e12), 1e-12);
+}
+
+}  // namespace
