@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -163,13 +165,15 @@ GroupLink random_link(const HardwareSpec& hw, const ClusterSpec& cluster, int si
     link.size = size;
     double seconds_per_byte = 0, latency = 0, largest = -1;
     for (const Level& l : levels) {
-        if (!(l.p > 0) || !(l.bytes_per_s > 0)) continue;
-        const double share = l.p / l.bytes_per_s;
+        if (!(l.p > 0)) continue;
+        // a level without bandwidth (no NIC) takes forever, as ring_link's 0 does
+        const double share =
+            l.bytes_per_s > 0 ? l.p / l.bytes_per_s : std::numeric_limits<double>::infinity();
         seconds_per_byte += share;
         latency += l.p * l.latency_s;
         if (share > largest) largest = share, link.level = l.level;
     }
-    link.bytes_per_s = 1.0 / seconds_per_byte;
+    link.bytes_per_s = std::isinf(seconds_per_byte) ? 0.0 : 1.0 / seconds_per_byte;
     link.latency_s = latency;
     link.intra_latency_s = hw.nvlink_latency_s;
     link.domains = link.level == LinkLevel::nvlink

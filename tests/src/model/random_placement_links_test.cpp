@@ -168,4 +168,17 @@ TEST(RandomPlacementLinks, ExpertGroupsAcrossNodesFollowTheDraw) {
     EXPECT_EQ(random.per_domain, ordered.per_domain);  // 8 members a node either way
 }
 
+// A machine without NICs (single-node hardware) cannot join nodes: ordered and random alike.
+TEST(RandomPlacementLinks, NodesWithoutNicsStayUnjoined) {
+    auto e = prism::test::small_experiment();
+    e.hardware[0].nic_bytes_per_s = 0;
+    e.cluster.total_gpus = 64;
+    const auto ordered = prism::group_link(e.hardware[0], e.cluster,
+                                           tp8_dp4(PlacementKind::ordered), ParallelDim::dp);
+    const auto random = prism::group_link(e.hardware[0], e.cluster, tp8_dp4(PlacementKind::random),
+                                          ParallelDim::dp);
+    EXPECT_EQ(ordered.bytes_per_s, 0.0);
+    EXPECT_EQ(random.bytes_per_s, 0.0);
+}
+
 }  // namespace
