@@ -64,7 +64,7 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
     add("training", "grad_reduce_every_microbatch", flag(t.grad_reduce_every_microbatch),
         "ZeRO-2 gradients reduce-scattered in every microbatch's backward (DeepSpeed)");
     add("training", "reduce_bucket_size", fmt::format("{:g}", t.reduce_bucket_elements),
-        "elements of DeepSpeed's ZeRO-1/2 gradient bucket (0: none)");
+        "elements of DeepSpeed's ZeRO 1-3 gradient bucket (0: none)");
     add("training", "fp8_params", flag(t.fp8_params));
     add("training", "grad_reduce_in_fp32", flag(t.grad_reduce_in_fp32),
         "fp32 gradient buffer, Megatron-LM's default with bf16");

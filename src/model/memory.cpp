@@ -203,11 +203,15 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     t.expert_weight_bytes = expert_weight_bytes(m, tr, 1);
     t.sharding = sharding_stage(tr, p);
     // DeepSpeed's ZeRO-1/2 optimizer, not its BF16_Optimizer (bf16 with fp32 gradients at
-    // ZeRO 0-1): its contiguous gradient bucket(s) in the 16-bit parameters' dtype
+    // ZeRO 0-1): its contiguous gradient bucket(s) in the 16-bit parameters' dtype, a second one
+    // with overlap_comm (stage_1_and_2.py, setup_buckets); ZeRO-3's optimizer one, held from its
+    // start (stage3.py: the IPG bucket's buffer, whatever overlap_comm)
     const bool bf16_optimizer = tr.bf16_optimizer && tr.precision == Precision::bf16 &&
                                 tr.grad_reduce_in_fp32 && !tr.pure_bf16 && t.sharding <= 1;
     if (tr.reduce_bucket_elements > 0 && (t.sharding == 1 || t.sharding == 2) && !bf16_optimizer) {
         t.grad_bucket_bytes = 2.0 * tr.reduce_bucket_elements * (tr.overlap_grad_reduce ? 2 : 1);
+    } else if (tr.reduce_bucket_elements > 0 && t.sharding >= 3) {
+        t.grad_bucket_bytes = 2.0 * tr.reduce_bucket_elements;
     }
     t.activations_per_layer = activation_bytes_per_layer(m, tr, p);
     if (p.recompute == Recompute::full) {

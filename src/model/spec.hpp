@@ -170,8 +170,9 @@ struct TrainingSpec {
     /// microbatch's backward allocates the gradient bucket whole, `torch.empty(reduce_bucket_size,
     /// dtype=the 16-bit parameters' dtype)`, a second one with overlap_comm (overlap_grad_reduce
     /// here): reduce_bucket_size elements x 2 bytes of memory beside the gradients, whatever the
-    /// model's size (DeepSpeed's default 5e8: 0.93 GiB). Not where DeepSpeed takes the
-    /// BF16_Optimizer instead (bf16_optimizer: bf16 with fp32 gradients at ZeRO 0-1). 0: none
+    /// model's size (DeepSpeed's default 5e8: 0.93 GiB); its ZeRO-3 optimizer holds one from its
+    /// start (stage3.py, the IPG bucket's buffer). Not where DeepSpeed takes the BF16_Optimizer
+    /// instead (bf16_optimizer: bf16 with fp32 gradients at ZeRO 0-1), nor at ZeRO 0. 0: none
     /// (Megatron's gradient buffer is the gradients themselves).
     double reduce_bucket_elements = 0;
     /// Uneven pipeline split (Megatron --decoder-first-pipeline-num-layers /

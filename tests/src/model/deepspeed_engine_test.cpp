@@ -301,7 +301,8 @@ namespace {
 // DeepSpeed's ZeRO-1/2 optimizer allocates its contiguous gradient bucket whole in every
 // backward (stage_1_and_2.py, setup_buckets: torch.empty(reduce_bucket_size, dtype=the 16-bit
 // parameters'), a second one with overlap_comm): reduce_bucket_size x 2 bytes, whatever the
-// model's size; not under the BF16_Optimizer (bf16 with fp32 gradients at ZeRO 0-1).
+// model's size; not under the BF16_Optimizer (bf16 with fp32 gradients at ZeRO 0-1). Its ZeRO-3
+// optimizer holds one bucket from its start (stage3.py), whatever overlap_comm.
 TEST(DeepSpeedGradBucket, TheBucketIsAllocatedWholeBesideTheGradients) {
     auto e = prism::test::small_experiment();
     DesignPoint p;
@@ -324,7 +325,7 @@ TEST(DeepSpeedGradBucket, TheBucketIsAllocatedWholeBesideTheGradients) {
                          prism::evaluate_deterministic(overlap_without, p).memory.temporary_bytes,
                      2e9);
     // ZeRO-1 with bf16 gradients: the same optimizer and bucket; with fp32 gradients DeepSpeed
-    // takes the BF16_Optimizer (no bucket); ZeRO-0 and ZeRO-3 take other optimizers
+    // takes the BF16_Optimizer (no bucket); ZeRO-0 another (none); ZeRO-3 its own (one)
     auto plain = e;
     plain.training.reduce_bucket_elements = 0;
     const auto bucket = [&](const prism::Experiment& x, int stage) {
@@ -344,7 +345,8 @@ TEST(DeepSpeedGradBucket, TheBucketIsAllocatedWholeBesideTheGradients) {
     EXPECT_DOUBLE_EQ(bucket(fp32_grads, 1), 0.0);
     EXPECT_DOUBLE_EQ(bucket(fp32_grads, 2), 1e9);  // ZeRO-2: DeepSpeedZeroOptimizer again
     EXPECT_DOUBLE_EQ(bucket(e, 0), 0.0);
-    EXPECT_DOUBLE_EQ(bucket(e, 3), 0.0);
+    EXPECT_DOUBLE_EQ(bucket(e, 3), 1e9);
+    EXPECT_DOUBLE_EQ(bucket(overlap, 3), 1e9);
 }
 
 }  // namespace
