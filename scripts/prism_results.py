@@ -340,13 +340,15 @@ def run_time_quantiles(table):
 
 
 # The deterministic step as the file stores it: exposed_comm_s (TP + CP + FSDP + DP
-# communication not hidden by compute; `prism eval` prints them one by one) and bubble_fraction
+# communication and DeepSpeed's blocking pipeline transfers not hidden by compute; `prism eval`
+# prints them one by one; files before model 2026.11.29.8 leave the transfers in the rest) and bubble_fraction
 # (pipeline idle time of the busiest stage / step time); the rest of step_time_s is the busiest
 # stage's compute, embedding, LM head and loss, optimizer and host-bound stretch, which the
 # file does not split further. Files of MoE experiments add moe_a2a_exposed_s (the dispatch and
 # combine all-to-all not hidden, not in exposed_comm_s): a fourth line, taken out of the rest.
 BREAKDOWN_LABELS = ("compute, embedding, LM head, optimizer, host",
-                    "exposed TP + CP + FSDP + DP communication", "pipeline bubble and waits")
+                    "exposed TP + CP + FSDP + DP (+ blocking PP) communication",
+                    "pipeline bubble and waits")
 MOE_A2A_LABEL = "exposed MoE all-to-all (dispatch, combine)"
 
 # What a sweep of an MoE experiment writes (docs/moe_outputs.md): the busiest stage's MoE lines
@@ -826,7 +828,7 @@ each point's p50</label></div>
 <div id="cdf" class="plot"></div><div id="pslow" class="plot"></div>
 <div id="breakdown" class="plot"></div>
 <p class="note">The breakdown is the busiest pipeline stage's deterministic step as the result
-file stores it: exposed_comm_s (TP + CP + FSDP + DP communication not hidden), bubble_fraction
+file stores it: exposed_comm_s (TP + CP + FSDP + DP communication and blocking pipeline transfers not hidden), bubble_fraction
 x step_time_s, with an MoE model moe_a2a_exposed_s (the dispatch and combine all-to-all not
 hidden), and the rest of step_time_s (compute, embedding, LM head and loss, optimizer,
 host-bound stretch); <code>prism eval</code> splits a point further. The tables show an MoE

@@ -200,9 +200,11 @@ void build_row(const Experiment& e, const DesignPoint& p, const DeterministicRes
             have ? det->memory.total_bytes() / hw.gpu.hbm_bytes : kNaN);
     row.add("bubble_fraction", "1", "pipeline idle time of the busiest stage / step time",
             have ? det->breakdown.bubble_s / step : kNaN);
-    row.add("exposed_comm_s", "s", "TP + CP + DP communication not hidden by compute, per step",
+    row.add("exposed_comm_s", "s",
+            "TP + CP + DP communication and blocking pipeline transfers (DeepSpeed's) not hidden "
+            "by compute, per step",
             have ? det->breakdown.tp_comm_exposed_s + det->breakdown.cp_comm_exposed_s +
-                       det->breakdown.dp_comm_exposed_s
+                       det->breakdown.dp_comm_exposed_s + det->breakdown.pp_comm_exposed_s
                  : kNaN);
     if (e.model.is_moe()) {
         // the MoE lines of the busiest stage (Breakdown, docs/moe_outputs.md)

@@ -71,6 +71,26 @@ TEST(Metrics, ModelHardwareAndMegatronTflopsFollowTheirCounts) {
     EXPECT_NEAR(value(ev, r, "mfu"), model / step / 2 / 300e12, 1e-12);
 }
 
+// exposed_comm_s: the lines of communication not hidden (TP, CP, the DP sync and FSDP, and
+// DeepSpeed's blocking pipeline transfers), as the breakdown gives them.
+TEST(Metrics, ExposedCommunicationIsTheBreakdownsCommunicationLines) {
+    Experiment e = prism::test::small_experiment();
+    e.training.blocking_p2p = true;
+    DesignPoint p;
+    p.tp = 2;
+    p.pp = 2;
+    p.dp = 2;
+    p.sequence_parallel = false;
+    const prism::Evaluator ev(e);
+    const prism::PointResult r = ev.evaluate(p, 0);
+    const prism::Breakdown b = prism::evaluate_deterministic(e, p).breakdown;
+    EXPECT_GT(b.pp_comm_exposed_s, 0.0);
+    EXPECT_NEAR(value(ev, r, "exposed_comm_s"),
+                b.tp_comm_exposed_s + b.cp_comm_exposed_s + b.fsdp_comm_exposed_s +
+                    b.dp_sync_exposed_s + b.pp_comm_exposed_s,
+                1e-12);
+}
+
 TEST(Metrics, RenamedMetricsNameTheirSuccessors) {
     EXPECT_EQ(prism::renamed_metric("tflops_per_gpu"), "megatron_tflops_per_gpu");
     EXPECT_EQ(prism::renamed_metric("time_to_target_p95_s"), "time_to_target_p95_days");
