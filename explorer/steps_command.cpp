@@ -413,15 +413,18 @@ double stall_duration(const StepsCommand& cmd) {
     return d;
 }
 
+/// The groups' runs and models (each named by its label).
+std::vector<fit::StepGroup> step_groups(const std::vector<LoadedGroup>& groups) {
+    std::vector<fit::StepGroup> g;
+    for (const LoadedGroup& lg : groups) g.push_back(lg.group);
+    return g;
+}
+
 /// The stalls of `duration_s` fitted to the groups' pooled medians with the fitted within-run
 /// profile `spec` (src/fit/stall_fit.hpp).
 fit::StallFit fit_group_stalls(const std::vector<LoadedGroup>& groups, const VariabilitySpec& spec,
                                double duration_s) {
-    std::vector<fit::StepGroup> g;
-    for (const LoadedGroup& lg : groups) g.push_back(lg.group);
-    std::vector<fit::StallGroup> medians = fit::stall_groups(g);
-    for (std::size_t k = 0; k < medians.size(); ++k) medians[k].name = groups[k].label;
-    return fit::fit_stalls(medians, spec, duration_s);
+    return fit::fit_stalls(fit::stall_groups(step_groups(groups)), spec, duration_s);
 }
 
 /// What the stall fit prints and writes above its keys.
@@ -467,9 +470,8 @@ std::vector<std::string> stall_lines(const std::vector<LoadedGroup>& groups,
 std::vector<std::string> ridge_stall_lines(const std::vector<LoadedGroup>& groups,
                                            const VariabilitySpec& base, const fit::StepFit& all,
                                            double fraction, double duration_s) {
-    std::vector<fit::StepGroup> g;
-    for (const LoadedGroup& lg : groups) g.push_back(lg.group);
-    const fit::StallRidge ridge = fit::stall_ridge(g, base, all, fraction, duration_s);
+    const fit::StallRidge ridge =
+        fit::stall_ridge(step_groups(groups), base, all, fraction, duration_s);
     std::vector<std::string> lines{fmt::format(
         "  the ridge of the within-run fit (the fit: transient scale {:.4g}, regime cv {:.4g}, "
         "worst KS shape {:.3f}):",

@@ -183,14 +183,24 @@ double ks_to_sample(const std::vector<double>& model, const std::vector<double>&
     return ks_uniform(pit, std::vector<double>(pit.size(), 1.0));
 }
 
+namespace {
+
+// m.monte_carlo_samples Monte Carlo steps of `v`, sorted.
+std::vector<double> sorted_draws(const StepModelInput& m, const VariabilitySpec& v) {
+    std::vector<double> draws = stochastic::monte_carlo_samples(
+        m.profile, m.point, m.hardware, m.cluster, v, m.monte_carlo_samples, m.seed, 0);
+    std::sort(draws.begin(), draws.end());
+    return draws;
+}
+
+}  // namespace
+
 double shape_ks(const StepModelInput& m, const VariabilitySpec& variability,
                 const std::vector<MeasuredSteps>& runs) {
     check_runs(runs);
     const VariabilitySpec v = within_run(variability);
     if (m.monte_carlo_samples > 0) {
-        std::vector<double> draws = stochastic::monte_carlo_samples(
-            m.profile, m.point, m.hardware, m.cluster, v, m.monte_carlo_samples, m.seed, 0);
-        std::sort(draws.begin(), draws.end());
+        const std::vector<double> draws = sorted_draws(m, v);
         return ks_to_sample(draws, scaled_steps(runs, quantile_sorted(draws, 0.5)));
     }
     const StepDistribution d = distribution(m, v);
@@ -211,9 +221,8 @@ StepComparison compare_steps(const StepModelInput& m, const VariabilitySpec& var
     c.run_median_cv = runs.size() > 1 ? relative_spread(medians, true) : 0;
 
     const VariabilitySpec inside = within_run(variability);
-    const StepDistribution d = distribution(m, inside);
-    c.deterministic_s = d.deterministic_s;
     const StepDistribution marginal = distribution(m, variability);
+    c.deterministic_s = marginal.deterministic_s;  // the profile's, whatever the variability
     // the spread of the cluster strata's means: the analytic evaluator's (Monte Carlo draws a
     // cluster per step and keeps no strata)
     c.model_cluster_cv =
@@ -221,20 +230,16 @@ StepComparison compare_steps(const StepModelInput& m, const VariabilitySpec& var
     if (m.monte_carlo_samples > 0) {
         // --monte-carlo: every figure of the model's from Monte Carlo steps, within one run (the
         // persistent factors at 1) and over clusters (one drawn per step)
-        std::vector<double> within = stochastic::monte_carlo_samples(
-            m.profile, m.point, m.hardware, m.cluster, inside, m.monte_carlo_samples, m.seed, 0);
-        std::sort(within.begin(), within.end());
+        const std::vector<double> within = sorted_draws(m, inside);
         c.model = summarize(within);
         c.model.steps = 0;
         c.ks_shape = ks_to_sample(within, scaled_steps(runs, c.model.p50_s));
-        std::vector<double> over =
-            stochastic::monte_carlo_samples(m.profile, m.point, m.hardware, m.cluster, variability,
-                                            m.monte_carlo_samples, m.seed, 0);
-        std::sort(over.begin(), over.end());
+        const std::vector<double> over = sorted_draws(m, variability);
         c.model_marginal_p50_s = quantile_sorted(over, 0.5);
         c.ks_absolute = ks_to_sample(over, all);
         return c;
     }
+    const StepDistribution d = distribution(m, inside);
     c.model.mean_s = d.mean_s;
     c.model.p50_s = d.p50_s;
     c.model.std_s = d.std_s;

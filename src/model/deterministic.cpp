@@ -274,10 +274,7 @@ KindParams backward_kind_params(const ModelSpec& m) {
 /// stage 0 and 1 only (stages 2 and 3 reduce into their fp32 partitions instead: not modelled as
 /// DeepSpeed's).
 void add_bf16_optimizer_copy(const Context& c, LayerPasses& l, EndPasses& ends) {
-    if (!c.tr.bf16_optimizer || !c.tr.grad_reduce_in_fp32 || c.tr.pure_bf16 ||
-        c.tr.precision != Precision::bf16 || c.p.zero_stage >= 2) {
-        return;
-    }
+    if (!takes_bf16_optimizer(c.tr, c.p.zero_stage)) return;
     constexpr double kBytesPerParam = 18;  // lp.grad.to(fp32): 2 + 4; hp.add_(.): 4 + 4 + 4
     const auto copy = [&](PassBuilder& b, const KindParams& k) {
         if (b.list.empty()) return;

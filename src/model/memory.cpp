@@ -206,9 +206,8 @@ StageTerms stage_terms(const ModelSpec& m, const TrainingSpec& tr, const DesignP
     // ZeRO 0-1): its contiguous gradient bucket(s) in the 16-bit parameters' dtype, a second one
     // with overlap_comm (stage_1_and_2.py, setup_buckets); ZeRO-3's optimizer one, held from its
     // start (stage3.py: the IPG bucket's buffer, whatever overlap_comm)
-    const bool bf16_optimizer = tr.bf16_optimizer && tr.precision == Precision::bf16 &&
-                                tr.grad_reduce_in_fp32 && !tr.pure_bf16 && t.sharding <= 1;
-    if (tr.reduce_bucket_elements > 0 && (t.sharding == 1 || t.sharding == 2) && !bf16_optimizer) {
+    if (tr.reduce_bucket_elements > 0 && (t.sharding == 1 || t.sharding == 2) &&
+        !takes_bf16_optimizer(tr, t.sharding)) {
         t.grad_bucket_bytes = 2.0 * tr.reduce_bucket_elements * (tr.overlap_grad_reduce ? 2 : 1);
     } else if (tr.reduce_bucket_elements > 0 && t.sharding >= 3) {
         t.grad_bucket_bytes = 2.0 * tr.reduce_bucket_elements;

@@ -46,6 +46,13 @@ inline constexpr double kOptimizerBytesPerParam = 12;
 inline double grad_bytes_per_param(const TrainingSpec& tr) {
     return tr.grad_reduce_in_fp32 ? kGradBytesPerParam : kWeightBytesPerParam;
 }
+/// Whether DeepSpeed's engine takes its BF16_Optimizer (TrainingSpec::bf16_optimizer): bf16
+/// training with fp32 gradients (grad_reduce_in_fp32, not pure_bf16) at ZeRO stage 0-1
+/// (`zero_stage`); elsewhere its ZeRO optimizers (or Megatron's, without the flag).
+inline bool takes_bf16_optimizer(const TrainingSpec& tr, int zero_stage) {
+    return tr.bf16_optimizer && tr.precision == Precision::bf16 && tr.grad_reduce_in_fp32 &&
+           !tr.pure_bf16 && zero_stage <= 1;
+}
 /// Pure bf16 (TrainingSpec::pure_bf16): the two Adam moments in bf16, no fp32 master copy.
 inline constexpr double kPureBf16OptimizerBytesPerParam = 4;
 /// Bytes per parameter of the optimizer state for `tr`.

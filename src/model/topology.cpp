@@ -73,6 +73,16 @@ int straddling_cap(const HardwareSpec& hw, std::int64_t span, int stride) {
     return int(std::max<std::int64_t>(1, std::gcd(domain, span) / stride));
 }
 
+/// A per-rank bandwidth on traffic that crosses `level`: divided by the rack's oversubscription
+/// across racks, by the pod's as well across pods.
+double oversubscribed(double bytes_per_s, const ClusterSpec& cluster, LinkLevel level) {
+    if (level == LinkLevel::rack || level == LinkLevel::pod) {
+        bytes_per_s /= std::max(1.0, cluster.rack_oversubscription);
+    }
+    if (level == LinkLevel::pod) bytes_per_s /= std::max(1.0, cluster.pod_oversubscription);
+    return bytes_per_s;
+}
+
 /// A ring of `size` ranks spanning `span` consecutive GPUs with `per_domain` of them in one
 /// NVLink domain; `job_gpus` as inside_domain.
 GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, std::int64_t span,
@@ -95,18 +105,15 @@ GroupLink ring_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size
     const int gpn = std::max(1, hw.gpus_per_node);
     const std::int64_t nodes = (span + gpn - 1) / gpn;
     link.level = LinkLevel::nic;
-    link.bytes_per_s = std::min(hw.nvlink_bytes_per_s, per_domain * hw.nic_bytes_per_s);
+    if (nodes > cluster.nodes_per_rack) link.level = LinkLevel::rack;
+    if (nodes > std::int64_t{cluster.nodes_per_rack} * cluster.racks_per_pod) {
+        link.level = LinkLevel::pod;
+    }
+    link.bytes_per_s = oversubscribed(
+        std::min(hw.nvlink_bytes_per_s, per_domain * hw.nic_bytes_per_s), cluster, link.level);
     link.latency_s = hw.nic_latency_s;
     link.intra_latency_s = hw.nvlink_latency_s;
     link.domains = (size + std::max(1, per_domain) - 1) / std::max(1, per_domain);
-    if (nodes > cluster.nodes_per_rack) {
-        link.level = LinkLevel::rack;
-        link.bytes_per_s /= std::max(1.0, cluster.rack_oversubscription);
-    }
-    if (nodes > std::int64_t{cluster.nodes_per_rack} * cluster.racks_per_pod) {
-        link.level = LinkLevel::pod;
-        link.bytes_per_s /= std::max(1.0, cluster.pod_oversubscription);
-    }
     return link;
 }
 
@@ -150,8 +157,6 @@ GroupLink random_link(const HardwareSpec& hw, const ClusterSpec& cluster, int si
     const double in_rack = std::max(in_domain, all_in_one_unit(machine, rack, k));
     const double in_pod = std::max(in_rack, all_in_one_unit(machine, pod, k));
     const double nic = std::min(hw.nvlink_bytes_per_s, per_node * hw.nic_bytes_per_s);
-    const double rack_os = std::max(1.0, cluster.rack_oversubscription);
-    const double pod_os = std::max(1.0, cluster.pod_oversubscription);
     struct Level {
         LinkLevel level;
         double p, bytes_per_s, latency_s;
@@ -159,8 +164,10 @@ GroupLink random_link(const HardwareSpec& hw, const ClusterSpec& cluster, int si
     const Level levels[] = {
         {LinkLevel::nvlink, in_domain, hw.nvlink_bytes_per_s, hw.nvlink_latency_s},
         {LinkLevel::nic, in_rack - in_domain, nic, hw.nic_latency_s},
-        {LinkLevel::rack, in_pod - in_rack, nic / rack_os, hw.nic_latency_s},
-        {LinkLevel::pod, 1.0 - in_pod, nic / rack_os / pod_os, hw.nic_latency_s}};
+        {LinkLevel::rack, in_pod - in_rack, oversubscribed(nic, cluster, LinkLevel::rack),
+         hw.nic_latency_s},
+        {LinkLevel::pod, 1.0 - in_pod, oversubscribed(nic, cluster, LinkLevel::pod),
+         hw.nic_latency_s}};
     GroupLink link;
     link.size = size;
     double seconds_per_byte = 0, latency = 0, largest = -1;

@@ -208,16 +208,28 @@ TEST(StepFit, RegimeLevelsAtTwoScalesAreRecoveredFromMonteCarloSteps) {
     EXPECT_EQ(one.fit.parameters.levels.nvlink, 1.0);
 }
 
-TEST(StepFit, TheShapeIgnoresTheMedianButTheAbsoluteKsDoesNot) {
-    const StepModelInput m = small_model();
+// The truth of the comparisons below: transient scale 0.4, regime cv 0.03.
+VariabilitySpec comparison_truth() {
     StepFitParameters truth;
     truth.transient_scale = 0.4;
     truth.regime_cv = 0.03;
-    const VariabilitySpec v = with_parameters(base_profile(), truth);
+    return with_parameters(base_profile(), truth);
+}
+
+// 2 runs of 300 steps of the truth, 10% slower than the model (a deterministic model 10% too
+// fast).
+std::vector<MeasuredSteps> slower_runs(const StepModelInput& m, const VariabilitySpec& v) {
     std::vector<MeasuredSteps> runs = draw_runs(m, v, 2, 300, 21);
     for (MeasuredSteps& r : runs) {
-        for (double& t : r.step_time_s) t *= 1.10;  // a deterministic model 10% too fast
+        for (double& t : r.step_time_s) t *= 1.10;
     }
+    return runs;
+}
+
+TEST(StepFit, TheShapeIgnoresTheMedianButTheAbsoluteKsDoesNot) {
+    const StepModelInput m = small_model();
+    const VariabilitySpec v = comparison_truth();
+    const std::vector<MeasuredSteps> runs = slower_runs(m, v);
 
     const StepComparison c = compare_steps(m, v, runs);
 
@@ -231,14 +243,8 @@ TEST(StepFit, TheShapeIgnoresTheMedianButTheAbsoluteKsDoesNot) {
 // on this small model agree with the analytic evaluator's; the same verdicts as above.
 TEST(StepFit, WithMonteCarloSamplesTheComparisonsModelIsMonteCarlos) {
     StepModelInput m = small_model();
-    StepFitParameters truth;
-    truth.transient_scale = 0.4;
-    truth.regime_cv = 0.03;
-    const VariabilitySpec v = with_parameters(base_profile(), truth);
-    std::vector<MeasuredSteps> runs = draw_runs(m, v, 2, 300, 21);
-    for (MeasuredSteps& r : runs) {
-        for (double& t : r.step_time_s) t *= 1.10;
-    }
+    const VariabilitySpec v = comparison_truth();
+    const std::vector<MeasuredSteps> runs = slower_runs(m, v);
     const StepComparison analytic = compare_steps(m, v, runs);
     m.monte_carlo_samples = 4000;
     const StepComparison mc = compare_steps(m, v, runs);

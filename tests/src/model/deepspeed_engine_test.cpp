@@ -326,8 +326,6 @@ TEST(DeepSpeedGradBucket, TheBucketIsAllocatedWholeBesideTheGradients) {
                      2e9);
     // ZeRO-1 with bf16 gradients: the same optimizer and bucket; with fp32 gradients DeepSpeed
     // takes the BF16_Optimizer (no bucket); ZeRO-0 another (none); ZeRO-3 its own (one)
-    auto plain = e;
-    plain.training.reduce_bucket_elements = 0;
     const auto bucket = [&](const prism::Experiment& x, int stage) {
         DesignPoint q = p;
         q.zero_stage = stage;
