@@ -232,10 +232,19 @@ LayerPasses build_layer_passes(const Context& c) {
 /// DeepSpeed's pipeline transfers on the compute stream (TrainingSpec::blocking_p2p): a chunk's
 /// forward receives its input (detail::stage_transfer: the activation split over the TP ranks),
 /// gathers it over TP and sends its output the same way; its backward does the same with the
-/// gradient. The two transfers and the gather of each pass are spread over the chunk's
-/// layers (`chunk_layers`, the busiest stage's), serial with their compute: every stage's busy
-/// time grows by them, as the blocking sends make it. The profile's p2p lag is then 0
-/// (assemble_profile): the transfers are in the passes.
+/// gradient. The transfers and gathers are spread over the chunk's layers (`chunk_layers`, the
+/// busiest stage's), serial with their compute: every stage's busy time grows by them, as the
+/// blocking sends make it. The profile's p2p lag is then 0 (assemble_profile): the transfers
+/// are in the passes.
+///
+/// How many a pass takes (blocking_p2p_per_pass): a middle stage receives, gathers and sends in
+/// each pass; an end stage only sends (the first stage's forward, the last's backward) or only
+/// receives and gathers (the other pass). With two stages both are end stages, and a microbatch
+/// costs each two transfers and one gather, half a middle stage's: the passes carry half. With
+/// three or more the passes carry a middle stage's (the end stages are charged one transfer too
+/// many per pass: they hold the embedding and the output layer, which the passes do not know).
+double blocking_p2p_per_pass(int pp) { return pp == 2 ? 0.5 : 1.0; }
+
 void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, LayerPasses& l) {
     if (!c.tr.blocking_p2p || (c.p.pp <= 1 && s.chunks <= 1) || chunk_layers <= 0) return;
     const Op transfer = detail::stage_transfer(c);
@@ -243,10 +252,11 @@ void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, Lay
     const Op gather = c.p.tp > 1 && !c.p.sequence_parallel
                           ? detail::tp_op(c, KernelClass::allgather)
                           : Op{KernelClass::allgather, 0, 1, c.tp_link.level};
+    const double share = blocking_p2p_per_pass(c.p.pp) / chunk_layers;
     for (PassBuilder* b : {&l.forward, &l.backward, &l.dense_forward, &l.dense_backward}) {
         if (b->list.empty()) continue;
-        b->comm(transfer.cls, 2 * transfer.time_s / chunk_layers, transfer.link, detail::kPp);
-        b->comm(gather.cls, gather.time_s / chunk_layers, gather.link, detail::kPp);
+        b->comm(transfer.cls, 2 * transfer.time_s * share, transfer.link, detail::kPp);
+        b->comm(gather.cls, gather.time_s * share, gather.link, detail::kPp);
     }
 }
 

@@ -31,7 +31,7 @@ DesignPoint tp2_pp2() {
     return p;
 }
 
-TEST(BlockingP2p, EveryPassTakesTwoTransfersOfItsTpShareAndOneGatherLonger) {
+TEST(BlockingP2p, EachOfTwoStagesSendsInOnePassAndReceivesAndGathersInTheOther) {
     auto e = prism::test::small_experiment();
     e.training.blocking_p2p = true;
     const DesignPoint p = tp2_pp2();
@@ -43,9 +43,11 @@ TEST(BlockingP2p, EveryPassTakesTwoTransfersOfItsTpShareAndOneGatherLonger) {
     const double activation = 2 * 1024 * kH;
     const double transfer = activation / 2 / (0.8 * 300e9) + 3e-6;
     const double gather = ring(activation, 2, 300e9, 3e-6);
-    // the busiest stage runs 16 microbatches, each a forward (receive, gather, send) and a
-    // backward (the gradient's receive, gather, send)
-    const double expected = 16 * 2 * (2 * transfer + gather);
+    // two stages, 16 microbatches: the first sends its output in the forward and receives and
+    // gathers the gradient in the backward, the second receives and gathers the activation in
+    // the forward and sends the gradient in the backward: each stage two transfers and one
+    // gather per microbatch
+    const double expected = 16 * (2 * transfer + gather);
     EXPECT_NEAR(r.breakdown.pp_comm_exposed_s, expected, 1e-9 * expected);
     // nothing left on a stream of its own between the stages
     EXPECT_EQ(r.breakdown.pp_comm_s, 0.0);
@@ -62,6 +64,22 @@ TEST(BlockingP2p, EveryPassTakesTwoTransfersOfItsTpShareAndOneGatherLonger) {
     EXPECT_GT(r.step_time_s, overlapped.step_time_s);
 }
 
+TEST(BlockingP2p, AMiddleStageReceivesGathersAndSendsInEveryPass) {
+    auto e = prism::test::small_experiment();
+    e.training.blocking_p2p = true;
+    DesignPoint p = tp2_pp2();
+    p.pp = 4;  // 8 GPUs: one node, NVLink for the pipeline too
+    const auto r = prism::evaluate_deterministic(e, p);
+    const double activation = 2 * 1024 * kH;
+    const double transfer = activation / 2 / (0.8 * 300e9) + 3e-6;
+    const double gather = ring(activation, 2, 300e9, 3e-6);
+    // stages 1 and 2 of four: in each of 16 microbatches' forward and backward a receive, its
+    // gather and a send
+    const double expected = 16 * 2 * (2 * transfer + gather);
+    EXPECT_NEAR(r.breakdown.pp_comm_exposed_s, expected, 1e-9 * expected);
+    EXPECT_NEAR(r.breakdown.lines_sum_s(), r.step_time_s, 1e-9 * r.step_time_s);
+}
+
 TEST(BlockingP2p, SequenceParallelActivationsNeedNoGatherAndNoPipelineNoTransfer) {
     auto e = prism::test::small_experiment();
     e.training.blocking_p2p = true;
@@ -69,8 +87,8 @@ TEST(BlockingP2p, SequenceParallelActivationsNeedNoGatherAndNoPipelineNoTransfer
     p.sequence_parallel = true;
     const double activation = 2 * 1024 * kH;
     const double transfer = activation / 2 / (0.8 * 300e9) + 3e-6;
-    EXPECT_NEAR(prism::evaluate_deterministic(e, p).breakdown.pp_comm_exposed_s,
-                16 * 2 * 2 * transfer, 1e-9);
+    EXPECT_NEAR(prism::evaluate_deterministic(e, p).breakdown.pp_comm_exposed_s, 16 * 2 * transfer,
+                1e-9);
 
     p.pp = 1;
     const auto single = prism::evaluate_deterministic(e, p);
