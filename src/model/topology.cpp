@@ -145,6 +145,13 @@ double all_in_one_unit(std::int64_t machine, std::int64_t unit, std::int64_t k) 
 /// levels' probabilities is exact for its bandwidth term: the link's bytes_per_s is 1 / sum(p_l /
 /// bw_l); its level is the one of the largest share of that time (what the regime of that
 /// level and the variability classes see), its per-step latency the probabilities' mean.
+///
+/// The job waits for its slowest group of the kind: its replicas and stages meet at the
+/// gradient synchronisation and the pipeline, and its data-parallel groups' reductions end the
+/// step together. Its nodes hold n = job nodes / k groups on distinct node sets, each drawn as
+/// above, so the probabilities are those of the slowest of n: P(all within a unit) ^ n for each
+/// level (the draws taken as independent: they share the job's nodes without replacement, within
+/// 0.1% of a scheduler's draws where the machine is much larger than the job; the tests).
 GroupLink random_link(const HardwareSpec& hw, const ClusterSpec& cluster, int size, std::int64_t k,
                       int per_node, std::int64_t job_gpus) {
     const std::int64_t gpn = std::max(1, hw.gpus_per_node);
@@ -153,9 +160,12 @@ GroupLink random_link(const HardwareSpec& hw, const ClusterSpec& cluster, int si
     const std::int64_t domain = domain_gpus(hw) / gpn;  // nodes per NVLink domain
     const std::int64_t rack = std::max(1, cluster.nodes_per_rack);
     const std::int64_t pod = rack * std::max(1, cluster.racks_per_pod);
-    const double in_domain = domain > 1 ? all_in_one_unit(machine, domain, k) : 0.0;
-    const double in_rack = std::max(in_domain, all_in_one_unit(machine, rack, k));
-    const double in_pod = std::max(in_rack, all_in_one_unit(machine, pod, k));
+    const std::int64_t job_nodes = std::min(machine, std::max(k, (job_gpus + gpn - 1) / gpn));
+    const double groups = double(std::max<std::int64_t>(1, job_nodes / k));
+    const auto slowest = [&](double p) { return std::pow(p, groups); };
+    const double in_domain = domain > 1 ? slowest(all_in_one_unit(machine, domain, k)) : 0.0;
+    const double in_rack = std::max(in_domain, slowest(all_in_one_unit(machine, rack, k)));
+    const double in_pod = std::max(in_rack, slowest(all_in_one_unit(machine, pod, k)));
     const double nic = std::min(hw.nvlink_bytes_per_s, per_node * hw.nic_bytes_per_s);
     struct Level {
         LinkLevel level;
