@@ -370,6 +370,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "blocking_p2p",
                 "bf16_optimizer",
                 "grad_reduce_every_microbatch",
+                "param_gather_every_microbatch",
                 "reduce_bucket_size",
                 "stack",
                 "first_stage_layers",
@@ -669,6 +670,9 @@ struct StackFactors {
     /// DeepSpeed's ZeRO-2 reduction in every microbatch
     /// (TrainingSpec::grad_reduce_every_microbatch); none: the default (false)
     std::optional<bool> grad_reduce_every_microbatch;
+    /// FSDP1 SHARD_GRAD_OP's gather in every microbatch
+    /// (TrainingSpec::param_gather_every_microbatch); none: the default (false)
+    std::optional<bool> param_gather_every_microbatch;
     /// DeepSpeed's ZeRO-1/2 gradient bucket (TrainingSpec::reduce_bucket_elements); none: the
     /// default (0)
     std::optional<double> reduce_bucket_elements;
@@ -691,6 +695,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "blocking_p2p",
                                      "bf16_optimizer",
                                      "grad_reduce_every_microbatch",
+                                     "param_gather_every_microbatch",
                                      "reduce_bucket_size",
                                      "workspace",
                                      "gemm_efficiency",
@@ -731,6 +736,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.bf16_optimizer = as_bool(*node, full);
         } else if (name == "grad_reduce_every_microbatch") {
             s.grad_reduce_every_microbatch = as_bool(*node, full);
+        } else if (name == "param_gather_every_microbatch") {
+            s.param_gather_every_microbatch = as_bool(*node, full);
         } else if (name == "reduce_bucket_size") {
             s.reduce_bucket_elements = as_positive(*node, full, true);
         } else if (name == "workspace") {
@@ -832,6 +839,9 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
     }
     if (s.grad_reduce_every_microbatch && !root["training"]["grad_reduce_every_microbatch"]) {
         e.training.grad_reduce_every_microbatch = *s.grad_reduce_every_microbatch;
+    }
+    if (s.param_gather_every_microbatch && !root["training"]["param_gather_every_microbatch"]) {
+        e.training.param_gather_every_microbatch = *s.param_gather_every_microbatch;
     }
     if (s.reduce_bucket_elements && !root["training"]["reduce_bucket_size"]) {
         e.training.reduce_bucket_elements = *s.reduce_bucket_elements;

@@ -62,7 +62,9 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
     add("training", "bf16_optimizer", flag(t.bf16_optimizer),
         "bf16 gradients added into fp32 after each microbatch (DeepSpeed's BF16_Optimizer)");
     add("training", "grad_reduce_every_microbatch", flag(t.grad_reduce_every_microbatch),
-        "ZeRO-2 gradients reduce-scattered in every microbatch's backward (DeepSpeed)");
+        "ZeRO-2 gradients reduce-scattered in every microbatch's backward (DeepSpeed, FSDP1)");
+    add("training", "param_gather_every_microbatch", flag(t.param_gather_every_microbatch),
+        "ZeRO-2 parameters gathered in every microbatch's forward (FSDP1 SHARD_GRAD_OP)");
     add("training", "reduce_bucket_size", fmt::format("{:g}", t.reduce_bucket_elements),
         "elements of DeepSpeed's ZeRO 1-3 gradient bucket (0: none)");
     add("training", "fp8_params", flag(t.fp8_params));

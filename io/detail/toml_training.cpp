@@ -125,6 +125,10 @@ void apply_training_schedule_keys(const toml::table& table, const ModelSpec& mod
         training.grad_reduce_every_microbatch =
             as_bool(*n, "training.grad_reduce_every_microbatch");
     }
+    if (const toml::node* n = table.get("param_gather_every_microbatch")) {
+        training.param_gather_every_microbatch =
+            as_bool(*n, "training.param_gather_every_microbatch");
+    }
     apply_stage_layers(table, model, training);
 }
 

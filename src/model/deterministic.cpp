@@ -350,6 +350,52 @@ void add_microbatch_grad_reduce(const Context& c, const Experiment& e, LayerPass
     if (p.pp > 1 || !c.m.tied_embeddings) reduce(ends.head_backward, embedding_params(c.m), 0);
 }
 
+/// PyTorch FSDP1's SHARD_GRAD_OP (TrainingSpec::param_gather_every_microbatch): the parameters
+/// resharded after every backward and gathered again in every microbatch's forward.
+bool gathers_every_microbatch(const Context& c) {
+    return c.tr.param_gather_every_microbatch && c.zero == 2;
+}
+
+/// SHARD_GRAD_OP's gathers (TrainingSpec::param_gather_every_microbatch): each layer's forward
+/// gathers its parameters (the dense part, over TP, over the d c ranks; an MoE layer's routed
+/// experts, over EP x ETP, over the expert-DP group), the embedding's forward the word
+/// embedding's, the output layer's forward its own where it is a tensor of its own; 16-bit
+/// weights. Beside the pass's compute with overlap_param_gather (FSDP's prefetch:
+/// detail::fsdp_wrap with nothing to scatter), else exposed. build_dp_sync then drops the step's
+/// parameter AllGather.
+void add_microbatch_param_gather(const Context& c, const Experiment& e, LayerPasses& l,
+                                 EndPasses& ends) {
+    if (!gathers_every_microbatch(c)) return;
+    const DesignPoint& p = c.p;
+    const int edp = p.edp();
+    const GroupLink expert_link =
+        edp > 1 ? expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link : c.dp_link;
+    auto gather = [&](PassBuilder& b, double dense_params, double expert_params) {
+        if (b.list.empty()) return;
+        const double dense_s = c.dp_link.size > 1
+                                   ? c.coll(KernelClass::allgather,
+                                            kWeightBytesPerParam * dense_params / c.t, c.dp_link)
+                                   : 0.0;
+        const double expert_s =
+            expert_params > 0 && edp > 1
+                ? c.coll(KernelClass::allgather,
+                         kWeightBytesPerParam * expert_params / (double(p.ep) * p.etp), expert_link)
+                : 0.0;
+        if (dense_s + expert_s <= 0) return;
+        if (e.training.overlap_param_gather) {
+            b = detail::fsdp_wrap(c, b, dense_s + expert_s, 0, true);
+            return;
+        }
+        if (dense_s > 0) b.comm(KernelClass::allgather, dense_s, c.dp_link.level, kDp);
+        if (expert_s > 0) b.comm(KernelClass::allgather, expert_s, expert_link.level, kDp);
+    };
+    const KindParams kind = backward_kind_params(c.m);
+    gather(l.forward, kind.dense, kind.routed);
+    gather(l.dense_forward, dense_layer_params(c.m), 0);
+    gather(ends.embedding_forward, embedding_params(c.m), 0);
+    if (p.pp > 1 || !c.m.tied_embeddings) gather(ends.head_forward, embedding_params(c.m), 0);
+}
+
 /// The dense layers among every chunk's (chunk c of stage s at s v + c), the layers in model
 /// order over the virtual stages (virtual stage k = chunk k / p of stage k % p); empty for a
 /// model of one layer kind.
@@ -428,8 +474,10 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
     const double bucket_share = std::min(1.0, bucket / params);
     DpSync out;
     double grad_s = 0, gather_s = 0;
-    // DeepSpeed's ZeRO-2 reduced every microbatch's gradients in its backward already
+    // DeepSpeed's ZeRO-2 reduced every microbatch's gradients in its backward already, FSDP1's
+    // SHARD_GRAD_OP gathered the parameters in every microbatch's forward
     const bool reduced = reduces_every_microbatch(c);
+    const bool gathered = gathers_every_microbatch(c);
     if (ranks > 1 && c.zero == 0) {
         grad_s = c.coll(KernelClass::allreduce, grad_bytes_per_param(c.tr) * params, c.dp_link);
         out.list.comm(KernelClass::allreduce, grad_s, c.dp_link.level, kDp);
@@ -438,13 +486,15 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
             grad_s =
                 c.coll(KernelClass::reducescatter, grad_bytes_per_param(c.tr) * params, c.dp_link);
         }
-        const double gathered_bytes =
-            largest_stage(c.m, p, s.stage_layers, [&](double l, double ends) {
-                return weight_bytes(c.m, c.tr, l, ends) - expert_weight_bytes(c.m, c.tr, l);
-            });
-        gather_s = c.coll(KernelClass::allgather, gathered_bytes, c.dp_link);
+        if (!gathered) {
+            const double gathered_bytes =
+                largest_stage(c.m, p, s.stage_layers, [&](double l, double ends) {
+                    return weight_bytes(c.m, c.tr, l, ends) - expert_weight_bytes(c.m, c.tr, l);
+                });
+            gather_s = c.coll(KernelClass::allgather, gathered_bytes, c.dp_link);
+        }
         if (grad_s > 0) out.list.comm(KernelClass::reducescatter, grad_s, c.dp_link.level, kDp);
-        out.list.comm(KernelClass::allgather, gather_s, c.dp_link.level, kDp);
+        if (gather_s > 0) out.list.comm(KernelClass::allgather, gather_s, c.dp_link.level, kDp);
     }
     // MoE: the routed experts' gradients over the expert-DP group (edp ranks etp ep apart)
     const double expert_params = largest_stage_expert_params(c.m, p, s.stage_layers);
@@ -461,10 +511,12 @@ DpSync build_dp_sync(const Context& c, const Experiment& e, const Shape& s, doub
                                       : c.coll(KernelClass::reducescatter,
                                                grad_bytes_per_param(c.tr) * expert_params, link);
             const double most = *std::max_element(s.stage_layers.begin(), s.stage_layers.end());
-            const double ag = c.coll(KernelClass::allgather,
-                                     expert_weight_bytes(c.m, c.tr, most) / (p.ep * p.etp), link);
+            const double ag =
+                gathered ? 0.0
+                         : c.coll(KernelClass::allgather,
+                                  expert_weight_bytes(c.m, c.tr, most) / (p.ep * p.etp), link);
             if (rs > 0) out.list.comm(KernelClass::reducescatter, rs, link.level, kDp);
-            out.list.comm(KernelClass::allgather, ag, link.level, kDp);
+            if (ag > 0) out.list.comm(KernelClass::allgather, ag, link.level, kDp);
             grad_s += rs;
             gather_s += ag;
         }
@@ -659,6 +711,7 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     EndPasses ends = detail::end_passes(c);
     add_bf16_optimizer_copy(c, layers, ends);
     add_microbatch_grad_reduce(c, e, layers, ends);
+    add_microbatch_param_gather(c, e, layers, ends);
     // the mean layer (an MoE model's dense and MoE layers by their shares)
     const double layer_forward_s = layers.mean_forward_s();
     const double layer_backward_s = layers.mean_backward_s();

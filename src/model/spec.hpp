@@ -165,6 +165,14 @@ struct TrainingSpec {
     /// parameter AllGather after the optimizer. false: one reduction per step, after the last
     /// microbatch (Megatron's distributed optimizer). Applies at zero_stage 2 with d c > 1.
     bool grad_reduce_every_microbatch = false;
+    /// PyTorch FSDP1's SHARD_GRAD_OP (llm-foundry's ZeRO-2): the parameters resharded after
+    /// every backward, so every microbatch's forward gathers each layer's again (and the word
+    /// embedding's and output layer's), beside its compute with overlap_param_gather (FSDP's
+    /// prefetch), exposed before it without; the step's parameter AllGather after the optimizer
+    /// goes. Composer wraps no FSDP microbatch in no_sync (its ddp_sync_context returns for a
+    /// model that is not DistributedDataParallel), so its gradients are reduce-scattered every
+    /// microbatch too (grad_reduce_every_microbatch). Applies at zero_stage 2 with d c > 1.
+    bool param_gather_every_microbatch = false;
     /// DeepSpeed's ZeRO stage 1-2 optimizer (DeepSpeedZeroOptimizer, deepspeed/runtime/zero/
     /// stage_1_and_2.py, setup_buckets): with contiguous_gradients (DeepSpeed's default) every
     /// microbatch's backward allocates the gradient bucket whole, `torch.empty(reduce_bucket_size,

@@ -718,6 +718,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.training.blocking_p2p);
     EXPECT_TRUE(e.training.bf16_optimizer);
     EXPECT_TRUE(e.training.grad_reduce_every_microbatch);
+    EXPECT_TRUE(e.training.param_gather_every_microbatch);
     EXPECT_EQ(e.training.reduce_bucket_elements, 2.5e8);
 
     ASSERT_EQ(e.hardware.size(), 2u);
@@ -1126,8 +1127,10 @@ TEST(ExperimentLoader, Bf16OptimizerFollowsTheStackUnlessTrainingSaysOtherwise) 
               "exp.toml:5:18: training.bf16_optimizer: expected a boolean, got a string");
 }
 
-// DeepSpeed's ZeRO-2 reduction in every microbatch (TrainingSpec::grad_reduce_every_microbatch):
-// the deepspeed stack's, off for every other; [training] and [stack] override it.
+// ZeRO-2's reduction in every microbatch (TrainingSpec::grad_reduce_every_microbatch): the
+// deepspeed stack's (DeepSpeed's ZeRO-2) and llm-foundry's (FSDP1 SHARD_GRAD_OP under Composer),
+// off for the others; [training] and [stack] override it. FSDP1's gather in every microbatch
+// (param_gather_every_microbatch): llm-foundry's alone.
 TEST(ExperimentLoader, GradReduceEveryMicrobatchFollowsTheStackUnlessTrainingSaysOtherwise) {
     const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
     const std::string hw = "[hardware.h]\npreset = \"a100-80gb\"\n";
@@ -1136,10 +1139,25 @@ TEST(ExperimentLoader, GradReduceEveryMicrobatchFollowsTheStackUnlessTrainingSay
     };
 
     EXPECT_FALSE(every(llama + hw));
-    for (const char* stack : {"megatron-core", "nemo-mlperf", "llm-foundry", "torchtitan"}) {
+    for (const char* stack : {"megatron-core", "nemo-mlperf", "torchtitan"}) {
         EXPECT_FALSE(every(llama + "stack = \"" + stack + "\"\n" + hw)) << stack;
     }
     EXPECT_TRUE(every(llama + "stack = \"deepspeed\"\n" + hw));
+    EXPECT_TRUE(every(llama + "stack = \"llm-foundry\"\n" + hw));
+    const auto gathers = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.param_gather_every_microbatch;
+    };
+    EXPECT_FALSE(gathers(llama + hw));
+    for (const char* stack : {"megatron-core", "nemo-mlperf", "torchtitan", "deepspeed"}) {
+        EXPECT_FALSE(gathers(llama + "stack = \"" + stack + "\"\n" + hw)) << stack;
+    }
+    EXPECT_TRUE(gathers(llama + "stack = \"llm-foundry\"\n" + hw));
+    EXPECT_FALSE(
+        gathers(llama + "stack = \"llm-foundry\"\nparam_gather_every_microbatch = false\n" + hw));
+    EXPECT_TRUE(gathers(llama + hw + "[stack]\nparam_gather_every_microbatch = true\n"));
+    EXPECT_EQ(error_of(llama + "param_gather_every_microbatch = 1\n" + hw),
+              "exp.toml:5:33: training.param_gather_every_microbatch: expected a boolean, got an "
+              "integer");
     EXPECT_FALSE(
         every(llama + "stack = \"deepspeed\"\ngrad_reduce_every_microbatch = false\n" + hw));
     EXPECT_FALSE(every(llama + hw +
