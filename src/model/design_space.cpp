@@ -177,9 +177,14 @@ Placement parse_placement(const std::string& text) {
         pos = dash + 1;
     }
     if (n != 4) {
+        // "ordered" is what the docs call the placement of an order: name the default one
+        const std::string hint = text == "ordered" || text == "default"
+                                     ? "; the default order, ranks in order, is \"tp-cp-pp-dp\""
+                                     : "";
         throw ConfigError("placement: \"" + text +
                           "\" is not a placement (an order of tp, cp, pp, dp innermost first such "
-                          "as \"tp-cp-pp-dp\", or \"random\", or \"aware\")");
+                          "as \"tp-cp-pp-dp\", or \"random\", or \"aware\")" +
+                          hint);
     }
     return p;
 }

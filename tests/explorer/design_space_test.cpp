@@ -143,6 +143,16 @@ TEST(Placement, ParsesEveryOrderOfTheFourDimensionsAndRoundTrips) {
     EXPECT_EQ(parse_placement("aware").kind, PlacementKind::variability_aware);
     EXPECT_THROW(parse_placement("tp-tp-pp-dp"), ConfigError);
     EXPECT_THROW(parse_placement("tp-pp-dp"), ConfigError);
+    // "ordered", as the docs call an order's placement, names the default order in its error
+    try {
+        parse_placement("ordered");
+        ADD_FAILURE() << "\"ordered\" parsed";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("the default order, ranks in order, is "
+                                             "\"tp-cp-pp-dp\""),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 }  // namespace
