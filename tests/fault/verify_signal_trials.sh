@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Randomized signal trials of a sweep that verifies its front (`verify = "montecarlo"`, issue
 # 33): SIGTERM to mpiexec, SIGTERM to every process of the job, SIGKILL of the whole job, and
-# SIGTERM to a sweep alone, each at a random moment from launch to past the end of the
-# verification (each point's verification slowed to last, PRISM_TEST_VERIFY_DELAY_MS). After
+# SIGTERM to a sweep alone, each at a random moment from launch (through mpiexec: from the
+# moment the file exists) to past the end of the verification (each point's verification
+# slowed to last, PRISM_TEST_VERIFY_DELAY_MS). After
 # each trial:
 # - after SIGTERM the exit status is the file's: 3 when `prism status` says resumable (which
 #   a file without /verify is), 0 only when it says complete (verified);
@@ -43,6 +44,16 @@ for t in $(seq "$trials"); do
             >"$dir/run.log" 2>&1 &
     fi
     pid=$!
+    # SIGTERM through mpiexec once the sweep's file exists: MPICH's mpiexec can hang for good
+    # when SIGTERM reaches it in the first ~15 ms of its start-up, before MPI is up
+    # (signal_trials.sh); at most 60 s
+    if [ "$kind" = term-mpiexec ] || [ "$kind" = term-all ]; then
+        for _ in $(seq 6000); do
+            [ -e "$file" ] && break
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.01
+        done
+    fi
     sleep "$delay"
     case $kind in
         term-mpiexec | term-alone) kill -TERM "$pid" 2>/dev/null ;;
