@@ -22,6 +22,12 @@ sed 's/^method = "analytic"/method = "analytic"\nverify = "montecarlo"\nsamples 
 "$prism" sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 export PRISM_TEST_VERIFY_DELAY_MS=${PRISM_TEST_VERIFY_DELAY_MS:-400}
 
+# PID and every process below it.
+tree() {
+    local child
+    echo "$1"
+    for child in $(pgrep -P "$1" 2>/dev/null); do tree "$child"; done
+}
 violations=0 agreed=0 term_runs=0 identical=0 files=0 none=0 unverified=0
 declare -A kinds=()
 violation() { echo "FAIL trial $t ($kind after ${delay}s): $*"; violations=$((violations + 1)); }
@@ -57,7 +63,9 @@ for t in $(seq "$trials"); do
     sleep "$delay"
     case $kind in
         term-mpiexec | term-alone) kill -TERM "$pid" 2>/dev/null ;;
-        term-all) kill -TERM -- "-$pid" 2>/dev/null ;;
+        # every process: mpiexec's group and what runs below it (hydra's proxy and ranks are in
+        # sessions of their own)
+        term-all) kill -TERM -- "-$pid" $(tree "$pid") 2>/dev/null ;;
         kill-all) kill -KILL -- "-$pid" 2>/dev/null ;;
     esac
     wait "$pid" 2>/dev/null
