@@ -260,44 +260,83 @@ void add_blocking_p2p(const Context& c, const Shape& s, double chunk_layers, Lay
     }
 }
 
-/// The parameters of one layer of each pass kind of build_layer_passes: `backward` an MoE
-/// layer's wherever the model has MoE layers (its routed experts apart), `dense_backward` a dense
-/// layer's beside them. Not divided over TP / EP.
+/// The parameters of one layer of each pass kind of build_layer_passes: `forward` / `backward`
+/// an MoE layer's wherever the model has MoE layers (its routed experts apart), `dense_forward` /
+/// `dense_backward` a dense layer's beside them. Not divided over TP / EP.
 struct KindParams {
     double dense = 0;   ///< attention, norms, router, shared experts, a dense MLP: over TP
     double routed = 0;  ///< an MoE layer's routed experts: over EP x ETP
 };
-KindParams backward_kind_params(const ModelSpec& m) {
+KindParams layer_kind_params(const ModelSpec& m) {
     const int moe = m.moe_layers();
     if (moe == 0) return {dense_layer_params(m), 0};
     const double routed = layer_expert_params(m) * m.layers / moe;
     return {moe_layer_params(m) - routed, routed};
 }
 
+/// Calls f(pass, params) on each forward (or backward) pass that holds parameters of its own,
+/// with them: a layer of each kind (layer_kind_params), the embedding with the word embedding,
+/// and the output layer with its own where it is a tensor of its own (untied, or on another
+/// stage). What a per-microbatch term over the stage's parameters walks.
+template <class F>
+void for_each_parameter_pass(const Context& c, LayerPasses& l, EndPasses& ends, bool forward, F f) {
+    f(forward ? l.forward : l.backward, layer_kind_params(c.m));
+    f(forward ? l.dense_forward : l.dense_backward, KindParams{dense_layer_params(c.m), 0});
+    const KindParams table{embedding_params(c.m), 0};
+    f(forward ? ends.embedding_forward : ends.embedding_backward, table);
+    if (c.p.pp > 1 || !c.m.tied_embeddings) {
+        f(forward ? ends.head_forward : ends.head_backward, table);
+    }
+}
+
 /// DeepSpeed's BF16_Optimizer (TrainingSpec::bf16_optimizer): with bf16 training and fp32
 /// gradients, every microbatch's backward ends with its bf16 gradients added into the fp32 ones,
 /// 18 bytes per parameter of the stage (a cast and an add: bf16_optimizer.py, update_hp_grads);
-/// each layer's backward carries its own parameters on this GPU (its dense part over TP, an MoE
-/// layer's routed experts over EP x ETP: backward_kind_params), memory-bound; the embedding's
-/// backward the word embedding's (V h / TP), the output layer's backward its own where it is a
-/// tensor of its own (untied, or on another stage). DeepSpeed takes the BF16_Optimizer at ZeRO
+/// each backward pass carries the parameters it holds on this GPU (for_each_parameter_pass: a
+/// layer's dense part over TP, an MoE layer's routed experts over EP x ETP, the word embedding
+/// and a separate output layer over TP), memory-bound. DeepSpeed takes the BF16_Optimizer at ZeRO
 /// stage 0 and 1 only (stages 2 and 3 reduce into their fp32 partitions instead: not modelled as
 /// DeepSpeed's).
 void add_bf16_optimizer_copy(const Context& c, LayerPasses& l, EndPasses& ends) {
     if (!takes_bf16_optimizer(c.tr, c.p.zero_stage)) return;
     constexpr double kBytesPerParam = 18;  // lp.grad.to(fp32): 2 + 4; hp.add_(.): 4 + 4 + 4
-    const auto copy = [&](PassBuilder& b, const KindParams& k) {
+    for_each_parameter_pass(c, l, ends, false, [&](PassBuilder& b, const KindParams& k) {
         if (b.list.empty()) return;
         const double params = k.dense / c.t + k.routed / (double(c.ep) * c.etp);
         b.compute(KernelClass::elementwise, c.memory(kBytesPerParam * params), c.sync);
-    };
-    copy(l.backward, backward_kind_params(c.m));
-    copy(l.dense_backward, {dense_layer_params(c.m), 0});
-    const double embedding_s = c.memory(kBytesPerParam * embedding_params(c.m) / c.t);
-    ends.embedding_backward.compute(KernelClass::elementwise, embedding_s, c.sync);
-    if (c.p.pp > 1 || !c.m.tied_embeddings) {
-        ends.head_backward.compute(KernelClass::elementwise, embedding_s, c.sync);
-    }
+    });
+}
+
+/// One collective over the parameters of every forward (AllGather) or backward (ReduceScatter)
+/// pass of each microbatch, `bytes_per_param` of them (for_each_parameter_pass): the dense part
+/// (over TP) over the d c ranks, an MoE layer's routed experts (over EP x ETP) over the
+/// expert-DP group, on its link. Beside the pass's compute with `overlap` (detail::fsdp_wrap: one
+/// op at the DP group's link), else serial comm ops on the compute stream.
+void add_microbatch_collective(const Context& c, const Experiment& e, LayerPasses& l,
+                               EndPasses& ends, KernelClass cls, double bytes_per_param,
+                               bool overlap) {
+    const DesignPoint& p = c.p;
+    const bool gather = cls == KernelClass::allgather;
+    const int edp = p.edp();
+    const GroupLink expert_link =
+        edp > 1 ? expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link : c.dp_link;
+    for_each_parameter_pass(c, l, ends, gather, [&](PassBuilder& b, const KindParams& k) {
+        if (b.list.empty()) return;
+        const double dense_s =
+            c.dp_link.size > 1 ? c.coll(cls, bytes_per_param * k.dense / c.t, c.dp_link) : 0.0;
+        const double expert_s =
+            k.routed > 0 && edp > 1
+                ? c.coll(cls, bytes_per_param * k.routed / (double(p.ep) * p.etp), expert_link)
+                : 0.0;
+        const double total_s = dense_s + expert_s;
+        if (total_s <= 0) return;
+        if (overlap) {
+            b = detail::fsdp_wrap(c, b, gather ? total_s : 0, gather ? 0 : total_s, true);
+            return;
+        }
+        if (dense_s > 0) b.comm(cls, dense_s, c.dp_link.level, kDp);
+        if (expert_s > 0) b.comm(cls, expert_s, expert_link.level, kDp);
+    });
 }
 
 /// DeepSpeed's ZeRO-2 reduces the gradients in every microbatch's backward
@@ -309,45 +348,14 @@ bool reduces_every_microbatch(const Context& c) {
 /// DeepSpeed's ZeRO-2 (TrainingSpec::grad_reduce_every_microbatch): every microbatch's backward
 /// reduce-scatters the gradients it produced (stage_1_and_2.py, reduce_ready_partitions_and_
 /// remove_grads, then average_tensor on the current stream, or on the reduction stream with
-/// overlap_comm). Each layer's backward carries its own: the dense part (over TP) over the d c
-/// ranks, an MoE layer's routed experts (over EP x ETP) over the expert-DP group; the
-/// embedding's backward the word embedding's, the output layer's backward its own where it is a
-/// tensor of its own (untied, or on another stage). Serial comm ops on the compute stream
-/// (DeepSpeed's default below stage 3), or with overlap_grad_reduce beside the pass's compute
-/// (detail::fsdp_wrap with nothing to gather). build_dp_sync then keeps only the parameter
-/// AllGather after the optimizer.
+/// overlap_comm): each backward pass its own parameters' (add_microbatch_collective), serial on
+/// the compute stream (DeepSpeed's default below stage 3) or with overlap_grad_reduce beside the
+/// pass's compute. build_dp_sync then keeps only the parameter AllGather after the optimizer.
 void add_microbatch_grad_reduce(const Context& c, const Experiment& e, LayerPasses& l,
                                 EndPasses& ends) {
     if (!reduces_every_microbatch(c)) return;
-    const DesignPoint& p = c.p;
-    const double bytes = grad_bytes_per_param(c.tr);
-    const int edp = p.edp();
-    const GroupLink expert_link =
-        edp > 1 ? expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link : c.dp_link;
-    auto reduce = [&](PassBuilder& b, double dense_params, double expert_params) {
-        if (b.list.empty()) return;
-        const double dense_s = c.dp_link.size > 1 ? c.coll(KernelClass::reducescatter,
-                                                           bytes * dense_params / c.t, c.dp_link)
-                                                  : 0.0;
-        const double expert_s =
-            expert_params > 0 && edp > 1
-                ? c.coll(KernelClass::reducescatter, bytes * expert_params / (double(p.ep) * p.etp),
-                         expert_link)
-                : 0.0;
-        if (dense_s + expert_s <= 0) return;
-        if (e.training.overlap_grad_reduce) {
-            // on the reduction stream beside the pass (one op at the DP group's link)
-            b = detail::fsdp_wrap(c, b, 0, dense_s + expert_s, true);
-            return;
-        }
-        if (dense_s > 0) b.comm(KernelClass::reducescatter, dense_s, c.dp_link.level, kDp);
-        if (expert_s > 0) b.comm(KernelClass::reducescatter, expert_s, expert_link.level, kDp);
-    };
-    const KindParams kind = backward_kind_params(c.m);
-    reduce(l.backward, kind.dense, kind.routed);
-    reduce(l.dense_backward, dense_layer_params(c.m), 0);
-    reduce(ends.embedding_backward, embedding_params(c.m), 0);
-    if (p.pp > 1 || !c.m.tied_embeddings) reduce(ends.head_backward, embedding_params(c.m), 0);
+    add_microbatch_collective(c, e, l, ends, KernelClass::reducescatter, grad_bytes_per_param(c.tr),
+                              e.training.overlap_grad_reduce);
 }
 
 /// PyTorch FSDP1's SHARD_GRAD_OP (TrainingSpec::param_gather_every_microbatch): the parameters
@@ -356,44 +364,15 @@ bool gathers_every_microbatch(const Context& c) {
     return c.tr.param_gather_every_microbatch && c.zero == 2;
 }
 
-/// SHARD_GRAD_OP's gathers (TrainingSpec::param_gather_every_microbatch): each layer's forward
-/// gathers its parameters (the dense part, over TP, over the d c ranks; an MoE layer's routed
-/// experts, over EP x ETP, over the expert-DP group), the embedding's forward the word
-/// embedding's, the output layer's forward its own where it is a tensor of its own; 16-bit
-/// weights. Beside the pass's compute with overlap_param_gather (FSDP's prefetch:
-/// detail::fsdp_wrap with nothing to scatter), else exposed. build_dp_sync then drops the step's
+/// SHARD_GRAD_OP's gathers (TrainingSpec::param_gather_every_microbatch): each forward pass
+/// gathers the 16-bit weights it holds (add_microbatch_collective), beside its compute with
+/// overlap_param_gather (FSDP's prefetch), else exposed. build_dp_sync then drops the step's
 /// parameter AllGather.
 void add_microbatch_param_gather(const Context& c, const Experiment& e, LayerPasses& l,
                                  EndPasses& ends) {
     if (!gathers_every_microbatch(c)) return;
-    const DesignPoint& p = c.p;
-    const int edp = p.edp();
-    const GroupLink expert_link =
-        edp > 1 ? expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link : c.dp_link;
-    auto gather = [&](PassBuilder& b, double dense_params, double expert_params) {
-        if (b.list.empty()) return;
-        const double dense_s = c.dp_link.size > 1
-                                   ? c.coll(KernelClass::allgather,
-                                            kWeightBytesPerParam * dense_params / c.t, c.dp_link)
-                                   : 0.0;
-        const double expert_s =
-            expert_params > 0 && edp > 1
-                ? c.coll(KernelClass::allgather,
-                         kWeightBytesPerParam * expert_params / (double(p.ep) * p.etp), expert_link)
-                : 0.0;
-        if (dense_s + expert_s <= 0) return;
-        if (e.training.overlap_param_gather) {
-            b = detail::fsdp_wrap(c, b, dense_s + expert_s, 0, true);
-            return;
-        }
-        if (dense_s > 0) b.comm(KernelClass::allgather, dense_s, c.dp_link.level, kDp);
-        if (expert_s > 0) b.comm(KernelClass::allgather, expert_s, expert_link.level, kDp);
-    };
-    const KindParams kind = backward_kind_params(c.m);
-    gather(l.forward, kind.dense, kind.routed);
-    gather(l.dense_forward, dense_layer_params(c.m), 0);
-    gather(ends.embedding_forward, embedding_params(c.m), 0);
-    if (p.pp > 1 || !c.m.tied_embeddings) gather(ends.head_forward, embedding_params(c.m), 0);
+    add_microbatch_collective(c, e, l, ends, KernelClass::allgather, kWeightBytesPerParam,
+                              e.training.overlap_param_gather);
 }
 
 /// The dense layers among every chunk's (chunk c of stage s at s v + c), the layers in model

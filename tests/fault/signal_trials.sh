@@ -27,8 +27,8 @@ sed 's/^zero_stage = \[0, 3\]/zero_stage = [0, 3]\nlearning_rate = [1e-4, 2e-4, 
 "$prism" sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 
 grace=${PRISM_TRIAL_GRACE_S:-60}  # seconds a stopped job may take to end (undisturbed: ~3 s)
-# Whether PID is running (a zombie, exited but not reaped, is not).
-running() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1; [[ $s != Z* ]]; }
+# running, sweep_started, tree
+source "$src/tests/fault/launcher.sh"
 # Waits up to LIMIT seconds for the child PID, its exit status in $waited; fails when a watchdog
 # had to kill the job (what was still running in its session is then in $dir/timed_out).
 wait_bounded() {
@@ -43,24 +43,6 @@ wait_bounded() {
     wait "$pid" 2>/dev/null; waited=$?
     kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
     [ ! -e "$dir/timed_out" ]
-}
-# Waits up to LIMIT seconds for the sweep's FILE to exist (MPI is up: the master made it) while
-# PID runs; fails if it does not.
-sweep_started() {
-    local i
-    for ((i = 0; i < $3 * 100; i++)); do
-        [ -e "$2" ] && return 0
-        running "$1" || return 1
-        sleep 0.01
-    done
-    return 1
-}
-# PID and every process below it (hydra puts its proxy and the ranks in sessions of their own,
-# out of reach of a signal to PID's session).
-tree() {
-    local child
-    echo "$1"
-    for child in $(pgrep -P "$1" 2>/dev/null); do tree "$child"; done
 }
 # SIGKILL to PID's session and every process below PID.
 kill_job() {

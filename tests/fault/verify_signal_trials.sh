@@ -22,12 +22,8 @@ sed 's/^method = "analytic"/method = "analytic"\nverify = "montecarlo"\nsamples 
 "$prism" sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 export PRISM_TEST_VERIFY_DELAY_MS=${PRISM_TEST_VERIFY_DELAY_MS:-400}
 
-# PID and every process below it.
-tree() {
-    local child
-    echo "$1"
-    for child in $(pgrep -P "$1" 2>/dev/null); do tree "$child"; done
-}
+# running, sweep_started, tree
+source "$src/tests/fault/launcher.sh"
 violations=0 agreed=0 term_runs=0 identical=0 files=0 none=0 unverified=0
 declare -A kinds=()
 violation() { echo "FAIL trial $t ($kind after ${delay}s): $*"; violations=$((violations + 1)); }
@@ -54,11 +50,7 @@ for t in $(seq "$trials"); do
     # when SIGTERM reaches it in the first ~15 ms of its start-up, before MPI is up
     # (signal_trials.sh); at most 60 s
     if [ "$kind" = term-mpiexec ] || [ "$kind" = term-all ]; then
-        for _ in $(seq 6000); do
-            [ -e "$file" ] && break
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.01
-        done
+        sweep_started "$pid" "$file" 60 || true
     fi
     sleep "$delay"
     case $kind in

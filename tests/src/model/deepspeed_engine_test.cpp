@@ -211,21 +211,10 @@ using prism::test::kVocab;
 // self.is_gradient_accumulation_boundary()`), on the compute stream unless overlap_comm; the
 // step keeps only the parameter AllGather after the optimizer.
 
-/// tp 2 x dp 2 in one node (the DP pair 2 ranks apart, on NVLink), ZeRO-2, 8 microbatches of one
-/// sequence per replica.
-DesignPoint tp2_dp2_zero2() {
-    DesignPoint p;
-    p.tp = 2;
-    p.dp = 2;
-    p.zero_stage = 2;
-    p.microbatch = 1;
-    return p;
-}
-
 TEST(Zero2EveryMicrobatch, EachBackwardReduceScattersItsGradientsOnTheComputeStream) {
     auto e = prism::test::small_experiment();
     e.training.overlap_param_gather = false;
-    const DesignPoint p = tp2_dp2_zero2();
+    const DesignPoint p = prism::test::tp2_dp2_zero2();
     const auto once = prism::evaluate_deterministic(e, p);
     e.training.grad_reduce_every_microbatch = true;
     const auto every = prism::evaluate_deterministic(e, p);
@@ -300,13 +289,13 @@ TEST(Zero2EveryMicrobatch, OnlyAtZeroStage2) {
     auto with = e;
     with.training.grad_reduce_every_microbatch = true;
     for (int stage : {0, 1, 3}) {
-        DesignPoint p = tp2_dp2_zero2();
+        DesignPoint p = prism::test::tp2_dp2_zero2();
         p.zero_stage = stage;
         EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(with, p).step_time_s,
                          prism::evaluate_deterministic(e, p).step_time_s)
             << "zero stage " << stage;
     }
-    DesignPoint single = tp2_dp2_zero2();
+    DesignPoint single = prism::test::tp2_dp2_zero2();
     single.dp = 1;
     EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(with, single).step_time_s,
                      prism::evaluate_deterministic(e, single).step_time_s);

@@ -20,22 +20,11 @@ using prism::test::kLayerParams;
 using prism::test::kVocab;
 using prism::test::ring;
 
-/// tp 2 x dp 2 in one node (the DP pair 2 ranks apart, on NVLink), ZeRO-2, 8 microbatches of one
-/// sequence per replica.
-DesignPoint tp2_dp2_zero2() {
-    DesignPoint p;
-    p.tp = 2;
-    p.dp = 2;
-    p.zero_stage = 2;
-    p.microbatch = 1;
-    return p;
-}
-
 TEST(ShardGradOp, EachForwardGathersItsLayerAgainAndTheStepGathersNothing) {
     auto e = prism::test::small_experiment();
     e.training.overlap_param_gather = false;
     e.training.grad_reduce_every_microbatch = true;
-    const DesignPoint p = tp2_dp2_zero2();
+    const DesignPoint p = prism::test::tp2_dp2_zero2();
     const auto reduce_only = prism::evaluate_deterministic(e, p);
     e.training.param_gather_every_microbatch = true;
     const auto fsdp = prism::evaluate_deterministic(e, p);
@@ -110,13 +99,13 @@ TEST(ShardGradOp, OnlyAtZeroStage2WithDataParallelism) {
     auto with = e;
     with.training.param_gather_every_microbatch = true;
     for (int stage : {0, 1, 3}) {
-        DesignPoint p = tp2_dp2_zero2();
+        DesignPoint p = prism::test::tp2_dp2_zero2();
         p.zero_stage = stage;
         EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(with, p).step_time_s,
                          prism::evaluate_deterministic(e, p).step_time_s)
             << "zero stage " << stage;
     }
-    DesignPoint single = tp2_dp2_zero2();
+    DesignPoint single = prism::test::tp2_dp2_zero2();
     single.dp = 1;
     EXPECT_DOUBLE_EQ(prism::evaluate_deterministic(with, single).step_time_s,
                      prism::evaluate_deterministic(e, single).step_time_s);

@@ -80,4 +80,15 @@ inline DesignPoint tp8_dp4() {
     return p;
 }
 
+/// tp 2 x dp 2 in one node (the DP pair 2 ranks apart, on NVLink), ZeRO-2, 8 microbatches of one
+/// sequence per replica: ZeRO-2's per-microbatch terms (DeepSpeed's, FSDP1 SHARD_GRAD_OP's).
+inline DesignPoint tp2_dp2_zero2() {
+    DesignPoint p;
+    p.tp = 2;
+    p.dp = 2;
+    p.zero_stage = 2;
+    p.microbatch = 1;
+    return p;
+}
+
 }  // namespace prism::test
