@@ -295,6 +295,14 @@ void parse_model(const toml::table& root, const std::string& file, Experiment& e
 /// The values of selective_recompute (stack presets, [stack], [training]).
 const std::vector<std::string> kSelectiveRecomputeNames{"megatron", "torchtitan-op"};
 
+/// TrainingSpec::fsdp_ends from its name.
+TrainingSpec::FsdpEnds fsdp_ends_of(const toml::node& node, const std::string& key) {
+    const std::string v = as_choice(node, key, {"units", "root", "kept"});
+    return v == "root"   ? TrainingSpec::FsdpEnds::root
+           : v == "kept" ? TrainingSpec::FsdpEnds::kept
+                         : TrainingSpec::FsdpEnds::units;
+}
+
 /// [training] recompute_modules: Megatron-Core's names (transformer_config.py, its allowed set);
 /// each must name a part the model has (as Megatron checks mla_up_proj against MLA).
 void parse_recompute_modules(const toml::node& node, const ModelSpec& model,
@@ -371,6 +379,7 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
                 "bf16_optimizer",
                 "grad_reduce_every_microbatch",
                 "param_gather_every_microbatch",
+                "fsdp_ends",
                 "reduce_bucket_size",
                 "stack",
                 "first_stage_layers",
@@ -478,6 +487,9 @@ void parse_training(const toml::table& root, const std::string& file, bool batch
     }
     if (const toml::node* n = table.get("recompute_modules")) {
         parse_recompute_modules(*n, experiment.model, training.recompute_modules);
+    }
+    if (const toml::node* n = table.get("fsdp_ends")) {
+        training.fsdp_ends = fsdp_ends_of(*n, "training.fsdp_ends");
     }
     if (const toml::node* n = table.get("selective_recompute")) {
         training.selective_recompute = as_choice(*n, "training.selective_recompute",
@@ -673,6 +685,9 @@ struct StackFactors {
     /// FSDP1 SHARD_GRAD_OP's gather in every microbatch
     /// (TrainingSpec::param_gather_every_microbatch); none: the default (false)
     std::optional<bool> param_gather_every_microbatch;
+    /// How FSDP shards the word embedding and the output layer (TrainingSpec::fsdp_ends); none:
+    /// the default ("units")
+    std::optional<TrainingSpec::FsdpEnds> fsdp_ends;
     /// DeepSpeed's ZeRO-1/2 gradient bucket (TrainingSpec::reduce_bucket_elements); none: the
     /// default (0)
     std::optional<double> reduce_bucket_elements;
@@ -696,6 +711,7 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
                                      "bf16_optimizer",
                                      "grad_reduce_every_microbatch",
                                      "param_gather_every_microbatch",
+                                     "fsdp_ends",
                                      "reduce_bucket_size",
                                      "workspace",
                                      "gemm_efficiency",
@@ -738,6 +754,8 @@ void apply_stack_fields(const toml::table& table, const std::string& path, bool 
             s.grad_reduce_every_microbatch = as_bool(*node, full);
         } else if (name == "param_gather_every_microbatch") {
             s.param_gather_every_microbatch = as_bool(*node, full);
+        } else if (name == "fsdp_ends") {
+            s.fsdp_ends = fsdp_ends_of(*node, full);
         } else if (name == "reduce_bucket_size") {
             s.reduce_bucket_elements = as_positive(*node, full, true);
         } else if (name == "workspace") {
@@ -843,6 +861,7 @@ std::optional<double> apply_stack(const toml::table& root, Experiment& e) {
     if (s.param_gather_every_microbatch && !root["training"]["param_gather_every_microbatch"]) {
         e.training.param_gather_every_microbatch = *s.param_gather_every_microbatch;
     }
+    if (s.fsdp_ends && !root["training"]["fsdp_ends"]) e.training.fsdp_ends = *s.fsdp_ends;
     if (s.reduce_bucket_elements && !root["training"]["reduce_bucket_size"]) {
         e.training.reduce_bucket_elements = *s.reduce_bucket_elements;
     }

@@ -65,6 +65,11 @@ std::vector<ResolvedSetting> resolved_settings(const Experiment& e) {
         "ZeRO-2 gradients reduce-scattered in every microbatch's backward (DeepSpeed, FSDP1)");
     add("training", "param_gather_every_microbatch", flag(t.param_gather_every_microbatch),
         "ZeRO-2 parameters gathered in every microbatch's forward (FSDP1 SHARD_GRAD_OP)");
+    add("training", "fsdp_ends",
+        t.fsdp_ends == TrainingSpec::FsdpEnds::root   ? "\"root\""
+        : t.fsdp_ends == TrainingSpec::FsdpEnds::kept ? "\"kept\""
+                                                      : "\"units\"",
+        "ZeRO-3's embedding / output layer: units of their own, the root's, or kept gathered");
     add("training", "reduce_bucket_size", fmt::format("{:g}", t.reduce_bucket_elements),
         "elements of DeepSpeed's ZeRO 1-3 gradient bucket (0: none)");
     add("training", "fp8_params", flag(t.fp8_params));

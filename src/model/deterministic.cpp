@@ -194,11 +194,24 @@ LayerPasses build_kind_passes(const Context& c, bool moe) {
     return l;
 }
 
+/// FSDP's collectives beside the layers (detail::fsdp_wrap) hide each layer's gather beside its
+/// own compute, as the next layer's prefetch hides beside this one's: the first gather of a
+/// chunk's forward has no compute before it (the embedding's is short), the last scatter of its
+/// backward none after it. One of each per chunk pass is exposed: a layer's `time_s` on `link`,
+/// spread over the chunk's `chunk_layers` layers as a comm op of each layer pass.
+void expose_chunk_end(PassBuilder& b, KernelClass cls, double time_s, LinkLevel link,
+                      double chunk_layers) {
+    if (b.list.empty() || time_s <= 0 || chunk_layers <= 0) return;
+    b.comm(cls, time_s / chunk_layers, link, kDp);
+}
+
 /// One layer's passes of each kind. An MoE model's dense and MoE layers differ: the profile
 /// holds both kinds' passes and places each dense layer in the chunk that holds it (Megatron
 /// places the layers in model order: DeepSeek-V3's 3 leading dense layers on the first virtual
-/// stage; docs/moe.md).
-LayerPasses build_layer_passes(const Context& c) {
+/// stage; docs/moe.md). ZeRO-3: each layer gathers and scatters beside its compute, a chunk's
+/// first gather (with prefetch; without, every gather is exposed already) and last scatter
+/// exposed (expose_chunk_end, `chunk_layers` the chunk's layers).
+LayerPasses build_layer_passes(const Context& c, double chunk_layers) {
     LayerPasses l;
     const int moe_layers = c.m.moe_layers();
     if (moe_layers == 0) {
@@ -225,8 +238,47 @@ LayerPasses build_layer_passes(const Context& c) {
             l.dense_forward = detail::fsdp_wrap(c, l.dense_forward, gather, 0, prefetch);
             l.dense_backward = detail::fsdp_wrap(c, l.dense_backward, gather, scatter, prefetch);
         }
+        const LinkLevel link = c.dp_link.level;
+        for (PassBuilder* b : {&l.forward, &l.dense_forward}) {
+            expose_chunk_end(*b, KernelClass::allgather, prefetch ? gather : 0, link, chunk_layers);
+        }
+        for (PassBuilder* b : {&l.backward, &l.dense_backward}) {
+            expose_chunk_end(*b, KernelClass::reducescatter, scatter, link, chunk_layers);
+        }
     }
     return l;
+}
+
+/// ZeRO-3 / FSDP's word embedding and output layer (TrainingSpec::fsdp_ends), their tables (over
+/// TP) over the d c ranks. The embedding's gather is a microbatch's first collective and its
+/// gradients' scatter the last, with no compute to hide beside: both exposed, every microbatch
+/// (`kept`: the gather once a step, a microbatch's share of it). The output layer's: with
+/// `root` and `kept` the root's, gathered and scattered with the embedding's, exposed; as a unit
+/// of its own (`units`) its gather is prefetched beside the compute before it (fsdp_wrap: its
+/// own pass's, as a layer's) and its scatter runs beside the backward after it (not resharded
+/// after the forward: no gather in the backward). A tied output layer on the embedding's stage
+/// uses the embedding's table: nothing more. Nothing without ZeRO-3's per-microbatch sharding
+/// (FSDP2 under PP with fsdp_pp_unsharded: the step's DP sync carries the tables).
+void add_fsdp_end_tables(const Context& c, const Shape& s, EndPasses& ends) {
+    if (c.zero < 3 || c.dp_link.size <= 1) return;
+    using Ends = TrainingSpec::FsdpEnds;
+    const double table = embedding_params(c.m) / c.t;
+    const double share = c.tr.fsdp_ends == Ends::kept ? 1.0 / s.microbatches : 1.0;
+    const double gather =
+        c.coll(KernelClass::allgather, weight_bytes(c.m, c.tr, 0, 1) / c.t, c.dp_link);
+    const double scatter =
+        c.coll(KernelClass::reducescatter, grad_bytes_per_param(c.tr) * table, c.dp_link);
+    const LinkLevel link = c.dp_link.level;
+    ends.embedding_forward.comm(KernelClass::allgather, share * gather, link, kDp);
+    ends.embedding_backward.comm(KernelClass::reducescatter, scatter, link, kDp);
+    if (c.p.pp == 1 && c.m.tied_embeddings) return;
+    if (c.tr.fsdp_ends == Ends::units) {
+        ends.head_forward = detail::fsdp_wrap(c, ends.head_forward, gather, 0, c.tr.fsdp_prefetch);
+        ends.head_backward = detail::fsdp_wrap(c, ends.head_backward, 0, scatter, true);
+    } else {
+        ends.head_forward.comm(KernelClass::allgather, share * gather, link, kDp);
+        ends.head_backward.comm(KernelClass::reducescatter, scatter, link, kDp);
+    }
 }
 
 /// DeepSpeed's pipeline transfers on the compute stream (TrainingSpec::blocking_p2p): a chunk's
@@ -274,18 +326,18 @@ KindParams layer_kind_params(const ModelSpec& m) {
     return {moe_layer_params(m) - routed, routed};
 }
 
-/// Calls f(pass, params) on each forward (or backward) pass that holds parameters of its own,
-/// with them: a layer of each kind (layer_kind_params), the embedding with the word embedding,
-/// and the output layer with its own where it is a tensor of its own (untied, or on another
-/// stage). What a per-microbatch term over the stage's parameters walks.
+/// Calls f(pass, params, layer) on each forward (or backward) pass that holds parameters of its
+/// own, with them: a layer of each kind (layer_kind_params; `layer` true), the embedding with the
+/// word embedding, and the output layer with its own where it is a tensor of its own (untied, or
+/// on another stage). What a per-microbatch term over the stage's parameters walks.
 template <class F>
 void for_each_parameter_pass(const Context& c, LayerPasses& l, EndPasses& ends, bool forward, F f) {
-    f(forward ? l.forward : l.backward, layer_kind_params(c.m));
-    f(forward ? l.dense_forward : l.dense_backward, KindParams{dense_layer_params(c.m), 0});
+    f(forward ? l.forward : l.backward, layer_kind_params(c.m), true);
+    f(forward ? l.dense_forward : l.dense_backward, KindParams{dense_layer_params(c.m), 0}, true);
     const KindParams table{embedding_params(c.m), 0};
-    f(forward ? ends.embedding_forward : ends.embedding_backward, table);
+    f(forward ? ends.embedding_forward : ends.embedding_backward, table, false);
     if (c.p.pp > 1 || !c.m.tied_embeddings) {
-        f(forward ? ends.head_forward : ends.head_backward, table);
+        f(forward ? ends.head_forward : ends.head_backward, table, false);
     }
 }
 
@@ -300,7 +352,7 @@ void for_each_parameter_pass(const Context& c, LayerPasses& l, EndPasses& ends, 
 void add_bf16_optimizer_copy(const Context& c, LayerPasses& l, EndPasses& ends) {
     if (!takes_bf16_optimizer(c.tr, c.p.zero_stage)) return;
     constexpr double kBytesPerParam = 18;  // lp.grad.to(fp32): 2 + 4; hp.add_(.): 4 + 4 + 4
-    for_each_parameter_pass(c, l, ends, false, [&](PassBuilder& b, const KindParams& k) {
+    for_each_parameter_pass(c, l, ends, false, [&](PassBuilder& b, const KindParams& k, bool) {
         if (b.list.empty()) return;
         const double params = k.dense / c.t + k.routed / (double(c.ep) * c.etp);
         b.compute(KernelClass::elementwise, c.memory(kBytesPerParam * params), c.sync);
@@ -311,32 +363,38 @@ void add_bf16_optimizer_copy(const Context& c, LayerPasses& l, EndPasses& ends) 
 /// pass of each microbatch, `bytes_per_param` of them (for_each_parameter_pass): the dense part
 /// (over TP) over the d c ranks, an MoE layer's routed experts (over EP x ETP) over the
 /// expert-DP group, on its link. Beside the pass's compute with `overlap` (detail::fsdp_wrap: one
-/// op at the DP group's link), else serial comm ops on the compute stream.
+/// op at the DP group's link; a chunk's first gather and last scatter exposed, expose_chunk_end
+/// over `chunk_layers`), else serial comm ops on the compute stream.
 void add_microbatch_collective(const Context& c, const Experiment& e, LayerPasses& l,
                                EndPasses& ends, KernelClass cls, double bytes_per_param,
-                               bool overlap) {
+                               bool overlap, double chunk_layers) {
     const DesignPoint& p = c.p;
     const bool gather = cls == KernelClass::allgather;
     const int edp = p.edp();
     const GroupLink expert_link =
         edp > 1 ? expert_group(c.hw, e.cluster, p, edp, p.ep * p.etp, true).link : c.dp_link;
-    for_each_parameter_pass(c, l, ends, gather, [&](PassBuilder& b, const KindParams& k) {
-        if (b.list.empty()) return;
-        const double dense_s =
-            c.dp_link.size > 1 ? c.coll(cls, bytes_per_param * k.dense / c.t, c.dp_link) : 0.0;
-        const double expert_s =
-            k.routed > 0 && edp > 1
-                ? c.coll(cls, bytes_per_param * k.routed / (double(p.ep) * p.etp), expert_link)
-                : 0.0;
-        const double total_s = dense_s + expert_s;
-        if (total_s <= 0) return;
-        if (overlap) {
-            b = detail::fsdp_wrap(c, b, gather ? total_s : 0, gather ? 0 : total_s, true);
-            return;
-        }
-        if (dense_s > 0) b.comm(cls, dense_s, c.dp_link.level, kDp);
-        if (expert_s > 0) b.comm(cls, expert_s, expert_link.level, kDp);
-    });
+    for_each_parameter_pass(
+        c, l, ends, gather, [&](PassBuilder& b, const KindParams& k, bool layer) {
+            if (b.list.empty()) return;
+            const double dense_s =
+                c.dp_link.size > 1 ? c.coll(cls, bytes_per_param * k.dense / c.t, c.dp_link) : 0.0;
+            const double expert_s =
+                k.routed > 0 && edp > 1
+                    ? c.coll(cls, bytes_per_param * k.routed / (double(p.ep) * p.etp), expert_link)
+                    : 0.0;
+            const double total_s = dense_s + expert_s;
+            if (total_s <= 0) return;
+            if (overlap) {
+                b = detail::fsdp_wrap(c, b, gather ? total_s : 0, gather ? 0 : total_s, true);
+                if (layer) {
+                    expose_chunk_end(b, cls, dense_s, c.dp_link.level, chunk_layers);
+                    expose_chunk_end(b, cls, expert_s, expert_link.level, chunk_layers);
+                }
+                return;
+            }
+            if (dense_s > 0) b.comm(cls, dense_s, c.dp_link.level, kDp);
+            if (expert_s > 0) b.comm(cls, expert_s, expert_link.level, kDp);
+        });
 }
 
 /// DeepSpeed's ZeRO-2 reduces the gradients in every microbatch's backward
@@ -352,10 +410,10 @@ bool reduces_every_microbatch(const Context& c) {
 /// the compute stream (DeepSpeed's default below stage 3) or with overlap_grad_reduce beside the
 /// pass's compute. build_dp_sync then keeps only the parameter AllGather after the optimizer.
 void add_microbatch_grad_reduce(const Context& c, const Experiment& e, LayerPasses& l,
-                                EndPasses& ends) {
+                                EndPasses& ends, double chunk_layers) {
     if (!reduces_every_microbatch(c)) return;
     add_microbatch_collective(c, e, l, ends, KernelClass::reducescatter, grad_bytes_per_param(c.tr),
-                              e.training.overlap_grad_reduce);
+                              e.training.overlap_grad_reduce, chunk_layers);
 }
 
 /// PyTorch FSDP1's SHARD_GRAD_OP (TrainingSpec::param_gather_every_microbatch): the parameters
@@ -369,10 +427,10 @@ bool gathers_every_microbatch(const Context& c) {
 /// overlap_param_gather (FSDP's prefetch), else exposed. build_dp_sync then drops the step's
 /// parameter AllGather.
 void add_microbatch_param_gather(const Context& c, const Experiment& e, LayerPasses& l,
-                                 EndPasses& ends) {
+                                 EndPasses& ends, double chunk_layers) {
     if (!gathers_every_microbatch(c)) return;
     add_microbatch_collective(c, e, l, ends, KernelClass::allgather, kWeightBytesPerParam,
-                              e.training.overlap_param_gather);
+                              e.training.overlap_param_gather, chunk_layers);
 }
 
 /// The dense layers among every chunk's (chunk c of stage s at s v + c), the layers in model
@@ -573,8 +631,8 @@ StepProfile assemble_profile(const Context& c, const Shape& s, LayerPasses& laye
 }
 
 /// The time lines of the busiest stage; the bubble is that stage's idle time in the pipeline.
-void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double sync_exposed_s,
-                     Breakdown& bd) {
+void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, const EndPasses& ends,
+                     double sync_exposed_s, Breakdown& bd) {
     const StepProfile& prof = r.profile;
     const int v = prof.chunks;
     // a stage's busy time: its chunks' forward and backward as chunk_forward_s / _backward_s
@@ -631,8 +689,19 @@ void fill_time_lines(const DeterministicResult& r, const LayerPasses& l, double 
     bd.moe_dispatch_s = line([](const PassBuilder& x) { return x.moe.dispatch_s; });
     bd.moe_combine_s = line([](const PassBuilder& x) { return x.moe.combine_s; });
     bd.host_bound_s = line([](const PassBuilder& x) { return x.stretch_s; });
-    if (s == 0) bd.embedding_s = prof.microbatches * embedding_s;
-    if (s == prof.stages - 1) bd.head_s = prof.microbatches * head_s;
+    // the end passes' FSDP collectives (add_fsdp_end_tables, the per-microbatch ZeRO-2 ones) on
+    // the FSDP line, not the embedding's / the head's
+    const double embedding_dp =
+        ends.embedding_forward.exposed[kDp] + ends.embedding_backward.exposed[kDp];
+    const double head_dp = ends.head_forward.exposed[kDp] + ends.head_backward.exposed[kDp];
+    if (s == 0) {
+        bd.embedding_s = prof.microbatches * (embedding_s - embedding_dp);
+        bd.fsdp_comm_exposed_s += prof.microbatches * embedding_dp;
+    }
+    if (s == prof.stages - 1) {
+        bd.head_s = prof.microbatches * (head_s - head_dp);
+        bd.fsdp_comm_exposed_s += prof.microbatches * head_dp;
+    }
     bd.dp_sync_exposed_s = sync_exposed_s;
     bd.optimizer_s = deterministic_time(prof.optimizer);
     const double pipeline_s = r.step_time_s - sync_exposed_s - bd.optimizer_s;
@@ -685,12 +754,13 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
         window_layers = std::max(window_layers, 1.0 * shape.stage_layers[st]);
     const double chunk_layers = window_layers / shape.chunks;
 
-    LayerPasses layers = build_layer_passes(c);
+    LayerPasses layers = build_layer_passes(c, chunk_layers);
     add_blocking_p2p(c, shape, chunk_layers, layers);
     EndPasses ends = detail::end_passes(c);
+    add_fsdp_end_tables(c, shape, ends);
     add_bf16_optimizer_copy(c, layers, ends);
-    add_microbatch_grad_reduce(c, e, layers, ends);
-    add_microbatch_param_gather(c, e, layers, ends);
+    add_microbatch_grad_reduce(c, e, layers, ends, chunk_layers);
+    add_microbatch_param_gather(c, e, layers, ends, chunk_layers);
     // the mean layer (an MoE model's dense and MoE layers by their shares)
     const double layer_forward_s = layers.mean_forward_s();
     const double layer_backward_s = layers.mean_backward_s();
@@ -721,7 +791,7 @@ DeterministicResult evaluate_deterministic(const Experiment& e, const DesignPoin
     Breakdown& bd = r.breakdown;
     bd.layer_forward_s = layer_forward_s;
     bd.layer_backward_s = layer_backward_s;
-    fill_time_lines(r, layers, sync.list.time_s() - sync.overlap_s, bd);
+    fill_time_lines(r, layers, ends, sync.list.time_s() - sync.overlap_s, bd);
     check_memory(e, p, shape, r);
     return r;
 }
@@ -741,7 +811,7 @@ std::string format_breakdown(const DeterministicResult& r) {
     row("  layers: compute", b.compute_s * ms, "ms");
     row("  layers: TP comm exposed", b.tp_comm_exposed_s * ms, "ms");
     row("  layers: CP comm exposed", b.cp_comm_exposed_s * ms, "ms");
-    row("  layers: FSDP comm exposed", b.fsdp_comm_exposed_s * ms, "ms");
+    row("  FSDP comm exposed", b.fsdp_comm_exposed_s * ms, "ms");
     if (r.moe) row("  layers: MoE a2a exposed", b.ep_comm_exposed_s * ms, "ms");
     if (b.pp_comm_exposed_s > 0) row("  layers: PP p2p (blocking)", b.pp_comm_exposed_s * ms, "ms");
     row("  layers: host-bound stretch", b.host_bound_s * ms, "ms");

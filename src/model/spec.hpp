@@ -125,6 +125,26 @@ struct TrainingSpec {
     /// ZeRO-3/FSDP: the next layer's AllGather prefetched beside this layer's compute (PyTorch
     /// FSDP backward/forward prefetch; Megatron-FSDP). false: every gather exposed.
     bool fsdp_prefetch = true;
+    /// ZeRO-3/FSDP: how the word embedding and the output layer are sharded (fsdp_ends = ...).
+    /// Their collectives run every microbatch like a layer's, but the embedding's gather is the
+    /// microbatch's first and its gradients' scatter the last: nothing to hide them beside.
+    ///  - units: each table an FSDP unit of its own (torchtitan since 83e6941 of 2025-07-28:
+    ///    tok_embeddings, then [norm, output] not resharded after the forward; DeepSpeed's ZeRO-3,
+    ///    which fetches per submodule): the embedding's gather and scatter exposed, the output
+    ///    layer's prefetched and overlapped like a layer's.
+    ///  - root: both in FSDP's root (FSDP1's auto-wrap of the transformer blocks: Composer /
+    ///    llm-foundry wrap MPT's blocks and the root holds the tied `wte`; torchtitan before
+    ///    83e6941, whose apply_fsdp wrapped the blocks and then the whole model): gathered at
+    ///    every microbatch's start and kept for its backward (PyTorch does not reshard the root
+    ///    after the forward), reduce-scattered after the embedding's backward: both exposed.
+    ///  - kept: outside FSDP's units and never released (Megatron-FSDP: its units are the
+    ///    transformer layers, mcore_fsdp_adapter.py; the other parameters' buckets are gathered
+    ///    by their modules' pre-forward hooks and not marked releasable, megatron_fsdp.py
+    ///    _root_pre_backward; their gradients are reduced in the root's post-backward, every
+    ///    microbatch with optim_grads_params): gathered once a step, scattered every microbatch
+    ///    after the last backward, exposed.
+    /// Applies where ZeRO-3 gathers per microbatch (deterministic.cpp, add_fsdp_end_tables).
+    enum class FsdpEnds : std::uint8_t { units, root, kept } fsdp_ends = FsdpEnds::units;
     /// ZeRO-3/FSDP under pipeline parallelism, PyTorch's FSDP2 in torch.distributed.pipelining
     /// (torchtitan): each stage's parameters stay gathered and its gradients unsharded for the
     /// whole step. torchtitan passes reshard_after_forward = False with PP ("to avoid

@@ -719,6 +719,7 @@ TEST(ExperimentLoader, FullFileMapsToExpectedValues) {
     EXPECT_TRUE(e.training.bf16_optimizer);
     EXPECT_TRUE(e.training.grad_reduce_every_microbatch);
     EXPECT_TRUE(e.training.param_gather_every_microbatch);
+    EXPECT_EQ(e.training.fsdp_ends, prism::TrainingSpec::FsdpEnds::root);  // the stack's: kept
     EXPECT_EQ(e.training.reduce_bucket_elements, 2.5e8);
 
     ASSERT_EQ(e.hardware.size(), 2u);
@@ -1125,6 +1126,34 @@ TEST(ExperimentLoader, Bf16OptimizerFollowsTheStackUnlessTrainingSaysOtherwise) 
         bf16_optimizer(llama + hw + "[stack]\npreset = \"deepspeed\"\nbf16_optimizer = false\n"));
     EXPECT_EQ(error_of(llama + "bf16_optimizer = \"on\"\n" + hw),
               "exp.toml:5:18: training.bf16_optimizer: expected a boolean, got a string");
+}
+
+// How FSDP shards the word embedding and the output layer (TrainingSpec::fsdp_ends): kept
+// gathered for the step under megatron-core (Megatron-FSDP's units are the layers), the root's
+// under llm-foundry (FSDP1 auto-wraps the MPT blocks), units of their own for torchtitan (since
+// 2025-07-28) and DeepSpeed (ZeRO-3 fetches per submodule); [training] and [stack] override it.
+TEST(ExperimentLoader, FsdpEndsFollowTheStackUnlessTrainingSaysOtherwise) {
+    using Ends = prism::TrainingSpec::FsdpEnds;
+    const std::string llama = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 8\n";
+    const std::string hw = "[hardware.h]\npreset = \"a100-80gb\"\n";
+    const auto ends = [](const std::string& text) {
+        return parse_experiment(text, "exp.toml").training.fsdp_ends;
+    };
+    EXPECT_EQ(ends(llama + hw), Ends::kept);
+    EXPECT_EQ(ends(llama + "stack = \"megatron-core\"\n" + hw), Ends::kept);
+    EXPECT_EQ(ends(llama + "stack = \"llm-foundry\"\n" + hw), Ends::root);
+    for (const char* stack : {"nemo-mlperf", "torchtitan", "deepspeed"}) {
+        EXPECT_EQ(ends(llama + "stack = \"" + stack + "\"\n" + hw), Ends::units) << stack;
+    }
+    EXPECT_EQ(ends(llama + "stack = \"llm-foundry\"\nfsdp_ends = \"units\"\n" + hw), Ends::units);
+    EXPECT_EQ(ends(llama + "stack = \"torchtitan\"\nfsdp_ends = \"root\"\n" + hw), Ends::root);
+    EXPECT_EQ(ends(llama + hw + "[stack]\npreset = \"torchtitan\"\nfsdp_ends = \"kept\"\n"),
+              Ends::kept);
+    EXPECT_EQ(error_of(llama + "fsdp_ends = \"separate\"\n" + hw),
+              "exp.toml:5:13: training.fsdp_ends: unknown value 'separate'; expected one of "
+              "\"units\", \"root\", \"kept\"");
+    EXPECT_EQ(error_of(llama + hw + "[stack]\nfsdp_ends = 1\n"),
+              "exp.toml:8:13: stack.fsdp_ends: expected a string, got an integer");
 }
 
 // ZeRO-2's reduction in every microbatch (TrainingSpec::grad_reduce_every_microbatch): the

@@ -80,7 +80,7 @@ def eval_breakdown(prism, toml_path, assignment):
         if m:
             lines.setdefault(m.group(1).strip(), float(m.group(2)) / 1e3)
     comm = sum(lines[k] for k in ("layers: TP comm exposed", "layers: CP comm exposed",
-                                  "layers: FSDP comm exposed", "DP sync exposed"))
+                                  "FSDP comm exposed", "DP sync exposed"))
     comm += lines.get("layers: PP p2p (blocking)", 0.0)  # DeepSpeed's blocking transfers
     rest = sum(lines[k] for k in ("layers: compute", "embedding", "LM head and loss", "optimizer",
                                   "layers: host-bound stretch"))

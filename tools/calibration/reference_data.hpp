@@ -89,6 +89,7 @@ struct Case {
     bool tp_comm_overlap = false;
     bool pipeline_slots = false;          ///< Megatron's embedding and loss slots (uneven split)
     std::string hardware_overrides;       ///< TOML lines added to the [hardware.gpu] table
+    std::string training_overrides;       ///< TOML lines added to the [training] table
     std::string stack = "megatron-core";  ///< software stack preset (configs/presets/stacks)
     std::string gpu = "a100-80gb";        ///< GPU preset the run used
     bool fp8_params = false;
@@ -131,7 +132,8 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         "[training]\nglobal_batch = {}\nprecision = \"{}\"\nflash_attention = {}\n"
         "overlap_grad_reduce = {}\noverlap_param_gather = {}\ntp_comm_overlap = {}\n"
         "fp8_params = {}\ndropout = {}\ngrad_reduce_in_fp32 = {}\npure_bf16 = {}\n"
-        "account_for_embedding_in_pipeline_split = {}\naccount_for_loss_in_pipeline_split = {}\n\n"
+        "account_for_embedding_in_pipeline_split = {}\naccount_for_loss_in_pipeline_split = "
+        "{}\n{}\n"
         "[hardware.gpu]\npreset = \"{}\"\n{}\n{}\n[defaults]\n"
         "tp = {}\npp = {}\ndp = {}\ncp = {}\nmicrobatch = {}\ninterleave = {}\n"
         "zero_stage = {}\nrecompute = \"{}\"\nsequence_parallel = {}\n",
@@ -140,9 +142,10 @@ inline Experiment make_experiment(const Case& c, const std::string& gpu_preset =
         flag(c.tied_embeddings), c.global_batch, c.precision, flag(c.flash_attention),
         flag(c.overlap_grad_reduce), flag(c.overlap_param_gather), flag(c.tp_comm_overlap),
         flag(c.fp8_params), flag(c.dropout), flag(c.grad_reduce_in_fp32), flag(c.pure_bf16),
-        flag(c.pipeline_slots), flag(c.pipeline_slots), gpu_preset.empty() ? c.gpu : gpu_preset,
-        c.hardware_overrides, stack_table(c, ceilings), c.tp, c.pp, c.dp, c.cp, c.microbatch,
-        c.interleave, c.zero_stage, c.recompute, flag(c.sequence_parallel));
+        flag(c.pipeline_slots), flag(c.pipeline_slots), c.training_overrides,
+        gpu_preset.empty() ? c.gpu : gpu_preset, c.hardware_overrides, stack_table(c, ceilings),
+        c.tp, c.pp, c.dp, c.cp, c.microbatch, c.interleave, c.zero_stage, c.recompute,
+        flag(c.sequence_parallel));
     return io::parse_experiment(text, c.label);
 }
 
