@@ -1,5 +1,5 @@
 # Helpers of the signal trials (signal_trials.sh, verify_signal_trials.sh) for a launcher PID
-# and what it started; sourced, not run.
+# and what it started; sourced, not run. wait_bounded writes to $dir, the trials' scratch folder.
 
 # Whether PID is running (a zombie, exited but not reaped, is not).
 running() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1; [[ $s != Z* ]]; }
@@ -21,4 +21,34 @@ tree() {
     local child
     echo "$1"
     for child in $(pgrep -P "$1" 2>/dev/null); do tree "$child"; done
+}
+# Waits up to LIMIT seconds for the child PID, its exit status in $waited; fails when a watchdog
+# had to kill the job (what was still running in its session is then in $dir/timed_out).
+wait_bounded() {
+    local pid=$1 limit=$2 dog i
+    rm -f "$dir/timed_out"
+    (
+        for ((i = 0; i < limit; i++)); do sleep 1; running "$pid" || exit 0; done
+        leftovers "$pid" > "$dir/timed_out"
+        kill_job "$pid"
+    ) 2>/dev/null &
+    dog=$!
+    wait "$pid" 2>/dev/null; waited=$?
+    kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
+    [ ! -e "$dir/timed_out" ]
+}
+# SIGKILL to PID's session and every process below PID.
+kill_job() {
+    local procs
+    procs=$(tree "$1")
+    kill -KILL -- "-$1" 2>/dev/null
+    kill -KILL $procs 2>/dev/null
+}
+# The processes of the job's session (setsid made PID its leader), one line each.
+leftovers() { ps -s "$1" -o pid=,stat=,etime=,args= 2>/dev/null | awk '$2 !~ /^Z/' | tr '\n' ';'; }
+# Waits up to LIMIT seconds for every process of the session to end.
+settle() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do [ -z "$(leftovers "$1")" ] && return 0; sleep 0.1; done
+    return 1
 }

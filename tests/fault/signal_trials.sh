@@ -27,38 +27,8 @@ sed 's/^zero_stage = \[0, 3\]/zero_stage = [0, 3]\nlearning_rate = [1e-4, 2e-4, 
 "$prism" sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 
 grace=${PRISM_TRIAL_GRACE_S:-60}  # seconds a stopped job may take to end (undisturbed: ~3 s)
-# running, sweep_started, tree
+# running, sweep_started, tree, wait_bounded, kill_job, leftovers, settle
 source "$src/tests/fault/launcher.sh"
-# Waits up to LIMIT seconds for the child PID, its exit status in $waited; fails when a watchdog
-# had to kill the job (what was still running in its session is then in $dir/timed_out).
-wait_bounded() {
-    local pid=$1 limit=$2 dog i
-    rm -f "$dir/timed_out"
-    (
-        for ((i = 0; i < limit; i++)); do sleep 1; running "$pid" || exit 0; done
-        leftovers "$pid" > "$dir/timed_out"
-        kill_job "$pid"
-    ) 2>/dev/null &
-    dog=$!
-    wait "$pid" 2>/dev/null; waited=$?
-    kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
-    [ ! -e "$dir/timed_out" ]
-}
-# SIGKILL to PID's session and every process below PID.
-kill_job() {
-    local procs
-    procs=$(tree "$1")
-    kill -KILL -- "-$1" 2>/dev/null
-    kill -KILL $procs 2>/dev/null
-}
-# The processes of the job's session (setsid made PID its leader), one line each.
-leftovers() { ps -s "$1" -o pid=,stat=,etime=,args= 2>/dev/null | awk '$2 !~ /^Z/' | tr '\n' ';'; }
-# Waits up to LIMIT seconds for every process of the session to end.
-settle() {
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do [ -z "$(leftovers "$1")" ] && return 0; sleep 0.1; done
-    return 1
-}
 violations=0 agreed=0 term_runs=0 identical=0 files=0 none=0
 declare -A kinds=()
 violation() { echo "FAIL trial $t ($kind after ${delay}s): $*"; violations=$((violations + 1)); }

@@ -21,8 +21,9 @@ sed 's/^method = "analytic"/method = "analytic"\nverify = "montecarlo"\nsamples 
     "$src/configs/quickstart.toml" >"$exp"
 "$prism" sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 export PRISM_TEST_VERIFY_DELAY_MS=${PRISM_TEST_VERIFY_DELAY_MS:-400}
+grace=${PRISM_TRIAL_GRACE_S:-60}  # seconds a stopped job may take to end
 
-# running, sweep_started, tree
+# running, sweep_started, tree, wait_bounded, kill_job, leftovers, settle
 source "$src/tests/fault/launcher.sh"
 violations=0 agreed=0 term_runs=0 identical=0 files=0 none=0 unverified=0
 declare -A kinds=()
@@ -50,7 +51,12 @@ for t in $(seq "$trials"); do
     # when SIGTERM reaches it in the first ~15 ms of its start-up, before MPI is up
     # (signal_trials.sh); at most 60 s
     if [ "$kind" = term-mpiexec ] || [ "$kind" = term-all ]; then
-        sweep_started "$pid" "$file" 60 || true
+        if ! sweep_started "$pid" "$file" 60; then
+            violation "no file 60 s after the launch: $(leftovers "$pid")"
+            kill_job "$pid"
+            wait "$pid" 2>/dev/null
+            continue
+        fi
     fi
     sleep "$delay"
     case $kind in
@@ -60,11 +66,20 @@ for t in $(seq "$trials"); do
         term-all) kill -TERM -- "-$pid" $(tree "$pid") 2>/dev/null ;;
         kill-all) kill -KILL -- "-$pid" 2>/dev/null ;;
     esac
-    wait "$pid" 2>/dev/null
-    rc=$?
+    # Bounded (signal_trials.sh): a launcher or a rank still running long after the signal is a
+    # violation of its own, reported with what was still running, not a hung test
+    if ! wait_bounded "$pid" "$grace"; then
+        violation "launcher still running ${grace}s after the signal: $(cat "$dir/timed_out")"
+        continue
+    fi
+    rc=$waited
     # mpiexec can return while the ranks it was killed with still exit (and hold the file's
-    # claim): wait for the whole process group to be gone (at most 10 s)
-    for _ in $(seq 200); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.05; done
+    # claim): wait for the whole session to be gone
+    if ! settle "$pid" "$grace"; then
+        violation "launcher exited $rc but ranks still ran ${grace}s later: $(leftovers "$pid")"
+        kill_job "$pid"
+        continue
+    fi
     if [ ! -e "$file" ]; then
         none=$((none + 1))
         [ "$kind" = kill-all ] || [ "$rc" != 0 ] || violation "exit 0 and no file"
@@ -85,8 +100,9 @@ for t in $(seq "$trials"); do
         fi
     fi
     if [ "$status" = 3 ]; then
-        PRISM_TEST_VERIFY_DELAY_MS=0 "$mpiexec" -n 3 "$prism" sweep "$exp" -o "$file" --resume -q \
-            >"$dir/resume.log" 2>&1 || { violation "--resume exited $?: $(cat "$dir/resume.log")"; continue; }
+        PRISM_TEST_VERIFY_DELAY_MS=0 timeout -s KILL 300 "$mpiexec" -n 3 "$prism" sweep "$exp" \
+            -o "$file" --resume -q >"$dir/resume.log" 2>&1 ||
+            { violation "--resume exited $?: $(cat "$dir/resume.log")"; continue; }
     fi
     if /usr/bin/python3 "$compare" "$dir/ref.h5" "$file" >"$dir/compare.log" 2>&1; then
         identical=$((identical + 1))

@@ -17,7 +17,8 @@
 //                                     PRISM_CALIBRATE_STALLS=f[,ms] adds stalls' mean to every
 //                                     row, PRISM_CALIBRATE_STALL_FIT=SOURCE fits f on a source
 //   prism_calibrate check FILE.csv    a table that is never fitted (e.g. a kept-aside set kept
-//                                     outside the repository), with the shipped presets
+//                                     outside the repository), with the shipped presets;
+//                                     PRISM_CALIBRATE_BF16_GRADS=1: its gradients reduced in bf16
 //   PRISM_CALIBRATE_ROWS=1            also prints every row
 //   PRISM_CALIBRATE_LEAVE_OUT=SOURCE  `fit` without that source (its row of `loso`, with the
 //                                     factors it was predicted with)
@@ -313,8 +314,10 @@ int run_check(const std::string& path) {
         c.tp_comm_overlap = c.tp > 1;
         c.overlap_grad_reduce = true;
         c.overlap_param_gather = true;
-        // Megatron-LM's default with bf16: fp32 main gradients, reduced in fp32 (arguments.py)
-        c.grad_reduce_in_fp32 = c.precision == "bf16";
+        // Megatron-LM's default with bf16: fp32 main gradients, reduced in fp32 (arguments.py);
+        // PRISM_CALIBRATE_BF16_GRADS: --grad-reduce-in-bf16 instead
+        c.grad_reduce_in_fp32 =
+            c.precision == "bf16" && std::getenv("PRISM_CALIBRATE_BF16_GRADS") == nullptr;
         c.measured = t.number(i, "tflops_per_gpu");
         const Experiment e = make_experiment(c);
         const double pred = predict(e, c, Quantity::tflops_per_gpu);
