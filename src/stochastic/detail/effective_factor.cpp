@@ -72,18 +72,17 @@ CaseMean case_mean(const Distribution& spatial, double sf, const Distribution& x
 /// the mixes of a sweep's points share them.
 const std::vector<double>& class_table(const Distribution& spatial, std::uint64_t spatial_id,
                                        double sf, int n, const EffectiveFactor::Component& c, int k,
-                                       double lo, double hi) {
+                                       const std::vector<double>& knots) {
     using Key = std::tuple<std::uint64_t, std::uint64_t, int, std::uint64_t, int>;
     thread_local std::map<Key, std::vector<double>> cache;
     const Key key{spatial_id, hash_bits(sf), n, c.x_id, k};
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     if (cache.size() > 4096) cache.clear();
-    std::vector<double> r(EffectiveFactor::kGrid, 1.0);
+    std::vector<double> r(knots.size(), 1.0);
     if (!c.x.is_constant()) {
-        const double h = (hi - lo) / (EffectiveFactor::kGrid - 1);
-        for (int j = 0; j < EffectiveFactor::kGrid; ++j) {
-            r[j] = EffectiveFactor::exact_ratio(spatial, sf, n, k, c.x, lo + h * j);
+        for (std::size_t j = 0; j < knots.size(); ++j) {
+            r[j] = EffectiveFactor::exact_ratio(spatial, sf, n, k, c.x, knots[j]);
         }
     }
     return cache.emplace(key, std::move(r)).first->second;
@@ -131,10 +130,23 @@ EffectiveFactor::EffectiveFactor(const Distribution& spatial, double slow_factor
     : spatial_(spatial), sf_(slow_factor), n_(n), comps_(std::move(components)) {
     const double lo1 = std::max(1e-6, spatial_.quantile(1e-12));
     const double hi1 = spatial_.quantile_upper(1e-16);
-    g_lo_ = std::min(1.0, sf_) * lo1;
-    g_hi_ = std::max(1.0, sf_) * hi1;
-    if (!(g_hi_ > g_lo_)) g_hi_ = g_lo_ * (1 + 1e-9) + 1e-12;
-    inv_h_ = (kGrid - 1) / (g_hi_ - g_lo_);
+    // the healthy members' range and the slow ones' (sf times it): one grid where they overlap,
+    // a grid over each where they lie apart
+    double lo[2] = {std::min(1.0, sf_) * lo1, 0}, hi[2] = {std::max(1.0, sf_) * hi1, 0};
+    const double a_lo = std::min(lo1, sf_ * lo1), a_hi = std::min(hi1, sf_ * hi1);
+    const double b_lo = std::max(lo1, sf_ * lo1), b_hi = std::max(hi1, sf_ * hi1);
+    if (b_lo > a_hi) {
+        segments_ = 2;
+        lo[0] = a_lo, hi[0] = a_hi, lo[1] = b_lo, hi[1] = b_hi;
+    }
+    // as many knots in all as one range had (each table costs a quadrature per knot)
+    per_ = segments_ == 2 ? (kGrid + 1) / 2 : kGrid;
+    for (int s = 0; s < segments_; ++s) {
+        if (!(hi[s] > lo[s])) hi[s] = lo[s] * (1 + 1e-9) + 1e-12;
+        lo_[s] = lo[s];
+        inv_h_[s] = (per_ - 1) / (hi[s] - lo[s]);
+        for (int j = 0; j < per_; ++j) knots_.push_back(lo[s] + (hi[s] - lo[s]) * j / (per_ - 1));
+    }
     lower_ratio_ = 1.0;
     for (const auto& c : comps_) {
         if (c.x.is_constant()) continue;
@@ -197,26 +209,38 @@ std::shared_ptr<const EffectiveFactor> EffectiveFactor::cached(const Distributio
     return e;
 }
 
+double EffectiveFactor::position(double g) const {
+    const int last = static_cast<int>(knots_.size()) - 1;
+    double u = 0;
+    if (segments_ == 2 && g >= knots_[per_]) {
+        u = per_ + (g - lo_[1]) * inv_h_[1];
+    } else if (segments_ == 2 && g > knots_[per_ - 1]) {
+        // between the two ranges: one segment
+        u = (per_ - 1) + (g - knots_[per_ - 1]) / (knots_[per_] - knots_[per_ - 1]);
+    } else {
+        u = (g - lo_[0]) * inv_h_[0];
+    }
+    if (!(u > 0)) return 0;
+    return std::min(u, static_cast<double>(last));
+}
+
 double EffectiveFactor::ratio(int k, double g) const {
     k = std::clamp(k, 0, n_);
     auto& t = tables_[k];
+    const int size = static_cast<int>(knots_.size());
     if (t.empty()) {
-        t.assign(kGrid, 0.0);
+        t.assign(knots_.size(), 0.0);
         for (const auto& c : comps_) {
-            const auto& r = class_table(spatial_, spatial_id_, sf_, n_, c, k, g_lo_, g_hi_);
-            for (int j = 0; j < kGrid; ++j) t[j] += c.weight * r[j];
+            const auto& r = class_table(spatial_, spatial_id_, sf_, n_, c, k, knots_);
+            for (int j = 0; j < size; ++j) t[j] += c.weight * r[j];
         }
         // phi = g r increasing (quadrature noise must not break it)
-        const double h = (g_hi_ - g_lo_) / (kGrid - 1);
-        for (int j = 1; j < kGrid; ++j) {
-            const double g0 = g_lo_ + h * (j - 1), g1 = g_lo_ + h * j;
-            t[j] = std::max(t[j], t[j - 1] * g0 / g1);
+        for (int j = 1; j < size; ++j) {
+            t[j] = std::max(t[j], t[j - 1] * knots_[j - 1] / knots_[j]);
         }
     }
-    const double u = (g - g_lo_) * inv_h_;
-    if (!(u > 0)) return t.front();
-    if (u >= kGrid - 1) return t.back();
-    const int j = static_cast<int>(u);
+    const double u = position(g);
+    const int j = std::min(static_cast<int>(u), size - 2);
     const double f = u - j;
     return t[j] + f * (t[j + 1] - t[j]);
 }
@@ -224,25 +248,25 @@ double EffectiveFactor::ratio(int k, double g) const {
 double EffectiveFactor::operator()(int k, double g) const { return g * ratio(k, g); }
 
 double EffectiveFactor::inverse(int k, double y) const {
-    // phi_k(g) = g r(g) with r piecewise linear between the knots g_j = g_lo + j h (constant
-    // outside): on a segment, phi(g_j + z) = phi_j + C z + B z^2 (B = the slope of r, C =
-    // r(g_j) + B g_j) is a quadratic, solved in closed form (the root that grows from z = 0),
-    // the segment found by bisection on the knots' phi_j (increasing: the table keeps g r
-    // monotone). The same function the bisection on g inverted before, in O(log kGrid).
+    // phi_k(g) = g r(g) with r piecewise linear between the knots g_j (constant outside): on a
+    // segment, phi(g_j + z) = phi_j + C z + B z^2 (B = the slope of r, C = r(g_j) + B g_j) is a
+    // quadratic, solved in closed form (the root that grows from z = 0), the segment found by
+    // bisection on the knots' phi_j (increasing: the table keeps g r monotone). The same function
+    // the bisection on g inverted before, in O(log kGrid).
     k = std::clamp(k, 0, n_);
-    ratio(k, g_lo_);  // builds the table
+    ratio(k, knots_.front());  // builds the table
     const auto& t = tables_[k];
-    const double h = 1.0 / inv_h_;
-    auto knot = [&](int j) { return g_lo_ + h * j; };
+    const int last = static_cast<int>(knots_.size()) - 1;
+    auto knot = [&](int j) { return knots_[static_cast<std::size_t>(j)]; };
     if (!(y > knot(0) * t.front())) return y / t.front();
-    if (y >= knot(kGrid - 1) * t.back()) return y / t.back();
-    int a = 0, b = kGrid - 1;  // phi(a) < y <= phi(b)
+    if (y >= knot(last) * t.back()) return y / t.back();
+    int a = 0, b = last;  // phi(a) < y <= phi(b)
     while (b - a > 1) {
         const int mid = (a + b) / 2;
         (knot(mid) * t[mid] < y ? a : b) = mid;
     }
     const double gj = knot(a);
-    const double slope = (t[a + 1] - t[a]) * inv_h_;
+    const double slope = (t[a + 1] - t[a]) / (knot(a + 1) - knot(a));
     const double c = t[a] + slope * gj;
     const double delta = y - gj * t[a];
     const double disc = std::max(0.0, c * c + 4.0 * slope * delta);

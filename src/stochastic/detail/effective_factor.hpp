@@ -19,9 +19,12 @@
 // a quadrature: E[M] = t_a + int (1 - P(M <= t)) dt with P(M <= t) = F_X(t / g) prod over the
 // others of P(G X <= t | G <= g), each the mean of F_X(t / u) over quantile-spaced u of the
 // truncated law. Tabulated per k as the ratio phi_k(g) / g on a g grid over the laws' range and
-// interpolated linearly (constant beyond it). The law of the group factor is then that of phi_k(max
-// G): both evaluators map the same factor, so they stay in agreement, and the reduction test checks
-// the result against an op-by-op simulation of every GPU.
+// interpolated linearly (constant beyond it): kGrid knots over the healthy law's range or, where
+// the slow law's range lies apart from it, (kGrid + 1) / 2 over each (one grid over both would
+// space its knots by the slow factor's gap, wider than a narrow spatial law: the healthy groups'
+// factor would then change with the slow factor). The law of the group factor is then that of
+// phi_k(max G): both evaluators map the same factor, so they stay in agreement, and the reduction
+// test checks the result against an op-by-op simulation of every GPU.
 
 #include <cstdint>
 #include <memory>
@@ -76,10 +79,16 @@ class EffectiveFactor {
     int n_ = 1;
     std::vector<Component> comps_;  ///< merged by x_id, weights normalized
     double lower_ratio_ = 1;
-    double g_lo_ = 0, g_hi_ = 0, inv_h_ = 0;
+    /// The g grid: per_ knots evenly over [lo_[0], lo_[0] + (per_ - 1) / inv_h_[0]], and with
+    /// two ranges (segments_ 2) per_ more over the second; between them one segment.
+    std::vector<double> knots_;
+    int segments_ = 1, per_ = kGrid;
+    double lo_[2] = {0, 0}, inv_h_[2] = {0, 0};
     std::uint64_t id_ = 0;
-    /// per k, built on first use: the weighted ratio at g_lo_ + j (g_hi_ - g_lo_) / (kGrid - 1)
+    /// per k, built on first use: the weighted ratio at each knot
     mutable std::vector<std::vector<double>> tables_;
+    /// g's position on the knots (index and fraction), clamped to [0, knots - 1].
+    double position(double g) const;
 };
 
 }  // namespace prism::stochastic::detail

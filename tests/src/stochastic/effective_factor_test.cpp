@@ -59,6 +59,37 @@ TEST(EffectiveFactor, PointsWithNearlyTheSameClassSharesShareOneTable) {
     EXPECT_NE(a->id(), c->id());
 }
 
+// A narrow spatial law (cv 0.002: healthy factors within 1 +- 0.016) with slow GPUs 1.64x and
+// 1.89x: one grid over both ranges spaced its knots 0.014 / 0.019 apart, wider than the healthy
+// law itself, so a healthy group's factor was a coarse interpolation that moved with the slow
+// factor (invariant soak case 200369: a larger slow factor lowered the mean 0.028% in both
+// evaluators). Each range has its own knots now: the healthy groups' factor is the same whatever
+// the slow factor, and the table follows the quadrature between its knots.
+TEST(EffectiveFactor, AHealthyGroupsFactorDoesNotMoveWithTheSlowFactor) {
+    const Distribution spatial(spec(DistKind::normal, 0.002));
+    const Distribution x(spec(DistKind::lognormal, 0.03));
+    const int n = 2;
+    const auto a = EffectiveFactor::cached(spatial, 71, 1.643, n, {{x, 72, 1.0}});
+    const auto b = EffectiveFactor::cached(spatial, 71, 1.893, n, {{x, 72, 1.0}});
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    double worst = 0;
+    for (double g = 0.995; g <= 1.0105; g += 0.00037) {  // off the knots
+        EXPECT_EQ((*a)(0, g), (*b)(0, g)) << g;
+        const double exact = g * EffectiveFactor::exact_ratio(spatial, 1.643, n, 0, x, g);
+        worst = std::max(worst, std::abs((*a)(0, g) / exact - 1));
+    }
+    EXPECT_LT(worst, 2e-5);
+    // a slow group's factor on its own range, between the knots there
+    for (double s = 0.995; s <= 1.0105; s += 0.00037) {
+        const double g = 1.643 * s;
+        const double exact = g * EffectiveFactor::exact_ratio(spatial, 1.643, n, 1, x, g);
+        EXPECT_NEAR((*a)(1, g) / exact, 1.0, 2e-5) << g;
+        // and increasing in the slow factor at the same spatial draw
+        EXPECT_GT((*b)(1, 1.893 * s), (*a)(1, g)) << s;
+    }
+}
+
 TEST(EffectiveFactor, BoundsInverseAndScaling) {
     const auto e = factor(0.03, 1.14, 8, 0.04);
     ASSERT_NE(e, nullptr);
