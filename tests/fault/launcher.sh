@@ -52,3 +52,27 @@ settle() {
     for ((i = 0; i < $2 * 10; i++)); do [ -z "$(leftovers "$1")" ] && return 0; sleep 0.1; done
     return 1
 }
+# Waits up to LIMIT seconds for the sweep's FILE (sweep_started); when it does not come, kills the
+# job and fails with the reason in $stuck.
+started_or_killed() {
+    sweep_started "$1" "$2" "$3" && return 0
+    stuck="no file $3 s after the launch: $(leftovers "$1")"
+    kill_job "$1"
+    wait "$1" 2>/dev/null
+    return 1
+}
+# Waits for the signalled job PID to end, its launcher and then every process of its session, at
+# most LIMIT seconds each, the launcher's exit status in $waited. A job still running then is a
+# violation of its own, not a hung test: killed, and the call fails with what still ran in $stuck.
+await_job() {
+    if ! wait_bounded "$1" "$2"; then
+        stuck="launcher still running ${2}s after the signal: $(cat "$dir/timed_out")"
+        return 1
+    fi
+    # mpiexec can return while the ranks it was killed with still exit (and hold the file's claim)
+    if ! settle "$1" "$2"; then
+        stuck="launcher exited $waited but ranks still ran ${2}s later: $(leftovers "$1")"
+        kill_job "$1"
+        return 1
+    fi
+}

@@ -27,7 +27,8 @@ sed 's/^zero_stage = \[0, 3\]/zero_stage = [0, 3]\nlearning_rate = [1e-4, 2e-4, 
 "$prism" sweep "$exp" -o "$dir/ref.h5" -q || { echo "FAIL reference run"; exit 1; }
 
 grace=${PRISM_TRIAL_GRACE_S:-60}  # seconds a stopped job may take to end (undisturbed: ~3 s)
-# running, sweep_started, tree, wait_bounded, kill_job, leftovers, settle
+# running, sweep_started, tree, wait_bounded, kill_job, leftovers, settle, started_or_killed,
+# await_job
 source "$src/tests/fault/launcher.sh"
 violations=0 agreed=0 term_runs=0 identical=0 files=0 none=0
 declare -A kinds=()
@@ -47,10 +48,8 @@ for t in $(seq "$trials"); do
         --flush-interval 0.2 > "$dir/run.log" 2>&1 &
     pid=$!
     # SIGTERM once the sweep's file exists (above); SIGKILL from the launch on
-    if [ "$kind" != kill-all ] && ! sweep_started "$pid" "$file" 30; then
-        violation "no file 30 s after the launch: $(leftovers "$pid")"
-        kill_job "$pid"
-        wait "$pid" 2>/dev/null
+    if [ "$kind" != kill-all ] && ! started_or_killed "$pid" "$file" 30; then
+        violation "$stuck"
         continue
     fi
     sleep "$delay"
@@ -59,18 +58,11 @@ for t in $(seq "$trials"); do
         term-all) kill -TERM -- "-$pid" $(tree "$pid") 2>/dev/null ;;
         kill-all) kill -KILL -- "-$pid" 2>/dev/null ;;
     esac
-    # Bounded: a launcher (or a rank it leaves behind) still running long after the signal is
-    # a violation of its own, reported with what was still running, not a hung test.
-    if ! wait_bounded "$pid" "$grace"; then
-        violation "launcher still running ${grace}s after the signal: $(cat "$dir/timed_out")"
+    if ! await_job "$pid" "$grace"; then
+        violation "$stuck"
         continue
     fi
     rc=$waited
-    if ! settle "$pid" "$grace"; then
-        violation "launcher exited $rc but ranks still ran ${grace}s later: $(leftovers "$pid")"
-        kill_job "$pid"
-        continue
-    fi
     if [ ! -e "$file" ]; then
         none=$((none + 1))
         [ "$kind" = kill-all ] || [ "$rc" != 0 ] || violation "exit 0 and no file"

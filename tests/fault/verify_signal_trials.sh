@@ -23,7 +23,8 @@ sed 's/^method = "analytic"/method = "analytic"\nverify = "montecarlo"\nsamples 
 export PRISM_TEST_VERIFY_DELAY_MS=${PRISM_TEST_VERIFY_DELAY_MS:-400}
 grace=${PRISM_TRIAL_GRACE_S:-60}  # seconds a stopped job may take to end
 
-# running, sweep_started, tree, wait_bounded, kill_job, leftovers, settle
+# running, sweep_started, tree, wait_bounded, kill_job, leftovers, settle, started_or_killed,
+# await_job
 source "$src/tests/fault/launcher.sh"
 violations=0 agreed=0 term_runs=0 identical=0 files=0 none=0 unverified=0
 declare -A kinds=()
@@ -51,10 +52,8 @@ for t in $(seq "$trials"); do
     # when SIGTERM reaches it in the first ~15 ms of its start-up, before MPI is up
     # (signal_trials.sh); at most 60 s
     if [ "$kind" = term-mpiexec ] || [ "$kind" = term-all ]; then
-        if ! sweep_started "$pid" "$file" 60; then
-            violation "no file 60 s after the launch: $(leftovers "$pid")"
-            kill_job "$pid"
-            wait "$pid" 2>/dev/null
+        if ! started_or_killed "$pid" "$file" 60; then
+            violation "$stuck"
             continue
         fi
     fi
@@ -66,20 +65,11 @@ for t in $(seq "$trials"); do
         term-all) kill -TERM -- "-$pid" $(tree "$pid") 2>/dev/null ;;
         kill-all) kill -KILL -- "-$pid" 2>/dev/null ;;
     esac
-    # Bounded (signal_trials.sh): a launcher or a rank still running long after the signal is a
-    # violation of its own, reported with what was still running, not a hung test
-    if ! wait_bounded "$pid" "$grace"; then
-        violation "launcher still running ${grace}s after the signal: $(cat "$dir/timed_out")"
+    if ! await_job "$pid" "$grace"; then
+        violation "$stuck"
         continue
     fi
     rc=$waited
-    # mpiexec can return while the ranks it was killed with still exit (and hold the file's
-    # claim): wait for the whole session to be gone
-    if ! settle "$pid" "$grace"; then
-        violation "launcher exited $rc but ranks still ran ${grace}s later: $(leftovers "$pid")"
-        kill_job "$pid"
-        continue
-    fi
     if [ ! -e "$file" ]; then
         none=$((none + 1))
         [ "$kind" = kill-all ] || [ "$rc" != 0 ] || violation "exit 0 and no file"
