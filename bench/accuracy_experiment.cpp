@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
         ex.variability.persistent.slow_probability = 0;
     }
     Summary all, lockstep_pp, rest;
+    int handed_over = 0;      // points `method = "analytic"` evaluates by Monte Carlo
     std::uint64_t index = 0;  // the random streams' index: the count of points not filtered
     for (std::uint64_t i = 0; i < space->size(); ++i) {
         const auto decoded = space->decode(i);
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
             const auto d = step_distribution(profile, pt, hw, ex.cluster, ex.variability,
                                              EvaluationSpec{}, ex.seed, index);
             const double err = bench::quantile_ratios(d, x).worst();
+            handed_over += d.monte_carlo_fallback ? 1 : 0;
             std::printf("%4llu %-64s KS %.4f  quantiles within %.2f%%\n",
                         static_cast<unsigned long long>(index), describe_point(ex, pt).c_str(), ks,
                         100 * err);
@@ -117,6 +119,8 @@ int main(int argc, char** argv) {
     std::printf("%s, %d Monte Carlo samples per point%s\n", path.c_str(), samples,
                 transient_only ? ", persistent factors removed" : "");
     all.print("all points");
+    std::printf("handed over to Monte Carlo (outside the analytic law's domain): %d points\n",
+                handed_over);
     lockstep_pp.print("lockstep (ZeRO-3), pp > 1");
     rest.print("the others");
     return 0;

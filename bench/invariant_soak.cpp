@@ -3,6 +3,8 @@
 //   build/bench/invariant_soak [N=2000] [FROM=100000]
 // SOAK_SAMPLES=n: each evaluation with n samples (default 1,000): a break that stays as the
 // standard error shrinks is the model's, not Monte Carlo's noise.
+// SOAK_WORST=n: also prints the n cases where the evaluators disagree most (worst of mean / p50 /
+// p95 / p99), with their configuration.
 // Prints the count of cases that break an invariant of the model (must be 0), of cases where the
 // analytic evaluator is outside its tolerance (its stated approximations), the evaluators'
 // agreement and the wall time.
@@ -17,13 +19,52 @@
 
 #include "tests/src/stochastic/invariant_checks.hpp"
 
+namespace {
+
+/// SOAK_CASE=seed: one case's quantiles in both evaluators, and each quantile's disagreement as
+/// a probability: the analytic CDF at Monte Carlo's quantile.
+int show_case(int seed, int samples) {
+    auto c = prism::testing::random_case(seed);
+    if (const char* q = std::getenv("SOAK_SLOW_Q"))
+        c.variability.persistent.slow_probability = std::atof(q);
+    if (const char* m = std::getenv("SOAK_MICROBATCHES")) c.profile.microbatches = std::atoi(m);
+    std::printf("%s\n", c.text.c_str());
+    using prism::Method;
+    const auto a = prism::testing::run(c, c.variability, Method::analytic, samples);
+    auto x = prism::stochastic::monte_carlo_samples(c.profile, c.point, c.hardware, c.cluster,
+                                                    c.variability, 4 * samples, 2026, 11);
+    std::sort(x.begin(), x.end());
+    const auto f = prism::stochastic::analytic_cdf(c.profile, c.point, c.hardware, c.cluster,
+                                                   c.variability, x);
+    double mean = 0;
+    for (double t : x) mean += t / x.size();
+    std::printf("deterministic %.6g s; mean: analytic %.6g, Monte Carlo %.6g (%+.2f%%)\n",
+                prism::deterministic_step_time(c.profile), a.mean_s, mean,
+                100 * (a.mean_s / mean - 1));
+    for (auto [p, q] :
+         {std::pair{0.5, a.p50_s}, std::pair{0.95, a.p95_s}, std::pair{0.99, a.p99_s}}) {
+        const auto i = static_cast<size_t>(p * (x.size() - 1));
+        std::printf("p%-4g analytic %.6g, Monte Carlo %.6g (%+.2f%%); analytic CDF there %.4f\n",
+                    100 * p, q, x[i], 100 * (q / x[i] - 1), f[i]);
+    }
+    return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    if (const char* one = std::getenv("SOAK_CASE")) {
+        return show_case(std::atoi(one), std::getenv("SOAK_SAMPLES")
+                                             ? std::atoi(std::getenv("SOAK_SAMPLES"))
+                                             : 1000);
+    }
     const int n = argc > 1 ? std::atoi(argv[1]) : 2000;
     const int from = argc > 2 ? std::atoi(argv[2]) : 100000;
     const auto t0 = std::chrono::steady_clock::now();
     int model = 0, approx = 0;
     std::map<std::string, int> kinds;
     std::vector<double> ks, qs;
+    std::vector<std::pair<double, std::string>> worst;  // (disagreement, case)
     for (int i = 0; i < n; ++i) {
         const auto c = prism::testing::random_case(from + i);
         prism::testing::InvariantOptions opt;
@@ -37,6 +78,7 @@ int main(int argc, char** argv) {
         }
         if (k >= 0) ks.push_back(k);
         if (q >= 0) qs.push_back(q);
+        if (q >= 0) worst.emplace_back(q, std::to_string(from + i) + ": " + c.text);
         bool m = false, a = false;
         for (const auto& b : bad) {
             (b.approximation ? a : m) = true;
@@ -63,5 +105,11 @@ int main(int argc, char** argv) {
         "p95 / p99 median %.2f%%, p90 %.2f%%, max %.2f%%\n",
         ks.size(), at(ks, 0.5), at(ks, 0.9), at(ks, 1.0), 100 * at(qs, 0.5), 100 * at(qs, 0.9),
         100 * at(qs, 1.0));
+    const int shown = std::getenv("SOAK_WORST") ? std::atoi(std::getenv("SOAK_WORST")) : 0;
+    std::sort(worst.rbegin(), worst.rend());
+    for (int i = 0; i < shown && i < static_cast<int>(worst.size()); ++i) {
+        std::printf("worst %d: %.2f%%  seed %s\n", i + 1, 100 * worst[i].first,
+                    worst[i].second.c_str());
+    }
     return model == 0 ? 0 : 1;
 }
