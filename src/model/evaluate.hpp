@@ -20,7 +20,7 @@ namespace prism {
 /// the same experiment and seed give the same results only under the same model version, so
 /// `--resume` refuses a file made under another. Bump it whenever an evaluator's output for a
 /// given point changes (grids, approximations, random streams).
-inline constexpr const char* kModelVersion = "2026.11.29.12";
+inline constexpr const char* kModelVersion = "2026.11.30.1";
 
 /// The metrics `Evaluator::evaluate` fills for this experiment, in order (depends on the
 /// evaluation settings: slow-step deltas, run deadlines, sensitivity on/off).
