@@ -38,6 +38,11 @@ int show_case(int seed, int samples) {
                                                    c.variability, x);
     double mean = 0;
     for (double t : x) mean += t / x.size();
+    std::printf(
+        "%s\n",
+        prism::stochastic::analytic_hands_over(c.profile, c.point, c.hardware, c.variability)
+            ? "method analytic: handed over to Monte Carlo (below: the analytic law's own)"
+            : "method analytic: the analytic law");
     std::printf("deterministic %.6g s; mean: analytic %.6g, Monte Carlo %.6g (%+.2f%%)\n",
                 prism::deterministic_step_time(c.profile), a.mean_s, mean,
                 100 * (a.mean_s / mean - 1));

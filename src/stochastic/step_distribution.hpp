@@ -86,8 +86,9 @@ StepDistribution step_distribution_masked(const StepProfile& profile, const Desi
 /// Whether the analytic evaluator hands `profile` over to Monte Carlo (docs/model.md, "Where
 /// the analytic evaluator hands over"): most groups holding a slow unit; a ZeRO-3 stage likely
 /// to hold two or more slow units, with transient compute noise; a pipeline replica likely to
-/// have slowed compute on two or more stages where their passes add (one chunk's pass slowed
-/// by more than 10% of the step). step_distribution then samples it with `samples` draws.
+/// have slowed compute on two or more stages where their passes add (a chunk's slowed pass a
+/// large share of the step: docs/model.md, (3)). step_distribution then samples it with
+/// `samples` draws.
 bool analytic_hands_over(const StepProfile& profile, const DesignPoint& point,
                          const HardwareSpec& hardware, const VariabilitySpec& variability);
 

@@ -312,7 +312,8 @@ TEST(StepDistribution, SlowStagesStayAnalyticWhereTheyAddLittleOrRarely) {
     }
     {
         // slow nodes: tp 8 x pp 2, each stage on its own node, 16 microbatches at 2.455x: a
-        // second slow stage adds one chunk's pass of 17 (8.6% of the step, under 10%)
+        // second slow stage adds one chunk's pass of 17 (8.6% of the step, under 10%), and both
+        // of a replica's nodes are slow with probability 0.064^2 (4 replicas: 1.6%, under 5%)
         TwoSlowStages c(0.064, 2.455, 16);
         c.v.persistent.slow_per_node = true;
         const auto profile = testing::make_profile(c.shape);
@@ -340,6 +341,20 @@ TEST(StepDistribution, SlowStagesStayAnalyticWhereTheyAddLittleOrRarely) {
         two_per_node.gpus_per_node = 2;
         EXPECT_FALSE(stochastic::analytic_hands_over(profile, testing::design_point(c.shape),
                                                      two_per_node, c.v));
+    }
+    {
+        // common slowed stages: tp 8 x pp 4, 16 microbatches, 5% slow GPUs. At 2.46x a second
+        // slow stage adds e = 1.46 / 19 of the step (7.7%) and a replica has two or more of its
+        // 4 stages slow with probability 0.37: Monte Carlo (the analytic law's CDF is off by 3x
+        // 1 - p at its p99.9 there); at 1.5x e is 2.6%, under 3%: analytic
+        TwoSlowStages c(0.05, 2.46, 16);
+        c.shape = testing::pipeline_shape(8, 4, 4, 16);
+        const auto profile = testing::make_profile(c.shape);
+        EXPECT_TRUE(
+            stochastic::analytic_hands_over(profile, testing::design_point(c.shape), hw, c.v));
+        c.v.persistent.slow_factor = 1.5;
+        EXPECT_FALSE(
+            stochastic::analytic_hands_over(profile, testing::design_point(c.shape), hw, c.v));
     }
     {
         // rare slow GPUs: two in one replica of 16 GPUs with probability 1.2e-4, under 1e-3
