@@ -334,15 +334,15 @@ double largest_chunk_compute_s(const StepProfile& profile) {
 /// holds (tp 8 x pp 4, 5% slow GPUs at 2.46x: P(2 of 4 stages slow) 0.37, e 7.7%); the
 /// accuracy tests' pipelines (1.14-1.5x slow nodes, 4-16 microbatches, quantiles within 0.3%),
 /// the quickstart's points and the 405B point (PRISM-paper's 1%, 1.14x: e 0.45%) stay
-/// analytic. A ZeRO-3 (lockstep) step is one replica of all its GPUs.
+/// analytic. A ZeRO-3 (lockstep) step is one replica of all its GPUs. Variability-aware
+/// placement is counted as ordered (its scenarios pack the slow units it must use into groups
+/// by preference, so the count is an upper bound there: spare nodes it leaves slow units on
+/// only make Monte Carlo's share larger than needed).
 bool stages_add_outside_analytic(const StepProfile& profile, const DesignPoint& point,
                                  const HardwareSpec& hardware, const VariabilitySpec& spec) {
     const auto& per = spec.persistent;
     const double q = per.slow_probability;
-    if (profile.stages < 2 || !(q > 0) || q >= 1 || per.slow_factor == 1.0 ||
-        point.placement.kind == PlacementKind::variability_aware) {
-        return false;
-    }
+    if (profile.stages < 2 || !(q > 0) || q >= 1 || per.slow_factor == 1.0) return false;
     const double step = deterministic_step_time(profile);
     if (!(step > 0)) return false;
     const double e = std::fabs(per.slow_factor - 1.0) * largest_chunk_compute_s(profile) / step;

@@ -334,6 +334,9 @@ TEST(StepDistribution, SlowStagesStayAnalyticWhereTheyAddLittleOrRarely) {
         point.placement.order = {ParallelDim::tp, ParallelDim::dp, ParallelDim::pp,
                                  ParallelDim::cp};
         EXPECT_TRUE(stochastic::analytic_hands_over(profile, point, hw, c.v));
+        // variability-aware placement counted as ordered (an upper bound)
+        EXPECT_TRUE(stochastic::analytic_hands_over(
+            profile, testing::design_point(c.shape, PlacementKind::variability_aware), hw, c.v));
         // with 2 GPUs per node (a unit per stage in the default order) and 1e-4 slow nodes:
         // two slow nodes in one replica with probability 6e-8 per replica
         c.v.persistent.slow_probability = 1e-4;
