@@ -34,15 +34,14 @@ struct Breakdown {
     double layer_forward_s = 0;   ///< one layer, one microbatch (incl. its exposed comm)
     double layer_backward_s = 0;  ///< incl. recompute
     // ---- lines that add up to the step time ----
-    double compute_s = 0;          ///< transformer layers' busy compute on `stage`
-    double tp_comm_exposed_s = 0;  ///< in the layers of `stage`, over the step
-    double cp_comm_exposed_s = 0;  ///< likewise
-    double fsdp_comm_exposed_s =
-        0;  ///< FSDP / ZeRO-3 gathers and scatters not hidden (layers and tables)
-    double ep_comm_exposed_s = 0;  ///< MoE dispatch / combine (and expert TP) not hidden
-    double pp_comm_exposed_s = 0;  ///< pipeline transfers on the compute stream (blocking_p2p)
-    double host_bound_s = 0;       ///< stretch of layer passes by the kernel-launch floor
-    double embedding_s = 0;        ///< word embedding forward + backward (first stage)
+    double compute_s = 0;            ///< transformer layers' busy compute on `stage`
+    double tp_comm_exposed_s = 0;    ///< in the layers of `stage`, over the step
+    double cp_comm_exposed_s = 0;    ///< likewise
+    double fsdp_comm_exposed_s = 0;  ///< FSDP / ZeRO-3 collectives not hidden (layers, tables)
+    double ep_comm_exposed_s = 0;    ///< MoE dispatch / combine (and expert TP) not hidden
+    double pp_comm_exposed_s = 0;    ///< pipeline transfers on the compute stream (blocking_p2p)
+    double host_bound_s = 0;         ///< stretch of layer passes by the kernel-launch floor
+    double embedding_s = 0;          ///< word embedding forward + backward (first stage)
     double head_s = 0;    ///< LM head and loss: final norm, logits GEMM, cross entropy (last stage)
     double bubble_s = 0;  ///< idle time of `stage` in the pipeline (fill, drain, waits, transfers)
     double dp_sync_exposed_s = 0;  ///< gradient reduction / parameter gather not hidden

@@ -158,6 +158,15 @@ bool every_unit_slow(const VariabilitySpec& spec) {
     return per.slow_probability >= 1.0 && per.slow_factor > 0 && per.slow_factor != 1.0;
 }
 
+/// P(none of `u` units slow) and P(exactly one), each slow with probability q independently.
+struct SlowCount {
+    double none = 1, one = 0;
+};
+
+SlowCount slow_count(double u, double q) {
+    return {std::exp(u * std::log1p(-q)), u > 0 ? u * q * std::exp((u - 1) * std::log1p(-q)) : 0.0};
+}
+
 /// Whether the analytic law is outside its stated domain for this point, so that the
 /// evaluator takes Monte Carlo instead (docs/model.md, "Where the analytic evaluator hands over"):
 /// a ZeRO-3 stage runs every layer in lockstep over all its GPUs and the analytic law maps the
@@ -183,10 +192,9 @@ bool lockstep_outside_analytic(const StepProfile& profile, const HardwareSpec& h
     const double u = group_units(profile, hardware, spec);
     // K ~ Binomial(u, q) slow units in the stage; a slow node puts all of its GPUs of the
     // stage at the slow factor at once (K = 1 unit is already several slow GPUs)
-    const double p0 = std::exp(u * std::log1p(-q));
-    const double p1 = u * q * std::exp((u - 1) * std::log1p(-q));
+    const SlowCount k = slow_count(u, q);
     const bool several_gpus = per.slow_per_node && hardware.gpus_per_node > 1;
-    return (several_gpus ? 1.0 - p0 : 1.0 - p0 - p1) > 1e-3;
+    return (several_gpus ? 1.0 - k.none : 1.0 - k.none - k.one) > 1e-3;
 }
 
 /// With every unit slow (every_unit_slow): `flipped` is the profile with the slowed kernels
@@ -350,9 +358,9 @@ bool stages_add_outside_analytic(const StepProfile& profile, const DesignPoint& 
     const bool lockstep = profile.dp_lockstep;
     const ReplicaUnits u = replica_units(point, hardware, spec, lockstep);
     // P(no unit slow) + P(one unit slow, holding a single stage)
-    const double p0 = std::exp(u.all * std::log1p(-q));
-    const double p1 = u.all > 0 ? u.single_stage * q * std::exp((u.all - 1) * std::log1p(-q)) : 0.0;
-    const double several = std::clamp(1.0 - p0 - p1, 0.0, 1.0 - 1e-16);
+    const SlowCount k = slow_count(u.all, q);
+    const double single = u.all > 0 ? k.one * u.single_stage / u.all : 0.0;
+    const double several = std::clamp(1.0 - k.none - single, 0.0, 1.0 - 1e-16);
     const double any = -std::expm1((lockstep ? 1 : std::max(1, point.dp)) * std::log1p(-several));
     return (any > 1e-3 && e > 0.1) || (any > 0.05 && e > 0.03);
 }
